@@ -1,0 +1,44 @@
+"""Every set-up and check of the project, each in its own fresh virtual environment.
+
+python3 -m pip install nox && python3 -m nox -s demo                    # the main job
+python3 -m pip install nox && python3 -m nox -s lint typecheck tests    # all checks
+"""
+
+from __future__ import annotations
+
+import nox
+
+nox.options.sessions = ["lint", "typecheck", "tests"]
+nox.options.reuse_existing_virtualenvs = True
+nox.options.error_on_missing_interpreters = True
+
+DEV = ".[dev]"
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """The whole test suite, including a real `chroma run` server on loopback."""
+    session.install("-e", DEV)
+    session.run("pytest", "-q", "-ra", *session.posargs, env={"ANONYMIZED_TELEMETRY": "False"})
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff: lint (with the core's banned framework imports) and format check."""
+    session.install("ruff>=0.6")
+    session.run("ruff", "check", "src", "tests", "noxfile.py")
+    session.run("ruff", "format", "--check", "src", "tests", "noxfile.py")
+
+
+@nox.session
+def typecheck(session: nox.Session) -> None:
+    """mypy --strict over src/."""
+    session.install("-e", DEV)
+    session.run("mypy", "src")
+
+
+@nox.session
+def demo(session: nox.Session) -> None:
+    """Install memtrellis as a user would and run `memtrellis demo` on the offline default."""
+    session.install(".")
+    session.run("memtrellis", "demo", *session.posargs)

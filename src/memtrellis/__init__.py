@@ -1,0 +1,68 @@
+"""memtrellis: long-term memory for any chat model, offline by default.
+
+Example:
+    >>> import tempfile
+    >>> from memtrellis import Memory
+    >>> from memtrellis.testing import HashingEmbedder
+    >>> with Memory(tempfile.mkdtemp(), embedder=HashingEmbedder()) as memory:
+    ...     _ = memory.add("The deploy freeze starts on Friday")
+    ...     [r.memory.text for r in memory.recall("when does the freeze start?").items]
+    ['The deploy freeze starts on Friday']
+"""
+
+from memtrellis._offline import prepare_offline_env
+
+prepare_offline_env()
+
+from memtrellis.errors import (  # noqa: E402
+    EmbedderUnavailableError,
+    EmbeddingMismatchError,
+    InvalidInputError,
+    MemoryNotFoundError,
+    MemtrellisError,
+    StoreClosedError,
+    StoreCorruptError,
+    StoreLockedError,
+    TokenizerUnavailableError,
+)
+from memtrellis.memory import Memory  # noqa: E402
+from memtrellis.types import (  # noqa: E402
+    EdgeKind,
+    Health,
+    HistoryEvent,
+    MemoryItem,
+    MemoryType,
+    RecalledMemory,
+    RecallExplanation,
+    RecallResult,
+    Scope,
+    SourceKind,
+    SourceRef,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "EdgeKind",
+    "EmbedderUnavailableError",
+    "EmbeddingMismatchError",
+    "Health",
+    "HistoryEvent",
+    "InvalidInputError",
+    "Memory",
+    "MemoryItem",
+    "MemoryNotFoundError",
+    "MemoryType",
+    "MemtrellisError",
+    "RecallExplanation",
+    "RecallResult",
+    "RecalledMemory",
+    "Scope",
+    "SourceKind",
+    "SourceRef",
+    "StoreClosedError",
+    "StoreCorruptError",
+    "StoreLockedError",
+    "TokenizerUnavailableError",
+    "__version__",
+]

@@ -1,0 +1,68 @@
+"""Typed errors. Everything memtrellis raises on purpose derives from :class:`MemtrellisError`.
+
+Example:
+    >>> from memtrellis.errors import MemtrellisError, MemoryNotFoundError
+    >>> issubclass(MemoryNotFoundError, MemtrellisError)
+    True
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "EmbedderUnavailableError",
+    "EmbeddingMismatchError",
+    "InvalidInputError",
+    "MemoryNotFoundError",
+    "MemtrellisError",
+    "StoreClosedError",
+    "StoreCorruptError",
+    "StoreLockedError",
+    "TokenizerUnavailableError",
+]
+
+
+class MemtrellisError(Exception):
+    """Base class of every error memtrellis raises on purpose."""
+
+
+class InvalidInputError(MemtrellisError, ValueError):
+    """Input that memtrellis cannot store or act on (bad type, empty text, bad scope...)."""
+
+
+class MemoryNotFoundError(MemtrellisError, KeyError):
+    """No memory with this id is visible in the given scope.
+
+    Raised alike for an id that does not exist and for one that belongs to another
+    entity, so a caller can never learn that another tenant's memory exists.
+    """
+
+    def __init__(self, memory_id: str) -> None:
+        super().__init__(memory_id)
+        self.memory_id = memory_id
+
+    def __str__(self) -> str:
+        return f"no memory with id {self.memory_id!r} in this scope"
+
+
+class EmbeddingMismatchError(MemtrellisError):
+    """The store was built with another embedder; opening it would corrupt the index."""
+
+
+class StoreCorruptError(MemtrellisError):
+    """A store file cannot be read. The message names the path and the way to recover."""
+
+
+class StoreLockedError(MemtrellisError):
+    """Another process held the store's write lock for longer than the timeout."""
+
+
+class StoreClosedError(MemtrellisError):
+    """The :class:`~memtrellis.Memory` was closed and cannot be used any more."""
+
+
+class TokenizerUnavailableError(MemtrellisError):
+    """The offline tiktoken vocabulary could not be found; names the package to install."""
+
+
+class EmbedderUnavailableError(MemtrellisError):
+    """The offline embedding model or its tokenizer could not be loaded."""

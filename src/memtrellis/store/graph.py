@@ -1,0 +1,233 @@
+"""The memory graph: memory and entity nodes with typed edges, in one NetworkX MultiDiGraph.
+
+Entity nodes are per tenant (``entity:<entity_id>:<name>``) so that graph expansion can
+never walk from one tenant's memory into another's. The graph is saved as node-link JSON
+that a plain ``json.load`` reads and ``networkx.node_link_graph(data, edges="edges")``
+turns back into a graph.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+
+from memtrellis.errors import StoreCorruptError
+from memtrellis.store._files import atomic_write_bytes
+from memtrellis.types import EdgeKind, HistoryEvent, MemoryItem
+
+__all__ = ["MemoryGraph", "entity_node_id", "normalize_entity"]
+
+_MEMORY = "memory"
+_ENTITY = "entity"
+
+
+def normalize_entity(name: str) -> str:
+    """Case- and whitespace-insensitive form of an entity name."""
+    return " ".join(name.split()).casefold()
+
+
+def entity_node_id(tenant: str, name: str) -> str:
+    """The node id of entity ``name`` in tenant ``tenant``'s part of the graph."""
+    return f"entity:{tenant}:{normalize_entity(name)}"
+
+
+class MemoryGraph:
+    """Memories, entities and the edges between them, with a per-tenant index.
+
+    Not thread-safe by itself; :class:`memtrellis.store.Store` serialises access.
+    """
+
+    def __init__(self) -> None:
+        self.g: nx.MultiDiGraph = nx.MultiDiGraph()
+        # tenant -> memory ids in insertion order, for listing without scanning the graph
+        self._by_tenant: dict[str, dict[str, None]] = {}
+
+    # -- reads ---------------------------------------------------------------------------
+    def __contains__(self, memory_id: object) -> bool:
+        return (
+            isinstance(memory_id, str)
+            and memory_id in self.g
+            and self.g.nodes[memory_id].get("kind") == _MEMORY
+        )
+
+    def __len__(self) -> int:
+        return sum(len(ids) for ids in self._by_tenant.values())
+
+    def item(self, memory_id: str) -> MemoryItem | None:
+        """The stored item (not a copy), or ``None``."""
+        if memory_id not in self:
+            return None
+        item: MemoryItem = self.g.nodes[memory_id]["item"]
+        return item
+
+    def history(self, memory_id: str) -> list[HistoryEvent]:
+        """Events recorded for a memory, oldest first."""
+        if memory_id not in self:
+            return []
+        return list(self.g.nodes[memory_id]["history"])
+
+    def tenant_ids(self, tenant: str) -> list[str]:
+        """Ids of one tenant's memories, oldest insertion first."""
+        return list(self._by_tenant.get(tenant, ()))
+
+    def tenants(self) -> list[str]:
+        """Every tenant (``entity_id``) with at least one memory."""
+        return [tenant for tenant, ids in self._by_tenant.items() if ids]
+
+    def items(self, tenant: str | None = None) -> Iterator[MemoryItem]:
+        """Stored items of one tenant, or of all."""
+        tenants = [tenant] if tenant is not None else list(self._by_tenant)
+        for name in tenants:
+            for memory_id in self._by_tenant.get(name, ()):
+                yield self.g.nodes[memory_id]["item"]
+
+    def entity_count(self) -> int:
+        """Number of entity nodes."""
+        return sum(1 for _, kind in self.g.nodes(data="kind") if kind == _ENTITY)
+
+    def edge_counts(self) -> dict[str, int]:
+        """Number of edges of each kind (every kind listed, zero included)."""
+        counts = {kind.value: 0 for kind in EdgeKind}
+        for _, _, kind in self.g.edges(keys=True):
+            counts[kind] = counts.get(kind, 0) + 1
+        return counts
+
+    def neighbours_by_entity(self, memory_id: str) -> Iterator[tuple[str, str]]:
+        """``(entity node, other memory id)`` for memories sharing an entity with this one."""
+        if memory_id not in self:
+            return
+        for _, entity, kind in self.g.out_edges(memory_id, keys=True):
+            if kind != EdgeKind.MENTIONS.value:
+                continue
+            for other, _, other_kind in self.g.in_edges(entity, keys=True):
+                if other != memory_id and other_kind == EdgeKind.MENTIONS.value:
+                    yield entity, other
+
+    # -- writes --------------------------------------------------------------------------
+    def put(self, item: MemoryItem, event: HistoryEvent | None = None) -> None:
+        """Insert or replace a memory node and its ``mentions`` edges."""
+        tenant = item.scope.entity_id
+        if item.id in self:
+            old: MemoryItem = self.g.nodes[item.id]["item"]
+            if old.scope.entity_id != tenant:
+                self._by_tenant.get(old.scope.entity_id, {}).pop(item.id, None)
+            self._drop_mentions(item.id)
+            self.g.nodes[item.id]["item"] = item
+        else:
+            self.g.add_node(item.id, kind=_MEMORY, item=item, history=[])
+        self._by_tenant.setdefault(tenant, {})[item.id] = None
+        if event is not None:
+            self.g.nodes[item.id]["history"].append(event)
+        for name in item.entities:
+            node = entity_node_id(tenant, name)
+            if node not in self.g:
+                self.g.add_node(node, kind=_ENTITY, name=name, entity_id=tenant)
+            self.g.add_edge(item.id, node, key=EdgeKind.MENTIONS.value)
+
+    def add_edge(self, source: str, target: str, kind: EdgeKind) -> None:
+        """Add a typed memory-to-memory edge (idempotent)."""
+        if source in self and target in self:
+            self.g.add_edge(source, target, key=kind.value)
+
+    def remove(self, memory_id: str) -> MemoryItem | None:
+        """Remove a memory, its edges and any entity left without mentions."""
+        item = self.item(memory_id)
+        if item is None:
+            return None
+        entities = [t for _, t, k in self.g.out_edges(memory_id, keys=True) if k == "mentions"]
+        self.g.remove_node(memory_id)
+        self._by_tenant.get(item.scope.entity_id, {}).pop(memory_id, None)
+        for entity in entities:
+            if entity in self.g and self.g.in_degree(entity) == 0:
+                self.g.remove_node(entity)
+        return item
+
+    def remove_tenant(self, tenant: str) -> list[str]:
+        """Remove every memory of one tenant; returns their ids."""
+        ids = self.tenant_ids(tenant)
+        for memory_id in ids:
+            self.remove(memory_id)
+        self._by_tenant.pop(tenant, None)
+        return ids
+
+    def _drop_mentions(self, memory_id: str) -> None:
+        for _, entity, key in list(self.g.out_edges(memory_id, keys=True)):
+            if key == EdgeKind.MENTIONS.value:
+                self.g.remove_edge(memory_id, entity, key=key)
+                if self.g.in_degree(entity) == 0:
+                    self.g.remove_node(entity)
+
+    # -- persistence ---------------------------------------------------------------------
+    def to_node_link(self, generation: int) -> dict[str, Any]:
+        """The graph as node-link data (plain JSON types only)."""
+        nodes: list[dict[str, Any]] = []
+        for node, data in self.g.nodes(data=True):
+            if data.get("kind") == _MEMORY:
+                nodes.append(
+                    {
+                        "id": node,
+                        "kind": _MEMORY,
+                        "item": data["item"].model_dump(mode="json"),
+                        "history": [e.model_dump(mode="json") for e in data["history"]],
+                    }
+                )
+            else:
+                nodes.append({"id": node, **data})
+        edges = [
+            {"source": s, "target": t, "key": k, "kind": k} for s, t, k in self.g.edges(keys=True)
+        ]
+        return {
+            "directed": True,
+            "multigraph": True,
+            "graph": {"generation": generation, "format": "memtrellis-graph"},
+            "nodes": nodes,
+            "edges": edges,
+        }
+
+    def save(self, path: Path, generation: int) -> None:
+        """Write the graph atomically as node-link JSON."""
+        data = json.dumps(self.to_node_link(generation), separators=(",", ":"))
+        atomic_write_bytes(path, data.encode())
+
+    @classmethod
+    def load(cls, path: Path) -> tuple[MemoryGraph, int]:
+        """Read a saved graph; returns it and the generation it was saved at."""
+        graph = cls()
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            return graph, 0
+        try:
+            data = json.loads(raw)
+            generation = int(data["graph"]["generation"])
+            memory_nodes: list[tuple[MemoryItem, list[HistoryEvent]]] = []
+            for node in data["nodes"]:
+                if node.get("kind") == _MEMORY:
+                    item = MemoryItem.model_validate(node["item"])
+                    history = [HistoryEvent.model_validate(e) for e in node["history"]]
+                    memory_nodes.append((item, history))
+                else:
+                    attrs = {k: v for k, v in node.items() if k != "id"}
+                    graph.g.add_node(node["id"], **attrs)
+            for item, history in memory_nodes:
+                graph.put(item)
+                graph.g.nodes[item.id]["history"] = history
+            for edge in data["edges"]:
+                if edge["key"] != EdgeKind.MENTIONS.value:
+                    graph.add_edge(edge["source"], edge["target"], EdgeKind(edge["key"]))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise StoreCorruptError(
+                f"the memory graph {path} cannot be read ({exc.__class__.__name__}: "
+                f"{str(exc)[:200]}). Restore it from a backup, or move the store "
+                "directory aside and re-import an export into a new store."
+            ) from exc
+        return graph, generation
+
+    def load_items(self, items: Iterable[MemoryItem]) -> None:
+        """Insert many items (used when rebuilding)."""
+        for item in items:
+            self.put(item)

@@ -1,0 +1,446 @@
+"""The store: graph, vector index and keyword index kept in step on one directory.
+
+Layout of a store directory::
+
+    manifest.json        schema version, embedder, current generation
+    graph.json           node-link snapshot of the graph at that generation
+    wal-<gen>.jsonl      write-ahead log of every change since the snapshot
+    chroma/              the embedded Chroma data (absent in server mode)
+    store.lock           the write lock shared by every process
+
+A write takes the lock, catches up with what other processes logged, appends its records
+to the log (fsync), updates the index, then appends an ``ok``. A change without its ``ok``
+is rolled forward by the next process that takes the lock, so the graph and the index
+never disagree for longer than one crash.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock, Timeout
+
+from memtrellis.errors import StoreClosedError, StoreCorruptError, StoreLockedError
+from memtrellis.store.graph import MemoryGraph
+from memtrellis.store.keyword import KeywordIndex
+from memtrellis.store.manifest import EmbedderInfo, Manifest, read_manifest, write_manifest
+from memtrellis.store.vectors import VectorIndex
+from memtrellis.store.wal import WalReader, append_records, wal_path
+from memtrellis.types import EdgeKind, HistoryEvent, MemoryItem, utcnow
+
+__all__ = ["RepairReport", "Store"]
+
+log = logging.getLogger("memtrellis.store")
+
+EmbedFn = Callable[[list[str]], list[list[float]]]
+_CHANGE_OPS = frozenset({"put", "del", "drop"})
+
+
+@dataclass
+class RepairReport:
+    """What opening (or catching up with) a store had to repair after a crash."""
+
+    rolled_forward: list[str] = field(default_factory=list)
+    torn_records: int = 0
+    index_retries: int = 0
+
+    @property
+    def repaired(self) -> bool:
+        """Whether anything was repaired."""
+        return bool(self.rolled_forward or self.torn_records)
+
+    def summary(self) -> str:
+        """One line for logs and the CLI."""
+        return (
+            f"rolled forward {len(self.rolled_forward)} interrupted change(s), "
+            f"dropped {self.torn_records} torn log record(s)"
+        )
+
+
+class Store:
+    """Graph + vectors + keywords on one directory, safe across threads and processes."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        embedder: EmbedderInfo,
+        embed: EmbedFn,
+        chroma_url: str | None = None,
+        lock_timeout: float = 60.0,
+        compact_every: int = 5000,
+    ) -> None:
+        self.path = path
+        self._embed = embed
+        self._compact_every = compact_every
+        self._writer = uuid.uuid4().hex[:12]
+        self._seq = 0
+        self._mu = threading.RLock()
+        self._closed = False
+        self._pending: dict[str, dict[str, Any]] = {}
+        self._touches: list[tuple[str, str]] = []
+        self._ops_since_snapshot = 0
+        self._manifest_stamp: tuple[int, int, int] = (0, 0, 0)
+        self.repair = RepairReport()
+        path.mkdir(parents=True, exist_ok=True)
+        self._file_lock = FileLock(
+            str(path / "store.lock"), timeout=lock_timeout, thread_local=False
+        )
+        self.graph = MemoryGraph()
+        self.keywords = KeywordIndex()
+        with self._locked():
+            manifest = read_manifest(self._manifest_path)
+            if manifest is None:
+                if self._graph_path.exists():
+                    raise StoreCorruptError(
+                        f"{self._manifest_path} is missing but {self._graph_path} exists; "
+                        "restore the manifest from a backup rather than start a new store "
+                        "over old data."
+                    )
+                manifest = Manifest(embedder=embedder)
+                write_manifest(self._manifest_path, manifest)
+            else:
+                manifest.check_embedder(embedder.model_id, embedder.dimension, path)
+            self.manifest = manifest
+            self.vectors = VectorIndex(path / "chroma", chroma_url=chroma_url)
+            self._load_snapshot()
+            self._catch_up(locked=True)
+            self._remove_old_logs()
+        if self.repair.repaired:
+            log.warning("store %s: %s", path, self.repair.summary())
+
+    # -- paths ---------------------------------------------------------------------------
+    @property
+    def _manifest_path(self) -> Path:
+        return self.path / "manifest.json"
+
+    @property
+    def _graph_path(self) -> Path:
+        return self.path / "graph.json"
+
+    # -- locking -------------------------------------------------------------------------
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        with self._mu:
+            try:
+                self._file_lock.acquire()
+            except Timeout as exc:
+                raise StoreLockedError(
+                    f"another process held the lock on {self.path} for longer than "
+                    f"{self._file_lock.timeout} s"
+                ) from exc
+            try:
+                yield
+            finally:
+                self._file_lock.release()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreClosedError("this memory store is closed")
+
+    # -- loading and catching up ---------------------------------------------------------
+    def _stat_manifest(self) -> tuple[int, int, int]:
+        # The manifest is replaced, never edited, so a new inode means a new generation.
+        try:
+            st = self._manifest_path.stat()
+        except FileNotFoundError:
+            return (0, 0, 0)
+        return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+    def _load_snapshot(self) -> None:
+        graph, generation = MemoryGraph.load(self._graph_path)
+        if generation < self.manifest.generation:
+            raise StoreCorruptError(
+                f"the graph snapshot {self._graph_path} is at generation {generation} but "
+                f"the manifest expects {self.manifest.generation}; the snapshot was lost. "
+                "Restore graph.json from a backup."
+            )
+        if generation > self.manifest.generation:
+            # A compaction wrote the snapshot but died before the manifest: finish it.
+            self.manifest.generation = generation
+            write_manifest(self._manifest_path, self.manifest)
+        self.graph = graph
+        self.keywords = KeywordIndex()
+        for item in graph.items():
+            self.keywords.add(item.scope.entity_id, item.id, item.text)
+        self._reader = WalReader(wal_path(self.path, self.manifest.generation))
+        self._manifest_stamp = self._stat_manifest()
+        self._ops_since_snapshot = 0
+
+    def _catch_up(self, *, locked: bool) -> None:
+        """Apply what was logged since our last look; under the lock, also repair."""
+        stamp = self._stat_manifest()
+        if stamp != self._manifest_stamp:
+            manifest = read_manifest(self._manifest_path)
+            if manifest is not None and manifest.generation != self.manifest.generation:
+                self.manifest = manifest
+                self._load_snapshot()
+                self._pending.clear()
+                self.vectors.stale = True
+            self._manifest_stamp = stamp
+        if self._reader.size() > self._reader.offset:
+            foreign = False
+            for record in self._reader.read_new():
+                foreign = foreign or record.get("w") != self._writer
+                self._apply(record)
+            if foreign:
+                self.vectors.stale = True
+        if locked:
+            if self._reader.torn_tail and self._reader.cut_torn_tail():
+                self.repair.torn_records += 1
+            if self.vectors.stale:
+                self.vectors.refresh()
+            if self._pending:
+                self._roll_forward()
+
+    def _apply(self, record: dict[str, Any]) -> None:
+        op = record["op"]
+        if op == "ok":
+            self._pending.pop(record["rid"], None)
+            return
+        self._ops_since_snapshot += 1
+        if op in _CHANGE_OPS:
+            self._pending[record["rid"]] = record
+        if op == "put":
+            item = MemoryItem.model_validate(record["item"])
+            event = HistoryEvent.model_validate(record["event"]) if record.get("event") else None
+            self.graph.put(item, event)
+            self.keywords.add(item.scope.entity_id, item.id, item.text)
+        elif op == "del":
+            for memory_id in record["ids"]:
+                self.graph.remove(memory_id)
+                self.keywords.remove(memory_id)
+        elif op == "drop":
+            self.graph.remove_tenant(record["entity_id"])
+            self.keywords.drop_tenant(record["entity_id"])
+        elif op == "edge":
+            self.graph.add_edge(record["src"], record["dst"], EdgeKind(record["kind"]))
+        elif op == "touch":
+            at = datetime.fromisoformat(record["at"])
+            for memory_id in record["ids"]:
+                recalled = self.graph.item(memory_id)
+                if recalled is not None:
+                    recalled.recall_count += 1
+                    recalled.last_recalled_at = at
+        else:
+            raise StoreCorruptError(f"unknown log record {op!r} in {self._reader.path}")
+
+    def _index_change(self, record: dict[str, Any]) -> None:
+        """Carry one logged change into the vector index (idempotent)."""
+        op = record["op"]
+        if op == "put":
+            item = self.graph.item(record["item"]["id"])
+            if item is None:  # deleted by a later record; nothing to index
+                return
+            if record.get("reembed", True) or not self.vectors.has(item.scope.entity_id, [item.id]):
+                self.vectors.upsert([item], self._embed([item.text]))
+            else:
+                self.vectors.update_metadata([item])
+        elif op == "del":
+            self.vectors.delete(record["entity_id"], record["ids"])
+        elif op == "drop":
+            self.vectors.drop_entity(record["entity_id"])
+
+    def _roll_forward(self) -> None:
+        done: list[dict[str, Any]] = []
+        for rid, record in list(self._pending.items()):
+            try:
+                self._index_change(record)
+            except Exception:
+                self.repair.index_retries += 1
+                log.exception("store %s: could not index change %s; will retry", self.path, rid)
+                continue
+            done.append({"op": "ok", "rid": rid, "w": self._writer})
+            self.repair.rolled_forward.append(rid)
+            self._pending.pop(rid, None)
+        if done:
+            self._reader.offset = append_records(self._reader.path, done, durable=False)
+
+    def _remove_old_logs(self) -> None:
+        current = wal_path(self.path, self.manifest.generation).name
+        for old in self.path.glob("wal-*.jsonl"):
+            if old.name < current:
+                old.unlink(missing_ok=True)
+
+    # -- writing ---------------------------------------------------------------------------
+    def _rid(self) -> str:
+        self._seq += 1
+        return f"{self._writer}:{self._seq}"
+
+    def commit(
+        self,
+        records: list[dict[str, Any]],
+        index: Callable[[], None] | None = None,
+    ) -> None:
+        """Log ``records``, apply them, then run ``index`` (the vector-index half).
+
+        Change records (``put``, ``del``, ``drop``) get a record id here. If ``index``
+        fails the change stays logged and pending: it is in the graph now and reaches the
+        index when the next writer rolls it forward, so nothing acknowledged is lost.
+        """
+        self._check_open()
+        with self._locked():
+            self._catch_up(locked=True)
+            rids: list[str] = []
+            for record in records:
+                record["w"] = self._writer
+                if record["op"] in _CHANGE_OPS:
+                    record["rid"] = self._rid()
+                    rids.append(record["rid"])
+            # Touches were applied when they happened; only the new records apply now.
+            outgoing = self._drain_touches() + records
+            self._reader.offset = append_records(self._reader.path, outgoing)
+            for record in records:
+                self._apply(record)
+            try:
+                if index is not None:
+                    index()
+                else:
+                    for rid in rids:
+                        self._index_change(self._pending[rid])
+            except Exception:
+                self.repair.index_retries += 1
+                log.exception("store %s: vector index write failed; will retry", self.path)
+            else:
+                oks = [{"op": "ok", "rid": rid, "w": self._writer} for rid in rids]
+                if oks:
+                    self._reader.offset = append_records(self._reader.path, oks, durable=False)
+                for rid in rids:
+                    self._pending.pop(rid, None)
+            if self._ops_since_snapshot >= self._compact_every:
+                self._compact()
+
+    def put(
+        self,
+        items: Sequence[MemoryItem],
+        embeddings: Sequence[Sequence[float]] | None,
+        action: str,
+        detail: dict[str, Any] | None = None,
+    ) -> None:
+        """Store items; ``embeddings=None`` means the text did not change (metadata only)."""
+        at = utcnow()
+        event = HistoryEvent(at=at, action=action, detail=detail or {}).model_dump(mode="json")
+        records: list[dict[str, Any]] = [
+            {
+                "op": "put",
+                "item": item.model_dump(mode="json"),
+                "event": event,
+                "reembed": embeddings is not None,
+            }
+            for item in items
+        ]
+
+        def index() -> None:
+            stored = [self.graph.item(i.id) or i for i in items]
+            if embeddings is not None:
+                self.vectors.upsert(stored, embeddings)
+            else:
+                for record in records:
+                    self._index_change(record)
+
+        self.commit(records, index)
+
+    def delete(self, entity_id: str, ids: Sequence[str]) -> None:
+        """Delete memories of one entity from graph and index."""
+        if ids:
+            self.commit([{"op": "del", "entity_id": entity_id, "ids": list(ids)}])
+
+    def drop_entity(self, entity_id: str) -> None:
+        """Delete everything one entity has."""
+        self.commit([{"op": "drop", "entity_id": entity_id}])
+
+    def add_edge(self, source: str, target: str, kind: EdgeKind) -> None:
+        """Add a typed memory-to-memory edge."""
+        self.commit([{"op": "edge", "src": source, "dst": target, "kind": kind.value}])
+
+    def touch(self, ids: Sequence[str], at: datetime) -> None:
+        """Count a recall of ``ids``: applied now, logged lazily with the next write."""
+        with self._mu:
+            for memory_id in ids:
+                item = self.graph.item(memory_id)
+                if item is not None:
+                    item.recall_count += 1
+                    item.last_recalled_at = at
+            self._touches.append((",".join(ids), at.isoformat()))
+            if len(self._touches) >= 256:
+                self.commit([])
+
+    def _drain_touches(self) -> list[dict[str, Any]]:
+        touches, self._touches = self._touches, []
+        # Already applied locally; the log carries them to other processes and restarts.
+        return [
+            {"op": "touch", "ids": ids.split(","), "at": at, "w": self._writer}
+            for ids, at in touches
+        ]
+
+    def _compact(self) -> None:
+        """Write a new snapshot and start a new log (under the lock, nothing pending)."""
+        if self._pending:
+            return
+        generation = self.manifest.generation + 1
+        self.graph.save(self._graph_path, generation)
+        old_log = self._reader.path
+        self.manifest.generation = generation
+        write_manifest(self._manifest_path, self.manifest)
+        old_log.unlink(missing_ok=True)
+        self._reader = WalReader(wal_path(self.path, generation))
+        self._manifest_stamp = self._stat_manifest()
+        self._ops_since_snapshot = 0
+
+    # -- reading ---------------------------------------------------------------------------
+    def reading(self) -> threading.RLock:
+        """Hold this while reading the graph or keyword index across several calls."""
+        return self._mu
+
+    def refresh(self) -> None:
+        """See what other processes wrote (cheap when nothing changed)."""
+        self._check_open()
+        with self._mu:
+            self._catch_up(locked=False)
+            if self.vectors.stale:
+                with self._locked():
+                    self._catch_up(locked=True)
+
+    @property
+    def pending_count(self) -> int:
+        """Logged changes not yet confirmed in the vector index."""
+        return len(self._pending)
+
+    def disk_usage(self) -> int:
+        """Bytes used by the store directory."""
+        total = 0
+        for root, _, files in os.walk(self.path):
+            for name in files:
+                try:
+                    total += (Path(root) / name).stat().st_size
+                except FileNotFoundError:
+                    continue
+        return total
+
+    # -- closing ---------------------------------------------------------------------------
+    def close(self) -> None:
+        """Flush pending counts, write a snapshot when the log has grown, release Chroma."""
+        with self._mu:
+            if self._closed:
+                return
+            try:
+                with self._locked():
+                    self._catch_up(locked=True)
+                    if self._touches:
+                        self._reader.offset = append_records(
+                            self._reader.path, self._drain_touches()
+                        )
+                    if self._ops_since_snapshot:
+                        self._compact()
+            finally:
+                self._closed = True
+                self.vectors.close()

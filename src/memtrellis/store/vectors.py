@@ -1,0 +1,255 @@
+"""The vector index: Chroma, one collection per ``entity_id``, created lazily.
+
+Partitioned by entity rather than filtered: a ``where`` filter selecting one user's 1% of
+100k vectors measured about 40 ms p50 against about 2 ms for an unfiltered query. Process
+and session stay metadata filters inside the entity's collection.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from memtrellis._offline import chroma_settings, prepare_offline_env
+from memtrellis.types import MemoryItem
+
+__all__ = ["HNSW_EF_SEARCH", "VectorIndex", "collection_name"]
+
+#: Chroma's default ef_search of 100 gave recall@10 0.955 against exact search at 100k
+#: vectors; 200 gave 0.979. Recall quality is worth the extra fraction of a millisecond.
+HNSW_EF_SEARCH = 200
+HNSW_EF_CONSTRUCTION = 200
+
+
+def collection_name(entity_id: str) -> str:
+    """A Chroma-safe collection name for one entity (names allow only ``[a-zA-Z0-9._-]``)."""
+    return "mt-" + hashlib.blake2b(entity_id.encode(), digest_size=16).hexdigest()
+
+
+def _missing() -> tuple[type[Exception], ...]:
+    # What Chroma raises for a collection that does not exist (ValueError before 1.0).
+    from chromadb.errors import NotFoundError
+
+    return (NotFoundError, ValueError)
+
+
+def _metadata(item: MemoryItem) -> dict[str, str | int | float | bool]:
+    # The full item rides along so that the graph can be rebuilt from the index alone.
+    return {
+        "entity_id": item.scope.entity_id,
+        "process_id": item.scope.process_id or "",
+        "session_id": item.scope.session_id or "",
+        "memory_type": item.memory_type.value,
+        "created_at": item.created_at.timestamp(),
+        "item": item.model_dump_json(),
+    }
+
+
+class VectorIndex:
+    """Thin, typed access to Chroma for memtrellis' needs."""
+
+    def __init__(self, directory: Path, *, chroma_url: str | None = None) -> None:
+        self.directory = directory
+        self.chroma_url = chroma_url
+        self._lock = threading.RLock()
+        self._collections: dict[str, Any] = {}
+        self._client: Any = None
+        self.stale = False
+        self._connect()
+
+    @property
+    def mode(self) -> str:
+        """``"http"`` for a Chroma server, ``"embedded"`` otherwise."""
+        return "http" if self.chroma_url else "embedded"
+
+    def _connect(self) -> None:
+        prepare_offline_env()
+        import chromadb
+
+        if self.chroma_url:
+            from urllib.parse import urlparse
+
+            url = urlparse(self.chroma_url)
+            self._client = chromadb.HttpClient(
+                host=url.hostname or "127.0.0.1",
+                port=url.port or (443 if url.scheme == "https" else 8000),
+                ssl=url.scheme == "https",
+                settings=chroma_settings(),
+            )
+        else:
+            self._client = chromadb.PersistentClient(
+                path=str(self.directory), settings=chroma_settings()
+            )
+        self._collections.clear()
+        self.stale = False
+
+    def refresh(self) -> None:
+        """Reopen the embedded client so it sees what other processes wrote.
+
+        An embedded Chroma keeps its HNSW index in memory and does not notice another
+        process's writes; reopening costs about 15 ms and happens only after one.
+        """
+        with self._lock:
+            if self.mode == "embedded":
+                self._close_client()
+                self._connect()
+            self.stale = False
+
+    def _close_client(self) -> None:
+        close = getattr(self._client, "close", None)
+        if callable(close):
+            with contextlib.suppress(Exception):  # best effort on shutdown
+                close()
+        self._client = None
+
+    def close(self) -> None:
+        """Release the client."""
+        with self._lock:
+            self._collections.clear()
+            if self._client is not None:
+                self._close_client()
+
+    def _collection(self, entity_id: str, *, create: bool) -> Any:
+        with self._lock:
+            if self.stale:
+                self.refresh()
+            found = self._collections.get(entity_id)
+            if found is not None:
+                return found
+            name = collection_name(entity_id)
+            if create:
+                found = self._client.get_or_create_collection(
+                    name,
+                    configuration={
+                        "hnsw": {
+                            "space": "cosine",
+                            "ef_search": HNSW_EF_SEARCH,
+                            "ef_construction": HNSW_EF_CONSTRUCTION,
+                        }
+                    },
+                    metadata={"entity_id": entity_id, "memtrellis": 1},
+                    embedding_function=None,
+                )
+            else:
+                try:
+                    found = self._client.get_collection(name, embedding_function=None)
+                except _missing():
+                    return None
+            self._collections[entity_id] = found
+            return found
+
+    def upsert(self, items: Sequence[MemoryItem], embeddings: Sequence[Sequence[float]]) -> None:
+        """Insert or replace vectors; items may belong to several entities."""
+        by_entity: dict[str, list[int]] = {}
+        for position, item in enumerate(items):
+            by_entity.setdefault(item.scope.entity_id, []).append(position)
+        for entity_id, positions in by_entity.items():
+            collection = self._collection(entity_id, create=True)
+            collection.upsert(
+                ids=[items[p].id for p in positions],
+                embeddings=[list(embeddings[p]) for p in positions],
+                documents=[items[p].text for p in positions],
+                metadatas=[_metadata(items[p]) for p in positions],
+            )
+
+    def update_metadata(self, items: Sequence[MemoryItem]) -> None:
+        """Refresh the stored metadata (and item copy) without re-embedding."""
+        by_entity: dict[str, list[MemoryItem]] = {}
+        for item in items:
+            by_entity.setdefault(item.scope.entity_id, []).append(item)
+        for entity_id, group in by_entity.items():
+            collection = self._collection(entity_id, create=False)
+            if collection is not None:
+                collection.update(
+                    ids=[i.id for i in group],
+                    documents=[i.text for i in group],
+                    metadatas=[_metadata(i) for i in group],
+                )
+
+    def delete(self, entity_id: str, ids: Sequence[str]) -> None:
+        """Delete vectors by id from one entity's collection (missing ids are ignored)."""
+        collection = self._collection(entity_id, create=False)
+        if collection is not None and ids:
+            collection.delete(ids=list(ids))
+
+    def drop_entity(self, entity_id: str) -> None:
+        """Delete one entity's whole collection."""
+        with self._lock:
+            self._collections.pop(entity_id, None)
+            with contextlib.suppress(*_missing()):  # already gone: the goal is reached
+                self._client.delete_collection(collection_name(entity_id))
+
+    def has(self, entity_id: str, ids: Sequence[str]) -> set[str]:
+        """Which of ``ids`` the entity's collection holds."""
+        collection = self._collection(entity_id, create=False)
+        if collection is None or not ids:
+            return set()
+        got = collection.get(ids=list(ids), include=[])
+        return set(got["ids"])
+
+    def count(self, entity_id: str) -> int:
+        """Number of vectors in one entity's collection."""
+        collection = self._collection(entity_id, create=False)
+        return 0 if collection is None else int(collection.count())
+
+    def all_items(self, entity_id: str) -> list[MemoryItem]:
+        """Every item copy stored in an entity's collection metadata (for repair)."""
+        collection = self._collection(entity_id, create=False)
+        if collection is None:
+            return []
+        got = collection.get(include=["metadatas"])
+        return [
+            MemoryItem.model_validate(json.loads(str(meta["item"])))
+            for meta in got["metadatas"] or []
+            if meta and "item" in meta
+        ]
+
+    def query(
+        self,
+        entity_id: str,
+        embedding: Sequence[float],
+        n: int,
+        *,
+        process_id: str | None = None,
+        session_id: str | None = None,
+    ) -> list[tuple[str, float]]:
+        """Nearest memories as ``(id, cosine similarity)``, best first."""
+        collection = self._collection(entity_id, create=False)
+        if collection is None:
+            return []
+        total = int(collection.count())
+        if total == 0:
+            return []
+        clauses: list[dict[str, Any]] = []
+        if process_id is not None:
+            clauses.append({"process_id": process_id})
+        if session_id is not None:
+            clauses.append({"session_id": session_id})
+        where: dict[str, Any] | None = None
+        if len(clauses) == 1:
+            where = clauses[0]
+        elif clauses:
+            where = {"$and": clauses}
+        result = collection.query(
+            query_embeddings=[list(embedding)],
+            n_results=min(n, total),
+            where=where,
+            include=["distances"],
+        )
+        ids = result["ids"][0]
+        distances = result["distances"][0] if result["distances"] else [1.0] * len(ids)
+        return [(i, 1.0 - float(d)) for i, d in zip(ids, distances, strict=True)]
+
+    def entity_ids(self) -> list[str]:
+        """Entities that have a collection, read from collection metadata."""
+        found: list[str] = []
+        for collection in self._client.list_collections():
+            meta = collection.metadata or {}
+            if meta.get("memtrellis") and "entity_id" in meta:
+                found.append(str(meta["entity_id"]))
+        return found

@@ -1,0 +1,312 @@
+"""The core data model: memories, where they came from, whose they are, and recall results.
+
+Every object here is a pydantic model that validates on construction, so a bad value is
+rejected where it enters rather than where it is used.
+
+Example:
+    >>> from memtrellis.types import MemoryItem, Scope
+    >>> item = MemoryItem(text="Alice prefers tea", scope=Scope(entity_id="alice"))
+    >>> item.memory_type.value, 0.0 <= item.confidence <= 1.0
+    ('fact', True)
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timezone
+from enum import Enum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+__all__ = [
+    "EdgeKind",
+    "Health",
+    "HistoryEvent",
+    "MemoryItem",
+    "MemoryType",
+    "RecallExplanation",
+    "RecallResult",
+    "RecalledMemory",
+    "Scope",
+    "SourceKind",
+    "SourceRef",
+    "utcnow",
+]
+
+#: Longest excerpt of a source message kept on a memory; the full text lives in the memory.
+SOURCE_EXCERPT_CHARS = 2000
+_MAX_SCOPE_ID = 256
+
+
+def utcnow() -> datetime:
+    """The current time, timezone-aware in UTC (the only kind of time memtrellis stores)."""
+    return datetime.now(timezone.utc)
+
+
+def _clean_text(value: str) -> str:
+    # Lone surrogates cannot be written as UTF-8 (the index and the log would refuse them)
+    # and NUL truncates text in C-backed consumers; neither carries meaning.
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        value = value.encode("utf-8", "replace").decode("utf-8")
+    return value.replace("\x00", "")
+
+
+def _aware(value: datetime | None) -> datetime | None:
+    # Naive datetimes are taken as UTC so that comparisons never mix naive and aware.
+    if value is not None and value.tzinfo is None:
+        return value.replace(tzinfo=timezone.utc)
+    return value
+
+
+class MemoryType(str, Enum):
+    """What kind of thing a memory records; drives validity defaults and rendering."""
+
+    FACT = "fact"
+    PREFERENCE = "preference"
+    EVENT = "event"
+    DECISION = "decision"
+    STATE = "state"
+    PREDICTION = "prediction"
+    SKILL = "skill"
+    EPISODE = "episode"
+    ACTION_ITEM = "action_item"
+
+
+class EdgeKind(str, Enum):
+    """Typed edges of the memory graph."""
+
+    MENTIONS = "mentions"  # memory -> entity
+    SUPPORTS = "supports"  # memory -> memory: adds evidence
+    CONTRADICTS = "contradicts"  # memory -> memory: cannot both hold
+    EXTENDS = "extends"  # memory -> memory: refines without contradicting
+    SUPERSEDES = "supersedes"  # newer memory -> the older one it replaces
+
+
+class SourceKind(str, Enum):
+    """Where a memory's evidence came from."""
+
+    CHAT = "chat"
+    DOC = "doc"
+    TEXT = "text"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=False)
+
+
+class Scope(_Model):
+    """Whose memory this is (``entity_id``), which app or agent (``process_id``), which session.
+
+    Example:
+        >>> Scope(entity_id="user-42", process_id="support-bot").session_id is None
+        True
+    """
+
+    entity_id: str
+    process_id: str | None = None
+    session_id: str | None = None
+
+    @field_validator("entity_id", "process_id", "session_id")
+    @classmethod
+    def _check_id(cls, value: str | None, info: Any) -> str | None:
+        if value is None:
+            return None
+        if not value.strip():
+            raise ValueError(f"{info.field_name} must not be empty")
+        if len(value) > _MAX_SCOPE_ID:
+            raise ValueError(f"{info.field_name} is longer than {_MAX_SCOPE_ID} characters")
+        if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
+            raise ValueError(f"{info.field_name} must not contain control characters")
+        return value
+
+
+class SourceRef(_Model):
+    """One piece of evidence behind a memory: a chat message, a document chunk or plain text.
+
+    Example:
+        >>> SourceRef(kind="chat", message_id="D1:3", role="user", content="I moved").role
+        'user'
+    """
+
+    kind: SourceKind = SourceKind.TEXT
+    message_id: str | None = None
+    role: str | None = None
+    speaker: str | None = None
+    content: str = ""
+    timestamp: datetime | None = None
+    index: int | None = Field(default=None, ge=0)
+    document: str | None = None
+
+    @field_validator("content")
+    @classmethod
+    def _excerpt(cls, value: str) -> str:
+        return _clean_text(value[:SOURCE_EXCERPT_CHARS])
+
+    @field_validator("timestamp")
+    @classmethod
+    def _tz(cls, value: datetime | None) -> datetime | None:
+        return _aware(value)
+
+
+class HistoryEvent(_Model):
+    """One step in a memory's life: created, updated, superseded, recalled in bulk is not kept."""
+
+    at: datetime
+    action: str
+    detail: dict[str, Any] = Field(default_factory=dict)
+
+
+class MemoryItem(_Model):
+    """One structured memory with its provenance.
+
+    Validation rejects empty text, a confidence outside [0, 1] and a ``valid_until``
+    earlier than ``valid_from``.
+
+    Example:
+        >>> MemoryItem(text="  ", scope=Scope(entity_id="a"))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        pydantic_core._pydantic_core.ValidationError: 1 validation error for MemoryItem
+        ...
+    """
+
+    id: str = Field(default_factory=lambda: uuid.uuid4().hex)
+    text: str
+    key: str | None = None
+    memory_type: MemoryType = MemoryType.FACT
+    tags: list[str] = Field(default_factory=list)
+    entities: list[str] = Field(default_factory=list)
+    sources: list[SourceRef] = Field(default_factory=list)
+    scope: Scope
+    confidence: float = Field(default=0.7, ge=0.0, le=1.0)
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime | None = None
+    valid_from: datetime | None = None
+    valid_until: datetime | None = None
+    superseded_by: str | None = None
+    recall_count: int = Field(default=0, ge=0)
+    last_recalled_at: datetime | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("id")
+    @classmethod
+    def _check_id(cls, value: str) -> str:
+        if not value or len(value) > 128 or not value.isprintable() or value.strip() != value:
+            raise ValueError("id must be 1-128 printable characters without surrounding spaces")
+        return value
+
+    @field_validator("text")
+    @classmethod
+    def _check_text(cls, value: str) -> str:
+        value = _clean_text(value)
+        if not value.strip():
+            raise ValueError("text must not be empty")
+        return value
+
+    @field_validator("tags", "entities")
+    @classmethod
+    def _dedupe(cls, values: list[str]) -> list[str]:
+        seen: dict[str, None] = {}
+        for value in values:
+            value = value.strip()
+            if value:
+                seen.setdefault(value, None)
+        return list(seen)
+
+    @field_validator("created_at", "updated_at", "valid_from", "valid_until", "last_recalled_at")
+    @classmethod
+    def _tz(cls, value: datetime | None) -> datetime | None:
+        return _aware(value)
+
+    @model_validator(mode="after")
+    def _check_window(self) -> MemoryItem:
+        if (
+            self.valid_from is not None
+            and self.valid_until is not None
+            and self.valid_until < self.valid_from
+        ):
+            raise ValueError(
+                f"valid_until ({self.valid_until.isoformat()}) is before "
+                f"valid_from ({self.valid_from.isoformat()})"
+            )
+        return self
+
+    def is_valid_at(self, when: datetime) -> bool:
+        """Whether the memory's validity window contains ``when``."""
+        when = _aware(when) or when
+        if self.valid_from is not None and when < self.valid_from:
+            return False
+        return self.valid_until is None or when < self.valid_until
+
+
+class RecallExplanation(_Model):
+    """Why a memory was recalled, score by score.
+
+    ``dense_score`` is the cosine similarity from the vector index, ``keyword_score`` the
+    BM25 score, ``graph_path`` the hop that brought in a memory that neither search found
+    directly (``[seed id, "entity:<name>", this id]``), ``final_score`` the ranking score.
+    """
+
+    dense_score: float | None = None
+    dense_rank: int | None = None
+    keyword_score: float | None = None
+    keyword_rank: int | None = None
+    graph_path: list[str] = Field(default_factory=list)
+    fused_score: float = 0.0
+    final_score: float = 0.0
+
+
+class RecalledMemory(_Model):
+    """A memory as recall returned it, with its score and explanation."""
+
+    memory: MemoryItem
+    score: float
+    explanation: RecallExplanation
+
+
+class RecallResult(_Model):
+    """The answer to :meth:`memtrellis.Memory.recall`.
+
+    Example:
+        >>> RecallResult(query="tea", scope=Scope(entity_id="a")).items
+        []
+    """
+
+    query: str
+    scope: Scope
+    items: list[RecalledMemory] = Field(default_factory=list)
+    tokens: int = 0
+    token_budget: int | None = None
+    truncated: bool = False
+    latency_ms: float = 0.0
+
+    @property
+    def memories(self) -> list[MemoryItem]:
+        """The recalled memories alone, best first."""
+        return [entry.memory for entry in self.items]
+
+
+class Health(_Model):
+    """Figures about a store, as :meth:`memtrellis.Memory.health` reports them."""
+
+    path: str
+    vector_backend: str
+    embedder_model_id: str
+    embedder_dimension: int
+    total_memories: int
+    active_memories: int
+    expired: int
+    superseded: int
+    entities: int
+    tenants: int
+    edges_by_kind: dict[str, int]
+    recalls: int
+    recall_latency_avg_ms: float
+    recall_latency_p95_ms: float
+    skipped_inputs: int
+    pending_index_writes: int
+    repaired_on_open: int
+    size_on_disk_bytes: int

@@ -1,0 +1,87 @@
+"""Shared fixtures: temp stores on a real Chroma PersistentClient, and a real Chroma server."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memtrellis import Memory
+from memtrellis.testing import HashingEmbedder
+
+
+@pytest.fixture
+def store_path(tmp_path: Path) -> Path:
+    return tmp_path / "store"
+
+
+@pytest.fixture
+def memory(store_path: Path) -> Iterator[Memory]:
+    with Memory(store_path, entity_id="alice", embedder=HashingEmbedder()) as mem:
+        yield mem
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _chroma_executable() -> str:
+    found = shutil.which("chroma", path=str(Path(sys.executable).parent))
+    if found is None:
+        found = shutil.which("chroma")
+    if found is None:  # pragma: no cover - chromadb always installs its CLI
+        pytest.fail("the `chroma` command from chromadb is not installed")
+    return found
+
+
+@pytest.fixture(scope="session")
+def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real `chroma run` server on loopback; yields its URL."""
+    data = tmp_path_factory.mktemp("chroma-server")
+    port = _free_port()
+    log = (data / "server.log").open("wb")
+    env = dict(os.environ, ANONYMIZED_TELEMETRY="False")
+    proc = subprocess.Popen(
+        [
+            _chroma_executable(),
+            "run",
+            "--path",
+            str(data / "db"),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=env,
+    )
+    deadline = time.monotonic() + 60
+    try:
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"chroma server exited: {(data / 'server.log').read_text()[-2000:]}")
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                    break
+            except OSError:
+                if time.monotonic() > deadline:
+                    pytest.fail("chroma server did not start within 60 s")
+                time.sleep(0.2)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:  # pragma: no cover
+            proc.kill()
+        log.close()

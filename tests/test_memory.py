@@ -1,0 +1,332 @@
+"""The Memory facade: every public method, sync and async, on a real embedded Chroma."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from memtrellis import (
+    EmbeddingMismatchError,
+    InvalidInputError,
+    Memory,
+    MemoryItem,
+    MemoryNotFoundError,
+    MemoryType,
+    Scope,
+    StoreClosedError,
+)
+from memtrellis.testing import HashingEmbedder
+
+CHAT = [
+    {
+        "role": "user",
+        "content": "My sister Clara lives in Lisbon.",
+        "id": "m1",
+        "timestamp": "2026-03-01T10:00:00Z",
+        "name": "Alice",
+    },
+    {
+        "role": "assistant",
+        "content": "Lisbon is lovely in spring.",
+        "id": "m2",
+        "timestamp": "2026-03-01T10:00:05Z",
+    },
+    {
+        "role": "user",
+        "content": "I am allergic to peanuts.",
+        "id": "m3",
+        "timestamp": "2026-03-01T10:01:00Z",
+    },
+]
+
+
+def test_add_messages_keeps_sources(memory: Memory) -> None:
+    items = memory.add(CHAT)
+    assert [i.text for i in items] == [m["content"] for m in CHAT]
+    first = items[0]
+    assert first.memory_type is MemoryType.EPISODE
+    src = first.sources[0]
+    assert (src.message_id, src.role, src.speaker) == ("m1", "user", "Alice")
+    assert src.timestamp == datetime(2026, 3, 1, 10, 0, tzinfo=timezone.utc)
+    assert first.scope == Scope(entity_id="alice")
+    assert memory.get(first.id) == first
+
+
+def test_add_text_and_single_message(memory: Memory) -> None:
+    [fact] = memory.add("Alice works at Acme", tags=["work"], entities=["Acme"])
+    assert fact.memory_type is MemoryType.FACT
+    assert fact.tags == ["work"] and fact.entities == ["Acme"]
+    [episode] = memory.add(
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "hi there"}, {"type": "image_url", "url": "x"}],
+        }
+    )
+    assert episode.text == "hi there"
+
+
+def test_add_skips_unknown_roles_and_counts_them(memory: Memory) -> None:
+    items = memory.add(
+        [
+            {"role": "robot", "content": "beep"},
+            {"role": "user", "content": ""},
+            {"role": "user", "content": "kept"},
+        ]
+    )
+    assert [i.text for i in items] == ["kept"]
+    assert memory.health().skipped_inputs == 2
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [None, 42, b"bytes", [], [42], "   ", {"role": "user", "content": "x", "timestamp": "soon"}],
+)
+def test_add_rejects_bad_input_with_typed_error(memory: Memory, bad: object) -> None:
+    before = memory.health().total_memories
+    with pytest.raises(InvalidInputError):
+        memory.add(bad)  # type: ignore[arg-type]
+    assert memory.health().total_memories == before
+
+
+def test_bad_scope_and_memory_type(memory: Memory) -> None:
+    with pytest.raises(InvalidInputError):
+        memory.add("x", entity_id="")
+    with pytest.raises(InvalidInputError):
+        memory.add("x", entity_id="bad\x00id")
+    with pytest.raises(InvalidInputError):
+        memory.add("x", memory_type="gossip")
+
+
+def test_recall_hybrid_with_explanations(memory: Memory) -> None:
+    memory.add(CHAT)
+    memory.add(["The quarterly report is due on 14 March.", "Bob likes jazz."])
+    result = memory.recall("where does my sister live?", k=3)
+    top = result.items[0]
+    assert top.memory.text == "My sister Clara lives in Lisbon."
+    assert top.explanation.dense_score is not None
+    assert top.explanation.keyword_score is not None and top.explanation.keyword_score > 0
+    assert top.score == top.explanation.final_score > 0
+    assert result.tokens > 0 and not result.truncated
+    assert len(result.items) <= 3
+
+
+def test_recall_updates_recall_count(memory: Memory) -> None:
+    [item] = memory.add("Peanut allergy noted")
+    memory.recall("peanut allergy")
+    memory.recall("peanut allergy")
+    got = memory.get(item.id)
+    assert got.recall_count == 2 and got.last_recalled_at is not None
+
+
+def test_recall_token_budget_stops_before_exceeding(memory: Memory) -> None:
+    memory.add([f"Project note {i}: the widget ships in week {i}" for i in range(30)])
+    full = memory.recall("widget ships", k=30)
+    assert full.tokens > 60
+    small = memory.recall("widget ships", k=30, token_budget=60)
+    assert small.truncated and 0 < small.tokens <= 60
+    assert len(small.items) < len(full.items)
+    assert memory.recall("widget ships", k=30, token_budget=0).items == []
+
+
+def test_graph_expansion_over_shared_entities(memory: Memory) -> None:
+    [band] = memory.add("Clara's favourite band is Radiohead", entities=["Clara"])
+    [job] = memory.add("Clara is a nurse in Porto", entities=["Clara"])
+    memory.add(["Weather was cold", "The train leaves at nine", "Buy milk tomorrow"])
+    result = memory.recall("favourite band radiohead", k=2)
+    assert [r.memory.id for r in result.items] == [band.id, job.id]
+    assert result.items[1].explanation.graph_path == [band.id, "entity:alice:clara", job.id]
+    assert result.items[1].explanation.keyword_score is None
+
+
+def test_recall_excludes_expired_and_superseded_unless_asked(memory: Memory) -> None:
+    past = datetime.now(timezone.utc) - timedelta(days=1)
+    [old] = memory.add("Office is on floor 3")
+    memory.update(old.id, valid_from=past - timedelta(days=10), valid_until=past)
+    [new] = memory.add("Office is on floor 5")
+    assert [r.memory.id for r in memory.recall("office floor").items] == [new.id]
+    both = memory.recall("office floor", include_expired=True)
+    assert {r.memory.id for r in both.items} == {old.id, new.id}
+    memory.update(new.id, metadata={"note": "x"})
+    assert (
+        memory.recall("office floor", as_of=past - timedelta(days=1)).items[0].memory.id == old.id
+    )
+
+
+def test_list_paging_and_filters(memory: Memory) -> None:
+    memory.add([f"note {i}" for i in range(5)], tags=["n"])
+    memory.add("a decision", memory_type="decision")
+    everything = memory.list()
+    assert len(everything) == 6
+    assert memory.list(limit=2, offset=1) == everything[1:3]
+    assert [i.text for i in memory.list(filters={"memory_type": "decision"})] == ["a decision"]
+    assert len(memory.list(filters={"tags": ["n"]})) == 5
+    with pytest.raises(InvalidInputError):
+        memory.list(filters={"colour": "red"})
+    with pytest.raises(InvalidInputError):
+        memory.list(limit=-1)
+
+
+def test_update_and_history(memory: Memory) -> None:
+    [item] = memory.add("Alice drinks tea")
+    updated = memory.update(item.id, text="Alice drinks coffee", confidence=0.9)
+    assert updated.text == "Alice drinks coffee" and updated.updated_at is not None
+    assert memory.recall("coffee").items[0].memory.id == item.id
+    assert [e.action for e in memory.history(item.id)] == ["created", "updated"]
+    assert memory.history(item.id)[1].detail == {"fields": ["confidence", "text"]}
+    with pytest.raises(InvalidInputError):
+        memory.update(item.id, confidence=2.0)
+    with pytest.raises(TypeError):
+        memory.update(item.id, colour="red")  # type: ignore[call-arg]
+    assert memory.get(item.id).confidence == 0.9
+
+
+def test_forget_one_and_whole_entity(memory: Memory) -> None:
+    [a, b] = memory.add(["first", "second"])
+    memory.add("bob's", entity_id="bob")
+    assert memory.forget(a.id) == 1
+    with pytest.raises(MemoryNotFoundError):
+        memory.get(a.id)
+    assert [r.memory.id for r in memory.recall("first second").items] == [b.id]
+    assert memory.forget(entity_id="alice") == 1
+    assert memory.list() == [] and memory.recall("second").items == []
+    assert len(memory.list(entity_id="bob")) == 1
+    with pytest.raises(InvalidInputError):
+        memory.forget()
+
+
+def test_store_ready_made_item(memory: Memory) -> None:
+    item = MemoryItem(
+        id="fact-1",
+        text="Bob is vegan",
+        scope=Scope(entity_id="bob"),
+        memory_type=MemoryType.PREFERENCE,
+        confidence=0.95,
+    )
+    stored = memory.store(item)
+    assert memory.get("fact-1", entity_id="bob") == stored
+    with pytest.raises(MemoryNotFoundError):
+        memory.get("fact-1")  # default entity is alice
+    with pytest.raises(InvalidInputError):
+        memory.store(MemoryItem(id="fact-1", text="hijack", scope=Scope(entity_id="eve")))
+    with pytest.raises(InvalidInputError):
+        memory.store("not an item")  # type: ignore[arg-type]
+
+
+def test_isolation_between_entities(memory: Memory) -> None:
+    [secret] = memory.add("Bob's bank PIN hint is his dog", entity_id="bob")
+    memory.add("Alice likes dogs")
+    assert all(r.memory.scope.entity_id == "alice" for r in memory.recall("dog PIN bank").items)
+    assert all(i.scope.entity_id == "alice" for i in memory.list())
+    for call in (memory.get, memory.history, memory.forget):
+        with pytest.raises(MemoryNotFoundError):
+            call(secret.id)
+    with pytest.raises(MemoryNotFoundError):
+        memory.update(secret.id, text="changed")
+    assert memory.get(secret.id, entity_id="bob").text == secret.text
+
+
+def test_process_filter(store_path: Path) -> None:
+    with Memory(store_path, entity_id="u", process_id="bot-a", embedder=HashingEmbedder()) as m:
+        m.add("tea from bot a")
+        m.add("tea from bot b", process_id="bot-b")
+        assert [r.memory.text for r in m.recall("tea").items] == ["tea from bot a"]
+        assert len(m.recall("tea", process_id="bot-b").items) == 1
+        assert len(m.list()) == 1
+
+
+def test_persistence_round_trip(store_path: Path) -> None:
+    with Memory(store_path, entity_id="alice", embedder=HashingEmbedder()) as m:
+        m.add(CHAT)
+        before = m.recall("sister lisbon")
+        listed = m.list()
+    with Memory(store_path, entity_id="alice", embedder=HashingEmbedder()) as m:
+        after = m.recall("sister lisbon")
+        assert [r.memory.id for r in after.items] == [r.memory.id for r in before.items]
+        assert [r.score for r in after.items] == [r.score for r in before.items]
+        assert [i.id for i in m.list()] == [i.id for i in listed]
+        assert m.get(listed[0].id).recall_count == 2  # one recall per session survived
+
+
+def test_graph_file_is_plain_node_link_json(store_path: Path) -> None:
+    import networkx as nx
+
+    with Memory(store_path, entity_id="alice", embedder=HashingEmbedder()) as m:
+        [item] = m.add("Clara lives in Lisbon", entities=["Clara"])
+    data = json.loads((store_path / "graph.json").read_text())
+    graph = nx.node_link_graph(data, edges="edges")
+    assert graph.has_edge(item.id, "entity:alice:clara")
+    assert graph.nodes[item.id]["item"]["text"] == "Clara lives in Lisbon"
+
+
+def test_embedder_mismatch_refuses_to_open(store_path: Path) -> None:
+    Memory(store_path, embedder=HashingEmbedder(dimension=64)).close()
+    with pytest.raises(EmbeddingMismatchError, match="hashing-64"):
+        Memory(store_path, embedder=HashingEmbedder(dimension=32))
+
+
+def test_closed_memory_raises(store_path: Path) -> None:
+    m = Memory(store_path, embedder=HashingEmbedder())
+    m.close()
+    m.close()  # idempotent
+    with pytest.raises(StoreClosedError):
+        m.add("late")
+
+
+def test_health_figures(memory: Memory) -> None:
+    [a, _] = memory.add(["Clara lives in Lisbon", "Clara likes fado"], entities=["Clara"])
+    memory.update(
+        a.id,
+        valid_until=datetime.now(timezone.utc) - timedelta(seconds=1),
+        valid_from=datetime.now(timezone.utc) - timedelta(days=1),
+    )
+    memory.recall("Clara")
+    health = memory.health()
+    assert health.total_memories == 2 and health.expired == 1 and health.active_memories == 1
+    assert health.entities == 1 and health.edges_by_kind["mentions"] == 2
+    assert health.recalls == 1 and health.recall_latency_p95_ms > 0
+    assert health.size_on_disk_bytes > 0 and health.vector_backend == "embedded"
+
+
+def test_memory_default_path_from_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMTRELLIS_HOME", str(tmp_path / "home"))
+    with Memory(embedder=HashingEmbedder()) as m:
+        m.add("x")
+    assert (tmp_path / "home" / "manifest.json").exists()
+
+
+async def test_async_surface(store_path: Path) -> None:
+    async with Memory(store_path, entity_id="alice", embedder=HashingEmbedder()) as m:
+        items = await m.aadd(CHAT)
+        got = await m.aget(items[0].id)
+        assert got.text == CHAT[0]["content"]
+        result = await m.arecall("peanuts allergy")
+        assert result.items[0].memory.text == "I am allergic to peanuts."
+        assert len(await m.alist()) == 3
+        updated = await m.aupdate(items[1].id, tags=["travel"])
+        assert updated.tags == ["travel"]
+        assert [e.action for e in await m.ahistory(items[1].id)] == ["created", "updated"]
+        stored = await m.astore(MemoryItem(text="x", scope=Scope(entity_id="alice")))
+        assert await m.aforget(stored.id) == 1
+        assert (await m.ahealth()).total_memories == 3
+        assert await m.aforget(entity_id="alice") == 3
+
+
+async def test_async_calls_do_not_block_the_loop(store_path: Path) -> None:
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.001)
+            ticks += 1
+
+    async with Memory(store_path, embedder=HashingEmbedder()) as m:
+        task = asyncio.create_task(ticker())
+        await asyncio.gather(*(m.aadd(f"note {i}") for i in range(20)))
+        await asyncio.gather(*(m.arecall(f"note {i}") for i in range(20)))
+        task.cancel()
+    assert ticks > 5

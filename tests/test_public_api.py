@@ -1,0 +1,78 @@
+"""The curated public API and the layer rules of DESIGN.md."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import memtrellis
+
+SRC = Path(memtrellis.__file__).parent
+
+
+def test_public_api_is_pinned() -> None:
+    assert sorted(memtrellis.__all__) == sorted(
+        [
+            "EdgeKind",
+            "EmbedderUnavailableError",
+            "EmbeddingMismatchError",
+            "Health",
+            "HistoryEvent",
+            "InvalidInputError",
+            "Memory",
+            "MemoryItem",
+            "MemoryNotFoundError",
+            "MemoryType",
+            "MemtrellisError",
+            "RecallExplanation",
+            "RecallResult",
+            "RecalledMemory",
+            "Scope",
+            "SourceKind",
+            "SourceRef",
+            "StoreClosedError",
+            "StoreCorruptError",
+            "StoreLockedError",
+            "TokenizerUnavailableError",
+            "__version__",
+        ]
+    )
+    for name in memtrellis.__all__:
+        assert hasattr(memtrellis, name), name
+
+
+def test_every_error_is_a_memtrellis_error() -> None:
+    import memtrellis.errors as errors
+
+    for name in errors.__all__:
+        assert issubclass(getattr(errors, name), memtrellis.MemtrellisError)
+
+
+def _imports(path: Path) -> set[str]:
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+    return found
+
+
+FORBIDDEN_EVERYWHERE = ("langchain", "langchain_core", "llama_index", "openai", "anthropic")
+# layer -> top-level memtrellis modules it must not import (DESIGN.md, "Layers")
+LAYER_BANS = {
+    "types.py": ("memtrellis.store", "memtrellis.recall", "memtrellis.memory", "memtrellis.cli"),
+    "errors.py": ("memtrellis.",),
+    "store": ("memtrellis.recall", "memtrellis.memory", "memtrellis.cli"),
+    "recall": ("memtrellis.memory", "memtrellis.cli"),
+}
+
+
+def test_core_never_imports_frameworks_and_layers_hold() -> None:
+    for path in SRC.rglob("*.py"):
+        imports = _imports(path)
+        for module in imports:
+            assert module.split(".")[0] not in FORBIDDEN_EVERYWHERE, (path, module)
+        rel = path.relative_to(SRC).parts[0]
+        for banned in LAYER_BANS.get(rel, ()):
+            assert not any(m.startswith(banned) for m in imports), (path, banned)

@@ -1,0 +1,177 @@
+"""Crash repair, torn logs, compaction and two processes writing to one store."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from memtrellis import Memory, StoreCorruptError
+from memtrellis.store import collection_name
+from memtrellis.testing import HashingEmbedder
+
+
+def _run(code: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code), *args],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+
+
+def _index_ids(path: Path, entity: str) -> set[str]:
+    import chromadb
+    from chromadb.config import Settings
+
+    client = chromadb.PersistentClient(
+        path=str(path / "chroma"), settings=Settings(anonymized_telemetry=False)
+    )
+    try:
+        got = client.get_collection(collection_name(entity)).get(include=[])
+        return set(got["ids"])
+    finally:
+        client.close()
+
+
+CRASH_BETWEEN_GRAPH_AND_INDEX = """
+    import os, sys
+    from memtrellis import Memory
+    from memtrellis.store.vectors import VectorIndex
+    from memtrellis.testing import HashingEmbedder
+
+    m = Memory(sys.argv[1], entity_id="alice", embedder=HashingEmbedder())
+    m.add("survives the crash")
+    def die(self, items, embeddings):
+        os._exit(9)  # the process dies after the log write, before the index write
+    VectorIndex.upsert = die
+    m.add("written to the log, not yet to the index")
+"""
+
+
+def test_crash_between_graph_and_index_is_rolled_forward(store_path: Path) -> None:
+    proc = _run(CRASH_BETWEEN_GRAPH_AND_INDEX, str(store_path))
+    assert proc.returncode == 9, proc.stderr
+    assert len(_index_ids(store_path, "alice")) == 1  # the index is behind the log
+    with Memory(store_path, entity_id="alice", embedder=HashingEmbedder()) as m:
+        assert len(m.repair_report.rolled_forward) == 1
+        assert m.health().repaired_on_open == 1
+        texts = {i.text for i in m.list()}
+        assert texts == {"survives the crash", "written to the log, not yet to the index"}
+        ids = {i.id for i in m.list()}
+        assert _index_ids(store_path, "alice") == ids
+        assert m.recall("not yet index").items[0].memory.text.startswith("written to the log")
+    with Memory(store_path, entity_id="alice", embedder=HashingEmbedder()) as m:
+        assert m.repair_report.rolled_forward == []  # repaired once, for good
+
+
+def test_crash_during_forget_is_rolled_forward(store_path: Path) -> None:
+    code = """
+        import os, sys
+        from memtrellis import Memory
+        from memtrellis.store.vectors import VectorIndex
+        from memtrellis.testing import HashingEmbedder
+        m = Memory(sys.argv[1], entity_id="alice", embedder=HashingEmbedder())
+        [a, b] = m.add(["keep me", "forget me"])
+        VectorIndex.delete = lambda self, entity_id, ids: os._exit(9)
+        m.forget(b.id)
+    """
+    assert _run(code, str(store_path)).returncode == 9
+    with Memory(store_path, entity_id="alice", embedder=HashingEmbedder()) as m:
+        assert [i.text for i in m.list()] == ["keep me"]
+        assert _index_ids(store_path, "alice") == {m.list()[0].id}
+
+
+def test_torn_log_tail_is_dropped(store_path: Path) -> None:
+    with Memory(store_path, entity_id="alice", embedder=HashingEmbedder()) as m:
+        m.add("complete")
+    generation = json.loads((store_path / "manifest.json").read_text())["generation"]
+    with (store_path / f"wal-{generation:06d}.jsonl").open("ab") as handle:
+        handle.write(b'{"op":"put","item":{"te')  # a crash mid-append
+    with Memory(store_path, entity_id="alice", embedder=HashingEmbedder()) as m:
+        assert m.repair_report.torn_records == 1
+        assert [i.text for i in m.list()] == ["complete"]
+        m.add("after repair")
+    with Memory(store_path, entity_id="alice", embedder=HashingEmbedder()) as m:
+        assert [i.text for i in m.list()] == ["complete", "after repair"]
+
+
+def test_garbled_graph_names_path(store_path: Path) -> None:
+    with Memory(store_path, embedder=HashingEmbedder()) as m:
+        m.add("x")
+    (store_path / "graph.json").write_text('{"nodes": [')
+    with pytest.raises(StoreCorruptError, match=r"graph\.json"):
+        Memory(store_path, embedder=HashingEmbedder())
+
+
+def test_garbled_manifest_names_path(store_path: Path) -> None:
+    Memory(store_path, embedder=HashingEmbedder()).close()
+    (store_path / "manifest.json").write_text("not json")
+    with pytest.raises(StoreCorruptError, match=r"manifest\.json"):
+        Memory(store_path, embedder=HashingEmbedder())
+
+
+def test_compaction_keeps_everything(store_path: Path) -> None:
+    from memtrellis.store import Store
+
+    with Memory(store_path, entity_id="alice", embedder=HashingEmbedder()) as m:
+        m._store._compact_every = 10
+        for i in range(35):
+            m.add(f"fact number {i}")
+        generation = json.loads((store_path / "manifest.json").read_text())["generation"]
+        assert generation >= 3
+        assert len(list(store_path.glob("wal-*.jsonl"))) == 1
+    assert isinstance(m._store, Store)
+    with Memory(store_path, entity_id="alice", embedder=HashingEmbedder()) as m:
+        assert len(m.list(limit=1000)) == 35
+        assert m.recall("fact number 17").items[0].memory.text == "fact number 17"
+
+
+WRITER = """
+    import sys
+    from memtrellis import Memory
+    from memtrellis.testing import HashingEmbedder
+    path, tag, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    with Memory(path, entity_id="shared", embedder=HashingEmbedder()) as m:
+        for i in range(n):
+            m.add(f"{tag} note {i}")
+            if i % 10 == 0:
+                m.recall(f"{tag} note")
+    print("done")
+"""
+
+
+def test_two_processes_on_one_store_lose_nothing(store_path: Path) -> None:
+    Memory(store_path, entity_id="shared", embedder=HashingEmbedder()).close()
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", textwrap.dedent(WRITER), str(store_path), tag, "60"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for tag in ("alpha", "beta")
+    ]
+    for proc in procs:
+        _, err = proc.communicate(timeout=240)
+        assert proc.returncode == 0, err
+    with Memory(store_path, entity_id="shared", embedder=HashingEmbedder()) as m:
+        texts = {i.text for i in m.list(limit=1000)}
+        expected = {f"{tag} note {i}" for tag in ("alpha", "beta") for i in range(60)}
+        assert texts == expected
+        assert _index_ids(store_path, "shared") == {i.id for i in m.list(limit=1000)}
+
+
+def test_a_long_lived_process_sees_another_process_writes(store_path: Path) -> None:
+    with Memory(store_path, entity_id="shared", embedder=HashingEmbedder()) as m:
+        m.add("written here first")
+        proc = _run(WRITER, str(store_path), "other", "5")
+        assert proc.returncode == 0, proc.stderr
+        assert len(m.list()) == 6
+        hits = [r.memory.text for r in m.recall("other note 3").items]
+        assert hits[0] == "other note 3"
+        assert m.recall("other note 3").items[0].explanation.dense_score is not None
