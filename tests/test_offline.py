@@ -144,3 +144,16 @@ def test_the_guard_itself_catches_a_lookup() -> None:
     )
     assert "network attempt" in result.stdout
     assert "NETWORK ATTEMPT socket.getaddrinfo" in result.stderr
+
+
+def test_importing_memtrellis_prepares_env_without_loading_heavy_libraries() -> None:
+    result = run_offline(
+        """
+        import os, sys
+        import memtrellis.embeddings, memtrellis.tokens, memtrellis.testing
+        print(os.environ.get("ORT_DISABLE_TELEMETRY"))
+        print(sorted(m for m in ("onnxruntime", "tokenizers", "tiktoken") if m in sys.modules))
+        """
+    )
+    assert_ok_offline(result)
+    assert result.stdout.splitlines() == ["1", "[]"]

@@ -10,7 +10,7 @@ import inspect
 import threading
 import warnings
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from memtrellis.embeddings.base import Embedder
 from memtrellis.errors import EmbeddingMismatchError, InvalidInputError
@@ -114,7 +114,7 @@ def adapt(obj: object, *, model_id: str | None, dimension: int | None) -> Embedd
         obj = hook()
     if _is_embedder(obj):
         if model_id is None and dimension is None:
-            return obj  # type: ignore[return-value]
+            return cast(Embedder, obj)
         native: Any = obj
         return AdaptedEmbedder(
             model_id or native.model_id,

@@ -14,6 +14,7 @@ from typing import Any
 from chromadb.api.types import Documents, EmbeddingFunction, Embeddings, Space
 
 from memtrellis.embeddings.minilm import MODEL_ID, MiniLMEmbedder, default_embedder
+from memtrellis.errors import InvalidInputError
 
 __all__ = ["MiniLMEmbeddingFunction"]
 
@@ -53,7 +54,7 @@ class MiniLMEmbeddingFunction(EmbeddingFunction[Documents]):
                 else MiniLMEmbedder(max_length=length)
             )
         elif max_length is not None and max_length != embedder.max_length:
-            raise ValueError("max_length conflicts with the given embedder's max_length")
+            raise InvalidInputError("max_length conflicts with the given embedder's max_length")
         self._embedder = embedder
 
     @property
@@ -101,7 +102,7 @@ class MiniLMEmbeddingFunction(EmbeddingFunction[Documents]):
         """Refuse a config written for another model."""
         model_id = config.get("model_id", MODEL_ID)
         if model_id != MODEL_ID:
-            raise ValueError(f"config is for model {model_id!r}, not {MODEL_ID!r}")
+            raise InvalidInputError(f"config is for model {model_id!r}, not {MODEL_ID!r}")
 
     def validate_config_update(
         self, old_config: dict[str, Any], new_config: dict[str, Any]
@@ -109,7 +110,7 @@ class MiniLMEmbeddingFunction(EmbeddingFunction[Documents]):
         """Changing the model or max_length would mix incompatible vectors: refuse."""
         for key in ("model_id", "max_length"):
             if key in new_config and new_config[key] != old_config.get(key):
-                raise ValueError(f"cannot change {key} of an existing collection")
+                raise InvalidInputError(f"cannot change {key} of an existing collection")
 
 
 def _register() -> None:

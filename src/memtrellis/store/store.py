@@ -89,6 +89,7 @@ class Store:
         self._pending: dict[str, dict[str, Any]] = {}
         self._touches: list[tuple[str, str]] = []
         self._ops_since_snapshot = 0
+        self._snapshot_size = 0
         self._manifest_stamp: tuple[int, int, int] = (0, 0, 0)
         self.repair = RepairReport()
         path.mkdir(parents=True, exist_ok=True)
@@ -175,6 +176,7 @@ class Store:
         self._reader = WalReader(wal_path(self.path, self.manifest.generation))
         self._manifest_stamp = self._stat_manifest()
         self._ops_since_snapshot = 0
+        self._snapshot_size = len(graph)
 
     def _catch_up(self, *, locked: bool) -> None:
         """Apply what was logged since our last look; under the lock, also repair."""
@@ -316,7 +318,9 @@ class Store:
                     self._reader.offset = append_records(self._reader.path, oks, durable=False)
                 for rid in rids:
                     self._pending.pop(rid, None)
-            if self._ops_since_snapshot >= self._compact_every:
+            # A snapshot costs O(graph); waiting for as many changes as the last snapshot
+            # held keeps ingest linear overall.
+            if self._ops_since_snapshot >= max(self._compact_every, self._snapshot_size):
                 self._compact()
 
     def put(
@@ -395,6 +399,7 @@ class Store:
         self._reader = WalReader(wal_path(self.path, generation))
         self._manifest_stamp = self._stat_manifest()
         self._ops_since_snapshot = 0
+        self._snapshot_size = len(self.graph)
 
     # -- reading ---------------------------------------------------------------------------
     def reading(self) -> threading.RLock:
