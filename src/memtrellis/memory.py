@@ -205,7 +205,7 @@ class Memory:
             return []
         embeddings = self.embedder.embed_documents([item.text for item in batch.items])
         self._store.put(batch.items, embeddings, "created")
-        return [item.model_copy(deep=True) for item in batch.items]
+        return [item.detached() for item in batch.items]
 
     def store(self, item: MemoryItem) -> MemoryItem:
         """Store a ready-made item as it is (its own scope and id); replaces one with its id.
@@ -228,7 +228,7 @@ class Memory:
             raise InvalidInputError(f"memory id {item.id!r} is already in use")
         [embedding] = self.embedder.embed_documents([item.text])
         self._store.put([item], [embedding], "updated" if existing else "created")
-        return item.model_copy(deep=True)
+        return item.detached()
 
     def update(
         self,
@@ -276,7 +276,7 @@ class Memory:
         text_changed = updated.text != current.text
         embeddings = self.embedder.embed_documents([updated.text]) if text_changed else None
         self._store.put([updated], embeddings, "updated", {"fields": sorted(changes)})
-        return updated.model_copy(deep=True)
+        return updated.detached()
 
     def forget(self, memory_id: str | None = None, *, entity_id: str | None = None) -> int:
         """Delete one memory, or with ``entity_id=`` alone every memory of that entity.
@@ -298,7 +298,7 @@ class Memory:
     # -- reading -------------------------------------------------------------------------
     def get(self, memory_id: str, *, entity_id: str | None = None) -> MemoryItem:
         """One memory by id; :class:`MemoryNotFoundError` when it is not in this entity."""
-        return self._visible(memory_id, entity_id).model_copy(deep=True)
+        return self._visible(memory_id, entity_id).detached()
 
     def history(self, memory_id: str, *, entity_id: str | None = None) -> list[HistoryEvent]:
         """What happened to a memory: created, updated, superseded..."""
@@ -352,7 +352,7 @@ class Memory:
                 )
             ]
             chosen.sort(key=lambda i: (i.created_at, i.id))
-            return [i.model_copy(deep=True) for i in chosen[offset : offset + limit]]
+            return [i.detached() for i in chosen[offset : offset + limit]]
 
     def recall(
         self,

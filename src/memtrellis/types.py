@@ -12,6 +12,7 @@ Example:
 
 from __future__ import annotations
 
+import copy
 import uuid
 from datetime import datetime, timezone
 from enum import Enum
@@ -105,6 +106,8 @@ class Scope(_Model):
         True
     """
 
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
     entity_id: str
     process_id: str | None = None
     session_id: str | None = None
@@ -126,10 +129,14 @@ class Scope(_Model):
 class SourceRef(_Model):
     """One piece of evidence behind a memory: a chat message, a document chunk or plain text.
 
+    Immutable: provenance records what happened and is shared between copies of a memory.
+
     Example:
         >>> SourceRef(kind="chat", message_id="D1:3", role="user", content="I moved").role
         'user'
     """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     kind: SourceKind = SourceKind.TEXT
     message_id: str | None = None
@@ -233,6 +240,20 @@ class MemoryItem(_Model):
                 f"valid_from ({self.valid_from.isoformat()})"
             )
         return self
+
+    def detached(self) -> MemoryItem:
+        """A copy that shares nothing mutable with this item (sources are immutable).
+
+        Much cheaper than ``model_copy(deep=True)``, which recall would pay per result.
+        """
+        return self.model_copy(
+            update={
+                "tags": list(self.tags),
+                "entities": list(self.entities),
+                "sources": list(self.sources),
+                "metadata": copy.deepcopy(self.metadata) if self.metadata else {},
+            }
+        )
 
     def is_valid_at(self, when: datetime) -> bool:
         """Whether the memory's validity window contains ``when``."""

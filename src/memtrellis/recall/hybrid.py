@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from memtrellis.store import Store
@@ -33,6 +33,29 @@ def memory_line(item: MemoryItem) -> str:
     """The one-line form a memory takes in a budgeted list (and is counted in)."""
     when = item.valid_from or item.created_at
     return f"- {item.text.strip()} ({item.memory_type.value}, {when.date().isoformat()})"
+
+
+@dataclass(slots=True)
+class _Score:
+    # Plain accumulator while ranking; a validated RecallExplanation is built per result.
+    dense: float | None = None
+    dense_rank: int | None = None
+    keyword: float | None = None
+    keyword_rank: int | None = None
+    fused: float = 0.0
+    path: list[str] = field(default_factory=list)
+
+    def explain(self) -> RecallExplanation:
+        fused = round(self.fused, 8)
+        return RecallExplanation(
+            dense_score=None if self.dense is None else round(self.dense, 6),
+            dense_rank=self.dense_rank,
+            keyword_score=None if self.keyword is None else round(self.keyword, 6),
+            keyword_rank=self.keyword_rank,
+            graph_path=self.path,
+            fused_score=fused,
+            final_score=fused,
+        )
 
 
 @dataclass(frozen=True)
@@ -82,51 +105,41 @@ def hybrid_recall(store: Store, req: RecallRequest) -> tuple[list[RecalledMemory
     with store.reading():
         keyword = store.keywords.search(req.entity_id, req.query, fetch * 2)
         graph = store.graph
-        explanations: dict[str, RecallExplanation] = {}
+        scores: dict[str, _Score] = {}
         for rank, (memory_id, similarity) in enumerate(
             (d for d in dense if _visible(graph.item(d[0]), req)), start=1
         ):
-            explanations[memory_id] = RecallExplanation(
-                dense_score=round(similarity, 6),
-                dense_rank=rank,
-                fused_score=1.0 / (RRF_K + rank),
-            )
+            scores[memory_id] = _Score(dense=similarity, dense_rank=rank, fused=1 / (RRF_K + rank))
         for rank, (memory_id, score) in enumerate(
             (kw for kw in keyword if _visible(graph.item(kw[0]), req)), start=1
         ):
-            entry = explanations.setdefault(memory_id, RecallExplanation())
-            entry.keyword_score = round(score, 6)
-            entry.keyword_rank = rank
-            entry.fused_score += 1.0 / (RRF_K + rank)
+            entry = scores.setdefault(memory_id, _Score())
+            entry.keyword, entry.keyword_rank = score, rank
+            entry.fused += 1.0 / (RRF_K + rank)
 
         # One hop: each top seed lends a share of its score to the memories that share
         # an entity with it, whether or not a search found them (the best lender wins).
-        base_scores = {i: e.fused_score for i, e in explanations.items()}
-        seeds = sorted(base_scores, key=lambda i: (-base_scores[i], i))[: req.k]
+        seeds = sorted(scores, key=lambda i: (-scores[i].fused, i))[: req.k]
         lent: dict[str, tuple[float, list[str]]] = {}
         for seed in seeds:
-            bonus = base_scores[seed] * GRAPH_HOP_DISCOUNT
+            bonus = scores[seed].fused * GRAPH_HOP_DISCOUNT
             for entity, other in graph.neighbours_by_entity(seed):
                 if bonus > lent.get(other, (0.0, []))[0] and _visible(graph.item(other), req):
                     lent[other] = (bonus, [seed, entity, other])
         for other, (bonus, path) in lent.items():
-            entry = explanations.setdefault(other, RecallExplanation())
-            entry.fused_score += bonus
-            entry.graph_path = path
+            entry = scores.setdefault(other, _Score())
+            entry.fused += bonus
+            entry.path = path
 
-        ranked = sorted(
-            explanations,
-            key=lambda i: (-explanations[i].fused_score, -(explanations[i].dense_score or 0.0)),
-        )[: req.k]
+        ranked = sorted(scores, key=lambda i: (-scores[i].fused, -(scores[i].dense or 0.0), i))
+        ranked = ranked[: req.k]
         results: list[RecalledMemory] = []
         used = 0
         truncated = False
         for memory_id in ranked:
             item = graph.item(memory_id)
             assert item is not None
-            explanation = explanations[memory_id]
-            explanation.final_score = round(explanation.fused_score, 8)
-            explanation.fused_score = round(explanation.fused_score, 8)
+            explanation = scores[memory_id].explain()
             if req.token_budget is not None:
                 cost = count_tokens(memory_line(item)) + 1
                 if used + cost > req.token_budget:
@@ -135,7 +148,7 @@ def hybrid_recall(store: Store, req: RecallRequest) -> tuple[list[RecalledMemory
                 used += cost
             results.append(
                 RecalledMemory(
-                    memory=item.model_copy(deep=True),
+                    memory=item.detached(),
                     score=explanation.final_score,
                     explanation=explanation,
                 )

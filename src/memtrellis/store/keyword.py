@@ -6,6 +6,7 @@ its terms, so nothing is rebuilt per query.
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import math
 import re
@@ -170,5 +171,4 @@ class KeywordIndex:
                 scores[memory_id] = scores.get(memory_id, 0.0) + idf * tf * (self.k1 + 1) / (
                     tf + norm
                 )
-        best = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
-        return best[:n]
+        return heapq.nsmallest(n, scores.items(), key=lambda kv: (-kv[1], kv[0]))

@@ -222,9 +222,8 @@ class VectorIndex:
         collection = self._collection(entity_id, create=False)
         if collection is None:
             return []
-        total = int(collection.count())
-        if total == 0:
-            return []
+        # n may exceed the collection's size: Chroma then returns what it has, and asking
+        # for the count first would cost as much as the query itself.
         clauses: list[dict[str, Any]] = []
         if process_id is not None:
             clauses.append({"process_id": process_id})
@@ -237,7 +236,7 @@ class VectorIndex:
             where = {"$and": clauses}
         result = collection.query(
             query_embeddings=[list(embedding)],
-            n_results=min(n, total),
+            n_results=n,
             where=where,
             include=["distances"],
         )
