@@ -157,3 +157,20 @@ def test_importing_memtrellis_prepares_env_without_loading_heavy_libraries() -> 
     )
     assert_ok_offline(result)
     assert result.stdout.splitlines() == ["1", "[]"]
+
+
+def test_demo_runs_with_the_network_cut_off(tmp_path: Path) -> None:
+    """`memtrellis demo` inside a network namespace that has no network at all."""
+    unshare = shutil.which("unshare")
+    if unshare is None or subprocess.run([unshare, "--net", "true"]).returncode != 0:
+        pytest.skip("needs `unshare --net` (root or user namespaces)")
+    script = Path(sys.executable).parent / "memtrellis"
+    result = subprocess.run(
+        [unshare, "--net", str(script), "demo"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Valencia" in result.stdout and "total memories" in result.stdout
