@@ -59,7 +59,7 @@ def test_add_messages_keeps_sources(memory: Memory) -> None:
 def test_add_text_and_single_message(memory: Memory) -> None:
     [fact] = memory.add("Alice works at Acme", tags=["work"], entities=["Acme"])
     assert fact.memory_type is MemoryType.FACT
-    assert fact.tags == ["work"] and fact.entities == ["Acme"]
+    assert fact.tags == ["work", "mode:fast"] and fact.entities == ["Acme"]
     [episode] = memory.add(
         {
             "role": "user",

@@ -15,17 +15,24 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import threading
 import time
-from collections import deque
+import uuid
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from memtrellis._ingest import items_from_input
+from memtrellis._health import FacadeStats, store_figures
+from memtrellis.capture import CaptureService
+from memtrellis.capture.entry import build_entry
 from memtrellis.embeddings.base import Embedder, as_embedder
 from memtrellis.errors import InvalidInputError, MemoryNotFoundError
+from memtrellis.extraction.fine import FALLBACK_TAG
+from memtrellis.extraction.model import Mode
+from memtrellis.extraction.normalize import normalize
+from memtrellis.extraction.pipeline import ExtractionConfig, ExtractionResult, Extractor
+from memtrellis.extraction.refine import RefineReport, refine_groups
+from memtrellis.llm import LLM
 from memtrellis.recall import RecallRequest, hybrid_recall
 from memtrellis.store import EmbedderInfo, Store
 from memtrellis.types import (
@@ -103,6 +110,9 @@ class Memory:
         embedder: Embedder | Any | None = None,
         chroma_url: str | None = None,
         lock_timeout: float = 60.0,
+        llm: LLM | None = None,
+        extraction: ExtractionConfig | None = None,
+        drain_timeout: float = 60.0,
     ) -> None:
         self.default_scope = self._make_scope(entity_id, process_id, session_id)
         if embedder is None:
@@ -121,11 +131,10 @@ class Memory:
             chroma_url=chroma_url,
             lock_timeout=lock_timeout,
         )
-        self._stats_lock = threading.Lock()
-        self._latencies: deque[float] = deque(maxlen=2048)
-        self._recalls = 0
-        self._latency_total = 0.0
-        self._skipped = 0
+        self._stats = FacadeStats()
+        self.extractor = Extractor(llm, extraction)
+        self._drain_timeout = drain_timeout
+        self._capture = CaptureService(self.path / "spool", self._store_captured)
 
     # -- scope ---------------------------------------------------------------------------
     @staticmethod
@@ -174,12 +183,17 @@ class Memory:
         tags: Sequence[str] = (),
         entities: Sequence[str] = (),
         metadata: Mapping[str, Any] | None = None,
+        mode: Mode | str | None = None,
     ) -> list[MemoryItem]:
-        """Remember text or chat messages; returns the stored items.
+        """Remember messages, conversations, text or documents; returns the stored items.
 
         ``data`` is plain text, one message dict (``role``, ``content``, optional ``id``,
-        ``timestamp``, ``name``/``speaker``) or a list of them. Messages with an unknown
-        role or no text are skipped and counted in :meth:`health`.
+        ``timestamp``, ``name``/``speaker``), a list of them, a list of such lists (several
+        conversations), or a ``pathlib.Path`` to a ``.txt``/``.md`` document (PDF and Word
+        with the ``documents`` extra). ``mode="fine"`` distils memories with the LLM given
+        to ``Memory(llm=...)`` (the default when there is one); ``mode="fast"`` stores
+        each message as a memory. Messages with an unknown role or no text are skipped
+        and counted in :meth:`health`.
 
         Example:
             >>> import tempfile
@@ -195,17 +209,138 @@ class Memory:
             kind = MemoryType(memory_type) if memory_type is not None else None
         except ValueError as exc:
             raise InvalidInputError(f"unknown memory_type {memory_type!r}") from exc
-        batch = items_from_input(
-            data, scope, memory_type=kind, tags=tags, entities=entities, metadata=metadata
+        result = self.extractor.extract(
+            data,
+            scope,
+            mode=mode,
+            memory_type=kind,
+            tags=tags,
+            entities=entities,
+            metadata=metadata,
         )
-        if batch.skipped:
-            with self._stats_lock:
-                self._skipped += batch.skipped
-        if not batch.items:
+        return self._store_result(result)
+
+    def _store_result(self, result: ExtractionResult, ids: str | None = None) -> list[MemoryItem]:
+        self._stats.record_extraction(result.skipped, result.fallbacks)
+        if not result.items:
             return []
-        embeddings = self.embedder.embed_documents([item.text for item in batch.items])
-        self._store.put(batch.items, embeddings, "created")
-        return [item.detached() for item in batch.items]
+        if ids is not None:
+            # Captured entries get ids derived from the capture id, so replaying an entry
+            # after a crash replaces what it stored instead of storing it twice.
+            for number, item in enumerate(result.items):
+                item.id = uuid.uuid5(uuid.NAMESPACE_URL, f"{ids}:{number}").hex
+        embeddings = self.embedder.embed_documents([item.text for item in result.items])
+        self._store.put(result.items, embeddings, "created", {"mode": result.mode.value})
+        return [item.detached() for item in result.items]
+
+    # -- background capture ----------------------------------------------------------------
+    def capture(
+        self,
+        data: str | Mapping[str, Any] | Sequence[Any],
+        *,
+        entity_id: str | None = None,
+        process_id: str | None = None,
+        session_id: str | None = None,
+        mode: Mode | str | None = None,
+        tags: Sequence[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+    ) -> str:
+        """Queue a turn (messages or text) for extraction in the background; returns at once.
+
+        The turn is validated and written to the spool before this returns, so it is
+        extracted even if the process dies first (on the next open). Returns the capture
+        id. :meth:`flush` waits until everything captured is stored.
+        """
+        scope = self._scope(entity_id, process_id, session_id)
+        chosen = self.extractor.resolve_mode(mode)
+        at = utcnow()
+        if isinstance(data, os.PathLike):
+            raise InvalidInputError("capture() takes messages or text; add() reads documents")
+        normalize(data, now=at)  # bad input fails here, in the caller, with a typed error
+        entry = build_entry(data, scope, mode=chosen.value, at=at, tags=tags, metadata=metadata)
+        self._store.check_open()
+        self._capture.submit(entry)
+        return str(entry["id"])
+
+    async def acapture(
+        self,
+        data: str | Mapping[str, Any] | Sequence[Any],
+        *,
+        entity_id: str | None = None,
+        process_id: str | None = None,
+        session_id: str | None = None,
+        mode: Mode | str | None = None,
+        tags: Sequence[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+    ) -> str:
+        """Async :meth:`capture`; it only spools and queues, so it runs inline."""
+        return self.capture(
+            data,
+            entity_id=entity_id,
+            process_id=process_id,
+            session_id=session_id,
+            mode=mode,
+            tags=tags,
+            metadata=metadata,
+        )
+
+    def _store_captured(self, entry: dict[str, Any]) -> None:
+        result = self.extractor.extract(
+            entry["data"],
+            Scope.model_validate(entry["scope"]),
+            mode=entry["mode"],
+            now=datetime.fromisoformat(entry["at"]),
+            tags=entry.get("tags", ()),
+            metadata=entry.get("metadata") or None,
+        )
+        self._store_result(result, ids=str(entry["id"]))
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until every captured turn is stored; False when ``timeout`` ran out."""
+        return self._capture.flush(timeout)
+
+    # -- refine -------------------------------------------------------------------------------
+    def refine(
+        self,
+        *,
+        entity_id: str | None = None,
+        limit: int | None = None,
+    ) -> RefineReport:
+        """Re-extract fast-mode memories with the LLM and supersede them with fine ones.
+
+        Fast now, fine when idle: the rebuilt conversations go through fine extraction;
+        each new memory keeps the sources it cites, and the fast memories it cites are
+        marked superseded by it (kept as history, linked by ``supersedes`` edges). Fast
+        memories that no new memory cites are left as they are.
+        """
+        if self.extractor.llm is None:
+            raise InvalidInputError("refine() needs an LLM: Memory(llm=...)")
+        tenant = self._scope(entity_id, None, None).entity_id
+        self._store.refresh()
+        with self._store.reading():
+            groups = refine_groups(
+                [i.detached() for i in self._store.graph.items(tenant)], limit=limit
+            )
+        report = RefineReport(conversations=len(groups))
+        for group in groups:
+            scope = Scope(
+                entity_id=tenant, process_id=group.process_id, session_id=group.session_id
+            )
+            result = self.extractor.extract(group.messages, scope, mode=Mode.FINE)
+            result.items = [i for i in result.items if FALLBACK_TAG not in i.tags]
+            created = self._store_result(result)
+            replaced: dict[str, str] = {}
+            for item in created:
+                for source in item.sources:
+                    old = group.memory_by_message.get(source.message_id or "")
+                    if old is not None:
+                        replaced.setdefault(old, item.id)
+            report.created.extend(i.id for i in created)
+            report.kept += len(group.memory_by_message) - len(replaced)
+            if replaced:
+                self._store.supersede(replaced)
+                report.superseded.extend(replaced)
+        return report
 
     def store(self, item: MemoryItem) -> MemoryItem:
         """Store a ready-made item as it is (its own scope and id); replaces one with its id.
@@ -315,7 +450,7 @@ class Memory:
         offset: int = 0,
         filters: Mapping[str, Any] | None = None,
     ) -> list[MemoryItem]:
-        """Memories of one entity, oldest first, with paging.
+        """Memories of one entity in the order they were stored, with paging.
 
         ``filters`` keys: ``memory_type`` (one or several), ``tags`` (any of),
         ``key``, ``include_superseded`` and ``include_expired`` (both default true).
@@ -351,7 +486,6 @@ class Memory:
                     or item.valid_until > now
                 )
             ]
-            chosen.sort(key=lambda i: (i.created_at, i.id))
             return [i.detached() for i in chosen[offset : offset + limit]]
 
     def recall(
@@ -399,10 +533,7 @@ class Memory:
         if items:
             self._store.touch([r.memory.id for r in items], utcnow())
         latency = (time.perf_counter() - started) * 1000.0
-        with self._stats_lock:
-            self._recalls += 1
-            self._latency_total += latency
-            self._latencies.append(latency)
+        self._stats.record_recall(latency)
         return RecallResult(
             query=query,
             scope=Scope(
@@ -416,47 +547,20 @@ class Memory:
         )
 
     def health(self) -> Health:
-        """Counts, edges by kind, recall latency since open and size on disk."""
+        """Counts, edges by kind, recall latency since open, capture queue and disk size."""
         self._store.refresh()
-        now = utcnow()
-        store = self._store
-        with store.reading():
-            items = list(store.graph.items())
-            expired = sum(1 for i in items if i.valid_until is not None and i.valid_until <= now)
-            superseded = sum(1 for i in items if i.superseded_by is not None)
-            active = sum(
-                1
-                for i in items
-                if i.superseded_by is None and (i.valid_until is None or i.valid_until > now)
-            )
-            entities = store.graph.entity_count()
-            edges = store.graph.edge_counts()
-            tenants = len(store.graph.tenants())
-            pending = store.pending_count
-        with self._stats_lock:
-            ordered = sorted(self._latencies)
-            p95 = ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))] if ordered else 0.0
-            average = self._latency_total / self._recalls if self._recalls else 0.0
-            recalls, skipped = self._recalls, self._skipped
+        capture = self._capture.stats
         return Health(
             path=str(self.path.resolve()),
-            vector_backend=store.vectors.mode,
             embedder_model_id=self.embedder.model_id,
             embedder_dimension=self.embedder.dimension,
-            total_memories=len(items),
-            active_memories=active,
-            expired=expired,
-            superseded=superseded,
-            entities=entities,
-            tenants=tenants,
-            edges_by_kind=edges,
-            recalls=recalls,
-            recall_latency_avg_ms=round(average, 3),
-            recall_latency_p95_ms=round(p95, 3),
-            skipped_inputs=skipped,
-            pending_index_writes=pending,
-            repaired_on_open=len(store.repair.rolled_forward) + store.repair.torn_records,
-            size_on_disk_bytes=store.disk_usage(),
+            capture_queue_depth=self._capture.depth,
+            capture_spooled=self._capture.spool.open_entries,
+            capture_retries=capture.retries,
+            capture_failures=capture.failures,
+            llm_failures=self.extractor.llm_failures,
+            **store_figures(self._store),
+            **self._stats.figures(),
         )
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -466,8 +570,16 @@ class Memory:
         return self._store.repair
 
     def close(self) -> None:
-        """Flush and release the store. Safe to call twice."""
-        self._store.close()
+        """Drain captured turns (up to ``drain_timeout``), flush and release the store.
+
+        Turns still queued when the timeout runs out stay in the spool and are extracted
+        on the next open. Safe to call twice.
+        """
+        try:
+            if not self._capture.close(self._drain_timeout):
+                log.warning("capture queue not drained on close; the rest stays spooled")
+        finally:
+            self._store.close()
 
     def __enter__(self) -> Memory:
         return self
@@ -491,3 +603,5 @@ class Memory:
     arecall = _in_thread(recall)
     ahealth = _in_thread(health)
     aclose = _in_thread(close)
+    aflush = _in_thread(flush)
+    arefine = _in_thread(refine)

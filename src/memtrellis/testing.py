@@ -3,18 +3,30 @@
 Use them in your own tests the way langchain-core's ``GenericFakeChatModel`` is used:
 
 * :class:`HashingEmbedder`: a feature-hashing :class:`~memtrellis.embeddings.Embedder`.
+* :class:`ScriptedLLM`: an :class:`~memtrellis.llm.LLM` answering from a script (and
+  :class:`ScriptedStructuredLLM`, its :class:`~memtrellis.llm.StructuredLLM` variant).
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import math
 import re
-from collections.abc import Iterator, Sequence
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, Literal, TypeAlias, overload
 
 from memtrellis.errors import InvalidInputError
 
-__all__ = ["HashingEmbedder"]
+__all__ = [
+    "HashingEmbedder",
+    "Reply",
+    "ScriptExhaustedError",
+    "ScriptedLLM",
+    "ScriptedStructuredLLM",
+]
 
 _WORD = re.compile(r"\w+")
 _WORD_WEIGHT = 1.0
@@ -92,3 +104,195 @@ def _features(text: str) -> Iterator[tuple[str, float]]:
         padded = f"#{word}#"
         for i in range(len(padded) - 2):
             yield "c:" + padded[i : i + 3], _TRIGRAM_WEIGHT
+
+
+# -- scripted LLM ---------------------------------------------------------------------------
+
+#: One scripted reply: the text, an exception to raise, or a function of the messages.
+Reply: TypeAlias = str | BaseException | type[BaseException] | Callable[[list[dict[str, str]]], str]
+
+
+class ScriptExhaustedError(AssertionError):
+    """A :class:`ScriptedLLM` was called more often than it has replies."""
+
+
+class ScriptedLLM:
+    """A fake :class:`~memtrellis.llm.LLM` that answers from a script, in order.
+
+    Each reply is a string (returned), an exception (raised) or a function of the
+    messages (called). A single function instead of a list answers every call. Calls are
+    recorded in :attr:`calls` (copies of the message lists); running out of replies
+    raises :class:`ScriptExhaustedError`. Thread-safe. ``delay`` seconds pass before each
+    answer (``time.sleep`` in :meth:`complete`, ``asyncio.sleep`` in :meth:`acomplete`).
+
+    ``structured=True`` gives a :class:`ScriptedStructuredLLM`, which also has
+    ``complete_json``/``acomplete_json`` and records the schemas in :attr:`schemas`;
+    only that one passes ``isinstance(llm, StructuredLLM)``.
+
+    Args:
+        responses: The replies, in order, or one function answering every call.
+        structured: Also act as a :class:`~memtrellis.llm.StructuredLLM`.
+        delay: Seconds to wait before each answer.
+
+    Example:
+        >>> from memtrellis.llm import LLM, StructuredLLM
+        >>> llm = ScriptedLLM(['{"memories": []}', ValueError("overloaded")])
+        >>> llm.complete([{"role": "user", "content": "hi"}])
+        '{"memories": []}'
+        >>> llm.complete([{"role": "user", "content": "again"}])
+        Traceback (most recent call last):
+        ...
+        ValueError: overloaded
+        >>> len(llm.calls), isinstance(llm, LLM), isinstance(llm, StructuredLLM)
+        (2, True, False)
+        >>> isinstance(ScriptedLLM(lambda messages: "{}", structured=True), StructuredLLM)
+        True
+    """
+
+    @overload
+    def __new__(
+        cls,
+        responses: Sequence[Reply] | Callable[[list[dict[str, str]]], str],
+        *,
+        structured: Literal[True],
+        delay: float = 0.0,
+    ) -> ScriptedStructuredLLM: ...
+
+    @overload
+    def __new__(
+        cls,
+        responses: Sequence[Reply] | Callable[[list[dict[str, str]]], str],
+        *,
+        structured: bool = False,
+        delay: float = 0.0,
+    ) -> ScriptedLLM: ...
+
+    # Construction happens in __new__ alone (no __init__) so that type checkers see
+    # ScriptedLLM(..., structured=True) as the ScriptedStructuredLLM it is.
+    def __new__(
+        cls,
+        responses: Sequence[Reply] | Callable[[list[dict[str, str]]], str],
+        *,
+        structured: bool = False,
+        delay: float = 0.0,
+    ) -> ScriptedLLM:
+        if structured and not issubclass(cls, ScriptedStructuredLLM):
+            cls = ScriptedStructuredLLM
+        self = super().__new__(cls)
+        self._setup(responses, delay)
+        return self
+
+    calls: list[list[dict[str, str]]]
+    delay: float
+
+    def _setup(
+        self, responses: Sequence[Reply] | Callable[[list[dict[str, str]]], str], delay: float
+    ) -> None:
+        if delay < 0:
+            raise InvalidInputError(f"delay must be >= 0, got {delay}")
+        self._every: Callable[[list[dict[str, str]]], str] | None = None
+        self._script: list[Reply] = []
+        if isinstance(responses, str):
+            self._script = [responses]  # one reply, not a sequence of characters
+        elif callable(responses) and not isinstance(responses, Sequence):
+            self._every = responses
+        else:
+            self._script = list(responses)
+        self.delay = delay
+        self.calls = []
+        self._next = 0
+        self._lock = threading.Lock()
+
+    @property
+    def remaining(self) -> int | None:
+        """Replies left in the script (``None`` for a function that answers every call)."""
+        with self._lock:
+            return None if self._every is not None else len(self._script) - self._next
+
+    def _take(self, messages: Sequence[Mapping[str, str]]) -> tuple[Reply, list[dict[str, str]]]:
+        copied = [dict(message) for message in messages]
+        with self._lock:
+            self.calls.append(copied)
+            if self._every is not None:
+                return self._every, copied
+            if self._next >= len(self._script):
+                raise ScriptExhaustedError(
+                    f"ScriptedLLM was called {len(self.calls)} times but has only "
+                    f"{len(self._script)} scripted replies; last messages: {copied!r:.300}"
+                )
+            reply = self._script[self._next]
+            self._next += 1
+            return reply, copied
+
+    @staticmethod
+    def _answer(reply: Reply, messages: list[dict[str, str]]) -> str:
+        if isinstance(reply, str):
+            return reply
+        if isinstance(reply, BaseException):
+            raise reply
+        if isinstance(reply, type):
+            raise reply()  # an exception class
+        answer: object = reply(messages)
+        if not isinstance(answer, str):
+            raise TypeError(f"a scripted reply function returned {type(answer).__name__}")
+        return answer
+
+    def complete(self, messages: Sequence[Mapping[str, str]]) -> str:
+        """The next scripted reply (raised if it is an exception)."""
+        reply, copied = self._take(messages)
+        if self.delay:
+            time.sleep(self.delay)
+        return self._answer(reply, copied)
+
+    async def acomplete(self, messages: Sequence[Mapping[str, str]]) -> str:
+        """Async :meth:`complete`; waits with ``asyncio.sleep``, never blocking the loop."""
+        reply, copied = self._take(messages)
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        return self._answer(reply, copied)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(calls={len(self.calls)}, remaining={self.remaining})"
+
+
+class ScriptedStructuredLLM(ScriptedLLM):
+    """A :class:`ScriptedLLM` that also implements :class:`~memtrellis.llm.StructuredLLM`.
+
+    JSON calls take replies from the same script; :attr:`schemas` records the schema
+    of each JSON call. Normally made by ``ScriptedLLM(..., structured=True)``.
+    """
+
+    schemas: list[dict[str, Any]]
+
+    def __new__(
+        cls,
+        responses: Sequence[Reply] | Callable[[list[dict[str, str]]], str],
+        *,
+        structured: bool = True,
+        delay: float = 0.0,
+    ) -> ScriptedStructuredLLM:
+        return super().__new__(cls, responses, structured=True, delay=delay)
+
+    def _setup(
+        self, responses: Sequence[Reply] | Callable[[list[dict[str, str]]], str], delay: float
+    ) -> None:
+        super()._setup(responses, delay)
+        self.schemas = []
+
+    def _record(self, schema: Mapping[str, Any]) -> None:
+        with self._lock:
+            self.schemas.append(dict(schema))
+
+    def complete_json(
+        self, messages: Sequence[Mapping[str, str]], schema: Mapping[str, Any]
+    ) -> str:
+        """The next scripted reply, as for :meth:`complete`; ``schema`` is recorded."""
+        self._record(schema)
+        return self.complete(messages)
+
+    async def acomplete_json(
+        self, messages: Sequence[Mapping[str, str]], schema: Mapping[str, Any]
+    ) -> str:
+        """Async :meth:`complete_json`."""
+        self._record(schema)
+        return await self.acomplete(messages)

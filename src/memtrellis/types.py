@@ -328,6 +328,12 @@ class Health(_Model):
     recall_latency_avg_ms: float
     recall_latency_p95_ms: float
     skipped_inputs: int
+    extraction_fallbacks: int = 0
+    llm_failures: int = 0
+    capture_queue_depth: int = 0
+    capture_spooled: int = 0
+    capture_retries: int = 0
+    capture_failures: int = 0
     pending_index_writes: int
     repaired_on_open: int
     size_on_disk_bytes: int

@@ -144,6 +144,10 @@ class Store:
             finally:
                 self._file_lock.release()
 
+    def check_open(self) -> None:
+        """Raise :class:`StoreClosedError` once the store is closed."""
+        self._check_open()
+
     def _check_open(self) -> None:
         if self._closed:
             raise StoreClosedError("this memory store is closed")
@@ -361,6 +365,32 @@ class Store:
     def drop_entity(self, entity_id: str) -> None:
         """Delete everything one entity has."""
         self.commit([{"op": "drop", "entity_id": entity_id}])
+
+    def supersede(self, replaced: dict[str, str]) -> None:
+        """Mark each ``old id -> new id`` superseded, with a ``supersedes`` edge new -> old."""
+        records: list[dict[str, Any]] = []
+        at = utcnow()
+        with self._mu:
+            for old_id, new_id in replaced.items():
+                old = self.graph.item(old_id)
+                if old is None:
+                    continue
+                event = HistoryEvent(at=at, action="superseded", detail={"by": new_id})
+                records.append(
+                    {
+                        "op": "put",
+                        "item": old.model_copy(update={"superseded_by": new_id}).model_dump(
+                            mode="json"
+                        ),
+                        "event": event.model_dump(mode="json"),
+                        "reembed": False,
+                    }
+                )
+                records.append(
+                    {"op": "edge", "src": new_id, "dst": old_id, "kind": EdgeKind.SUPERSEDES.value}
+                )
+            if records:
+                self.commit(records)
 
     def add_edge(self, source: str, target: str, kind: EdgeKind) -> None:
         """Add a typed memory-to-memory edge."""

@@ -1,0 +1,7 @@
+"""Background capture: a spooled queue and the worker that extracts and stores turns."""
+
+from memtrellis.capture.service import CaptureService
+from memtrellis.capture.spool import Spool
+from memtrellis.capture.worker import CaptureStats, CaptureWorker
+
+__all__ = ["CaptureService", "CaptureStats", "CaptureWorker", "Spool"]

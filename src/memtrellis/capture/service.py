@@ -1,0 +1,72 @@
+"""The capture service a ``Memory`` owns: spool + lazily started worker + adoption."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from memtrellis.capture.spool import Spool
+from memtrellis.capture.worker import CaptureStats, CaptureWorker
+
+__all__ = ["CaptureService"]
+
+
+class CaptureService:
+    """Spools captured entries and feeds them to a background worker.
+
+    On creation it adopts what dead processes left in the spool directory, so turns
+    captured before a crash are extracted now.
+    """
+
+    def __init__(
+        self,
+        directory: Path,
+        handle: Callable[[dict[str, Any]], None],
+        *,
+        attempts: int = 4,
+        backoff: float = 0.5,
+    ) -> None:
+        self.spool = Spool(directory)
+        self._handle = handle
+        self._attempts = attempts
+        self._backoff = backoff
+        self._worker: CaptureWorker | None = None
+        self._mu = threading.Lock()
+        self.adopted = self.spool.adopt_orphans()
+        for entry in self.adopted:
+            self._ensure_worker().submit(entry)
+
+    def _ensure_worker(self) -> CaptureWorker:
+        with self._mu:
+            if self._worker is None:
+                self._worker = CaptureWorker(
+                    self._handle, self.spool, attempts=self._attempts, backoff=self._backoff
+                )
+            return self._worker
+
+    def submit(self, entry: dict[str, Any]) -> None:
+        """Spool the entry, then queue it. Returns at once."""
+        self.spool.append(entry)
+        self._ensure_worker().submit(entry)
+
+    @property
+    def stats(self) -> CaptureStats:
+        """Counters of the worker (zeros before the first capture)."""
+        return self._worker.stats if self._worker else CaptureStats()
+
+    @property
+    def depth(self) -> int:
+        """Entries queued or being processed."""
+        return self._worker.depth if self._worker else 0
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until everything captured so far is stored; False on timeout."""
+        return self._worker.flush(timeout) if self._worker else True
+
+    def close(self, timeout: float | None = None) -> bool:
+        """Drain (up to ``timeout``), stop the worker and close the spool."""
+        drained = self._worker.close(timeout) if self._worker else True
+        self.spool.close()
+        return drained

@@ -1,0 +1,113 @@
+"""The capture worker: one background thread that extracts and stores captured turns.
+
+``submit`` only puts an entry on a queue. The worker retries a failed entry with
+exponential backoff; an entry that still fails stays in the spool (not marked done) and
+is retried when the store is next opened, so a captured turn is never lost.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from memtrellis.capture.spool import Spool
+
+__all__ = ["CaptureStats", "CaptureWorker"]
+
+log = logging.getLogger("memtrellis.capture")
+
+
+@dataclass
+class CaptureStats:
+    """Counters reported by ``Memory.health()``."""
+
+    captured: int = 0
+    stored: int = 0
+    retries: int = 0
+    failures: int = 0
+
+
+class CaptureWorker:
+    """Runs ``handle(entry)`` for each submitted entry on a daemon thread."""
+
+    def __init__(
+        self,
+        handle: Callable[[dict[str, Any]], None],
+        spool: Spool,
+        *,
+        attempts: int = 4,
+        backoff: float = 0.5,
+        max_backoff: float = 30.0,
+    ) -> None:
+        self._handle = handle
+        self._spool = spool
+        self._attempts = max(1, attempts)
+        self._backoff = backoff
+        self._max_backoff = max_backoff
+        self._queue: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self._idle = threading.Condition()
+        self._unfinished = 0
+        self._stop = threading.Event()
+        self.stats = CaptureStats()
+        self._thread = threading.Thread(target=self._run, name="memtrellis-capture", daemon=True)
+        self._thread.start()
+
+    @property
+    def depth(self) -> int:
+        """Entries submitted and not yet finished (stored or given up on)."""
+        return self._unfinished
+
+    def submit(self, entry: dict[str, Any]) -> None:
+        """Queue an entry that is already in the spool. Returns at once."""
+        with self._idle:
+            self._unfinished += 1
+            self.stats.captured += 1
+        self._queue.put(entry)
+
+    def _run(self) -> None:
+        while True:
+            entry = self._queue.get()
+            if entry is None:
+                return
+            try:
+                self._process(entry)
+            finally:
+                with self._idle:
+                    self._unfinished -= 1
+                    self._idle.notify_all()
+
+    def _process(self, entry: dict[str, Any]) -> None:
+        for attempt in range(self._attempts):
+            try:
+                self._handle(entry)
+            except Exception:
+                if attempt + 1 == self._attempts or self._stop.is_set():
+                    self.stats.failures += 1
+                    log.exception(
+                        "captured turn %s could not be stored; kept in the spool for the next open",
+                        entry.get("id"),
+                    )
+                    return
+                self.stats.retries += 1
+                self._stop.wait(min(self._backoff * 2**attempt, self._max_backoff))
+            else:
+                self.stats.stored += 1
+                self._spool.done(str(entry["id"]))
+                return
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until every submitted entry is finished; False on timeout."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._unfinished == 0, timeout=timeout)
+
+    def close(self, timeout: float | None = None) -> bool:
+        """Drain the queue, then stop the thread. Returns whether the queue drained."""
+        drained = self.flush(timeout)
+        self._stop.set()
+        self._queue.put(None)
+        self._thread.join(timeout=5 if not drained else None)
+        return drained

@@ -1,0 +1,1 @@
+"""The extraction core: from captured turns and documents to memories with provenance."""

@@ -1,0 +1,339 @@
+"""The reader entry point: normalise → windows → extract (fine or fast) → quality.
+
+Fine mode is written once as a sans-I/O generator per window that yields the LLM calls it
+needs and receives their replies; a thin sync driver and a thin async driver run it, so
+the logic is never copied between sync and async.
+
+Example:
+    >>> from memtrellis.testing import ScriptedLLM
+    >>> from memtrellis.types import Scope
+    >>> reply = '{"memories": [{"value": "Ana lives in Porto", "memory_type": "fact"}]}'
+    >>> llm = ScriptedLLM([reply])
+    >>> result = Extractor(llm).extract(
+    ...     [{"role": "user", "content": "I'm Ana, I live in Porto", "id": "m1"}],
+    ...     Scope(entity_id="ana"), mode="fine")
+    >>> [(i.text, i.sources[0].message_id) for i in result.items]
+    [('Ana lives in Porto', 'm1')]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Generator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from tenacity import AsyncRetrying, Retrying, stop_after_attempt, wait_exponential
+
+from memtrellis.errors import InvalidInputError
+from memtrellis.extraction.fast import fast_items
+from memtrellis.extraction.fine import FineResult, items_from_reply
+from memtrellis.extraction.model import Mode, Normalized, Window
+from memtrellis.extraction.normalize import extractable, normalize
+from memtrellis.extraction.prompts.extract import EXTRACTION_SCHEMA, build_extraction_messages
+from memtrellis.extraction.quality import (
+    JUDGE_SCHEMA,
+    REWRITE_SCHEMA,
+    apply_judgement,
+    apply_rewrite,
+    build_judge_messages,
+    build_rewrite_messages,
+)
+from memtrellis.extraction.windows import chat_windows, document_windows
+from memtrellis.llm import LLM, acomplete, complete
+from memtrellis.types import MemoryItem, MemoryType, Scope, utcnow
+
+__all__ = ["ExtractionConfig", "ExtractionResult", "Extractor", "LLMRequest"]
+
+log = logging.getLogger("memtrellis.extraction")
+
+
+@dataclass(frozen=True)
+class ExtractionConfig:
+    """Knobs of the extraction core; the defaults follow the design."""
+
+    max_tokens: int = 1024
+    overlap_tokens: int = 200
+    max_messages: int = 10
+    message_overlap: int = 2
+    extract_tools: bool = False
+    rewrite: bool = False  # LLM resolves pronouns and adds missing subjects
+    judge: bool = False  # LLM drops memories its sources do not support
+    llm_attempts: int = 3
+    concurrency: int = 4  # windows extracted at once by the async driver
+
+
+@dataclass
+class ExtractionResult:
+    """What one extraction produced."""
+
+    items: list[MemoryItem]
+    mode: Mode
+    skipped: int = 0
+    windows: int = 0
+    fallbacks: int = 0
+    llm_failures: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class LLMRequest:
+    """One LLM call a fine-mode step needs."""
+
+    messages: list[dict[str, str]]
+    schema: Mapping[str, Any] | None
+    purpose: str
+
+
+Step = Generator[LLMRequest, "str | None", FineResult]
+
+
+def _fine_window(window: Window, scope: Scope, now: datetime, config: ExtractionConfig) -> Step:
+    raw = yield LLMRequest(build_extraction_messages(window), EXTRACTION_SCHEMA, "extract")
+    result = items_from_reply(raw, window, scope, now=now)
+    if result.fallback or not result.items:
+        return result
+    if config.rewrite:
+        raw = yield LLMRequest(
+            build_rewrite_messages(result.items, window), REWRITE_SCHEMA, "rewrite"
+        )
+        result.items = apply_rewrite(result.items, raw)
+    if config.judge:
+        raw = yield LLMRequest(build_judge_messages(result.items, window), JUDGE_SCHEMA, "judge")
+        result.items = apply_judgement(result.items, raw)
+    return result
+
+
+class Extractor:
+    """Turns messages, texts and documents into memory items.
+
+    Args:
+        llm: Any :class:`memtrellis.llm.LLM`; required for fine mode.
+        config: Window sizes, quality passes, retries.
+    """
+
+    def __init__(self, llm: LLM | None = None, config: ExtractionConfig | None = None) -> None:
+        if llm is not None and not isinstance(llm, LLM):
+            raise InvalidInputError(
+                f"llm must have a complete(messages) -> str method; got {type(llm).__name__}"
+            )
+        self.llm = llm
+        self.config = config or ExtractionConfig()
+        self.llm_failures = 0
+
+    # -- shared, pure parts ----------------------------------------------------------------
+    def resolve_mode(self, mode: Mode | str | None) -> Mode:
+        """The mode a call runs in: as asked, else fine with an LLM and fast without."""
+        try:
+            chosen = Mode(mode) if mode is not None else (Mode.FINE if self.llm else Mode.FAST)
+        except ValueError as exc:
+            raise InvalidInputError(f"mode must be 'fine' or 'fast', not {mode!r}") from exc
+        if chosen is Mode.FINE and self.llm is None:
+            raise InvalidInputError("fine mode needs an LLM: Memory(llm=...) or Extractor(llm)")
+        return chosen
+
+    def _chat_windows(self, normalized: Normalized) -> list[Window]:
+        cfg = self.config
+        return [
+            window
+            for conversation in normalized.conversations
+            if any(extractable(t, extract_tools=cfg.extract_tools) for t in conversation)
+            for window in chat_windows(
+                conversation,
+                max_tokens=cfg.max_tokens,
+                overlap_tokens=cfg.overlap_tokens,
+                max_messages=cfg.max_messages,
+                message_overlap=cfg.message_overlap,
+            )
+        ]
+
+    def _doc_windows(self, normalized: Normalized) -> list[Window]:
+        cfg = self.config
+        return [
+            window
+            for document in normalized.documents
+            for window in document_windows(
+                document, max_tokens=cfg.max_tokens, overlap_tokens=cfg.overlap_tokens
+            )
+        ]
+
+    def _prepare(
+        self, data: Any, scope: Scope | None, mode: Mode | str | None, now: datetime | None
+    ) -> tuple[Mode, Normalized, datetime, Scope]:
+        if not isinstance(scope, Scope):
+            raise InvalidInputError("extraction needs a Scope with at least an entity_id")
+        moment = now or utcnow()
+        chosen = self.resolve_mode(mode)
+        return (
+            chosen,
+            normalize(data, now=moment, extract_tools=self.config.extract_tools),
+            moment,
+            scope,
+        )
+
+    def _fast(
+        self,
+        normalized: Normalized,
+        docs: list[Window],
+        scope: Scope,
+        now: datetime,
+        memory_type: MemoryType | None,
+        tags: Sequence[str],
+        entities: Sequence[str],
+        metadata: Mapping[str, Any] | None,
+    ) -> ExtractionResult:
+        items = fast_items(
+            normalized,
+            docs,
+            scope,
+            now=now,
+            memory_type=memory_type,
+            tags=tags,
+            entities=entities,
+            metadata=metadata,
+            extract_tools=self.config.extract_tools,
+        )
+        return ExtractionResult(items, Mode.FAST, normalized.skipped, len(docs))
+
+    @staticmethod
+    def _finish(
+        result: ExtractionResult,
+        fine: Sequence[FineResult],
+        tags: Sequence[str],
+        entities: Sequence[str],
+        metadata: Mapping[str, Any] | None,
+    ) -> ExtractionResult:
+        seen: dict[str, MemoryItem] = {}
+        for outcome in fine:
+            result.fallbacks += int(outcome.fallback)
+            result.errors.extend(outcome.errors)
+            for item in [*outcome.items, *([outcome.summary] if outcome.summary else [])]:
+                # Overlapping windows often yield the same memory twice: keep one, with
+                # the sources of both.
+                twin = seen.get(" ".join(item.text.casefold().split()))
+                if twin is not None:
+                    known = {(s.message_id, s.content) for s in twin.sources}
+                    twin.sources = [
+                        *twin.sources,
+                        *(s for s in item.sources if (s.message_id, s.content) not in known),
+                    ]
+                    continue
+                seen[" ".join(item.text.casefold().split())] = item
+        for item in seen.values():
+            if tags:
+                item.tags = [*item.tags, *tags]
+            if entities:
+                item.entities = [*item.entities, *entities]
+            if metadata:
+                item.metadata = {**item.metadata, **metadata}
+        result.items = list(seen.values())
+        return result
+
+    # -- sync -------------------------------------------------------------------------------
+    def extract(
+        self,
+        data: Any,
+        scope: Scope,
+        *,
+        mode: Mode | str | None = None,
+        now: datetime | None = None,
+        memory_type: MemoryType | None = None,
+        tags: Sequence[str] = (),
+        entities: Sequence[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+    ) -> ExtractionResult:
+        """Extract memories from ``data`` (messages, conversations, texts or document paths)."""
+        chosen, normalized, moment, scope = self._prepare(data, scope, mode, now)
+        docs = self._doc_windows(normalized)
+        if chosen is Mode.FAST:
+            return self._fast(
+                normalized, docs, scope, moment, memory_type, tags, entities, metadata
+            )
+        windows = self._chat_windows(normalized) + docs
+        outcomes = [self._drive(_fine_window(w, scope, moment, self.config)) for w in windows]
+        result = ExtractionResult([], chosen, normalized.skipped, len(windows))
+        return self._finish(result, outcomes, tags, entities, metadata)
+
+    def _drive(self, step: Step) -> FineResult:
+        assert self.llm is not None
+        try:
+            request = next(step)
+            while True:
+                request = step.send(self._call(request))
+        except StopIteration as done:
+            outcome: FineResult = done.value
+            return outcome
+
+    def _call(self, request: LLMRequest) -> str | None:
+        assert self.llm is not None
+        try:
+            for attempt in Retrying(
+                stop=stop_after_attempt(self.config.llm_attempts),
+                wait=wait_exponential(multiplier=0.2, max=2.0),
+                reraise=True,
+            ):
+                with attempt:
+                    return complete(self.llm, request.messages, request.schema)
+        except Exception as exc:
+            self.llm_failures += 1
+            log.warning("LLM %s call failed after retries: %s", request.purpose, exc)
+        return None
+
+    # -- async ------------------------------------------------------------------------------
+    async def aextract(
+        self,
+        data: Any,
+        scope: Scope,
+        *,
+        mode: Mode | str | None = None,
+        now: datetime | None = None,
+        memory_type: MemoryType | None = None,
+        tags: Sequence[str] = (),
+        entities: Sequence[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+    ) -> ExtractionResult:
+        """Async :meth:`extract`: windows are extracted concurrently, the loop never blocks."""
+        chosen, normalized, moment, scope = await asyncio.to_thread(
+            self._prepare, data, scope, mode, now
+        )
+        docs = await asyncio.to_thread(self._doc_windows, normalized)
+        if chosen is Mode.FAST:
+            return await asyncio.to_thread(
+                self._fast, normalized, docs, scope, moment, memory_type, tags, entities, metadata
+            )
+        windows = await asyncio.to_thread(self._chat_windows, normalized) + docs
+        gate = asyncio.Semaphore(self.config.concurrency)
+
+        async def one(window: Window) -> FineResult:
+            async with gate:
+                return await self._adrive(_fine_window(window, scope, moment, self.config))
+
+        outcomes = await asyncio.gather(*(one(w) for w in windows))
+        result = ExtractionResult([], chosen, normalized.skipped, len(windows))
+        return self._finish(result, outcomes, tags, entities, metadata)
+
+    async def _adrive(self, step: Step) -> FineResult:
+        try:
+            request = next(step)
+            while True:
+                request = step.send(await self._acall(request))
+        except StopIteration as done:
+            outcome: FineResult = done.value
+            return outcome
+
+    async def _acall(self, request: LLMRequest) -> str | None:
+        assert self.llm is not None
+        try:
+            async for attempt in AsyncRetrying(
+                stop=stop_after_attempt(self.config.llm_attempts),
+                wait=wait_exponential(multiplier=0.2, max=2.0),
+                reraise=True,
+            ):
+                with attempt:
+                    return await acomplete(self.llm, request.messages, request.schema)
+        except Exception as exc:
+            self.llm_failures += 1
+            log.warning("LLM %s call failed after retries: %s", request.purpose, exc)
+        return None

@@ -1,0 +1,65 @@
+"""The LLM protocol the core uses for fine-mode extraction, and nothing framework-shaped.
+
+Any object with ``complete(messages) -> str`` is an :class:`LLM`; ``acomplete`` is used
+when present (else ``complete`` runs in a worker thread). An adapter that can return
+structured output also implements :class:`StructuredLLM`; extraction then asks for the
+answer model's JSON schema and still parses the result defensively. Adapters for
+LangChain, LlamaIndex and SDK clients live with their integrations.
+
+Example:
+    >>> from memtrellis.testing import ScriptedLLM
+    >>> llm = ScriptedLLM(['{"memories": []}'])
+    >>> isinstance(llm, LLM), llm.complete([{"role": "user", "content": "hi"}])
+    (True, '{"memories": []}')
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+__all__ = ["LLM", "ChatMessage", "StructuredLLM", "acomplete", "complete"]
+
+#: ``{"role": "system"|"user"|"assistant", "content": str}``
+ChatMessage = Mapping[str, str]
+
+
+@runtime_checkable
+class LLM(Protocol):
+    """A chat model that answers a list of messages with text."""
+
+    def complete(self, messages: Sequence[ChatMessage]) -> str:
+        """Answer ``messages``; the reply's text."""
+        ...
+
+
+@runtime_checkable
+class StructuredLLM(Protocol):
+    """A chat model that can be asked for JSON matching a schema."""
+
+    def complete_json(self, messages: Sequence[ChatMessage], schema: Mapping[str, Any]) -> str:
+        """Answer ``messages`` with JSON text that should match ``schema``."""
+        ...
+
+
+def complete(llm: LLM, messages: Sequence[ChatMessage], schema: Mapping[str, Any] | None) -> str:
+    """Call ``llm`` with structured output when it supports it and a schema is given."""
+    if schema is not None and isinstance(llm, StructuredLLM):
+        return llm.complete_json(messages, schema)
+    return llm.complete(messages)
+
+
+async def acomplete(
+    llm: LLM, messages: Sequence[ChatMessage], schema: Mapping[str, Any] | None
+) -> str:
+    """Async :func:`complete`: native ``acomplete``/``acomplete_json`` when present."""
+    if schema is not None and isinstance(llm, StructuredLLM):
+        native_json = getattr(llm, "acomplete_json", None)
+        if native_json is not None:
+            return str(await native_json(messages, schema))
+        return await asyncio.to_thread(llm.complete_json, messages, schema)
+    native = getattr(llm, "acomplete", None)
+    if native is not None:
+        return str(await native(messages))
+    return await asyncio.to_thread(llm.complete, messages)
