@@ -25,6 +25,8 @@ from memtrellis.errors import (  # noqa: E402
     StoreLockedError,
     TokenizerUnavailableError,
 )
+from memtrellis.extraction import ExtractionConfig, Mode  # noqa: E402
+from memtrellis.llm import LLM  # noqa: E402
 from memtrellis.memory import Memory  # noqa: E402
 from memtrellis.types import (  # noqa: E402
     EdgeKind,
@@ -43,9 +45,11 @@ from memtrellis.types import (  # noqa: E402
 __version__ = "0.1.0"
 
 __all__ = [
+    "LLM",
     "EdgeKind",
     "EmbedderUnavailableError",
     "EmbeddingMismatchError",
+    "ExtractionConfig",
     "Health",
     "HistoryEvent",
     "InvalidInputError",
@@ -54,6 +58,7 @@ __all__ = [
     "MemoryNotFoundError",
     "MemoryType",
     "MemtrellisError",
+    "Mode",
     "RecallExplanation",
     "RecallResult",
     "RecalledMemory",
