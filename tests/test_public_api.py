@@ -68,6 +68,15 @@ LAYER_BANS = {
     "errors.py": ("memtrellis.",),
     "store": ("memtrellis.recall", "memtrellis.memory", "memtrellis.cli"),
     "recall": ("memtrellis.memory", "memtrellis.cli"),
+    "extraction": (
+        "memtrellis.store",
+        "memtrellis.recall",
+        "memtrellis.memory",
+        "memtrellis.cli",
+        "memtrellis.capture",
+    ),
+    "capture": ("memtrellis.recall", "memtrellis.memory", "memtrellis.cli"),
+    "llm.py": ("memtrellis.store", "memtrellis.recall", "memtrellis.memory"),
 }
 
 
