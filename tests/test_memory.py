@@ -330,3 +330,34 @@ async def test_async_calls_do_not_block_the_loop(store_path: Path) -> None:
         await asyncio.gather(*(m.arecall(f"note {i}") for i in range(20)))
         task.cancel()
     assert ticks > 5
+
+
+def test_adjacent_messages_are_linked_and_lend_context(memory: Memory) -> None:
+    chat = [
+        {"role": "user", "content": "Guess what happened at the lake yesterday?", "id": "a1"},
+        {"role": "assistant", "content": "Tell me!", "id": "a2"},
+        {"role": "user", "content": "I finally caught a pike, twelve pounds.", "id": "a3"},
+    ]
+    filler = [{"role": "user", "content": f"Unrelated chatter {i} about weather"} for i in range(8)]
+    items = memory.add(chat)
+    memory.add(filler)
+    graph = memory._store.graph.g
+    assert graph.has_edge(items[1].id, items[0].id, key="follows")
+    assert graph.has_edge(items[2].id, items[1].id, key="follows")
+    assert not graph.has_edge(memory.list()[3].id, items[2].id, key="follows")  # new add()
+    hits = {r.memory.id: r for r in memory.recall("what happened at the lake?", k=3).items}
+    # the answer is in the message after the one that matches the question
+    assert items[2].id in hits
+    assert hits[items[2].id].explanation.graph_path[1] == "follows"
+
+
+def test_speaker_is_part_of_what_is_searched(memory: Memory) -> None:
+    memory.add(
+        [
+            {"role": "user", "content": "I painted a sunrise last week", "name": "Melanie"},
+            {"role": "user", "content": "I painted a sunset last week", "name": "Caroline"},
+        ]
+    )
+    top = memory.recall("What did Melanie paint?", k=1).items[0]
+    assert top.memory.text == "I painted a sunrise last week"  # the text stays the message
+    assert top.explanation.keyword_score is not None

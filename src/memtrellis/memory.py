@@ -36,12 +36,14 @@ from memtrellis.llm import LLM
 from memtrellis.recall import RecallRequest, hybrid_recall
 from memtrellis.store import EmbedderInfo, Store
 from memtrellis.types import (
+    EdgeKind,
     Health,
     HistoryEvent,
     MemoryItem,
     MemoryType,
     RecallResult,
     Scope,
+    SourceKind,
     utcnow,
 )
 
@@ -55,6 +57,28 @@ R = TypeVar("R")
 _LIST_FILTERS = frozenset(
     {"memory_type", "tags", "key", "include_superseded", "include_expired", "session_id"}
 )
+
+
+def conversation_edges(items: Sequence[MemoryItem]) -> list[tuple[str, str, EdgeKind]]:
+    """``follows`` edges between memories of consecutive messages of one conversation.
+
+    Fast mode stores one memory per message in order; a message's position (its source
+    index) grows within a conversation and restarts with the next one. Recall uses the
+    edges to lend a matching message's score to its neighbours.
+    """
+    edges: list[tuple[str, str, EdgeKind]] = []
+    previous: MemoryItem | None = None
+    for item in items:
+        single = len(item.sources) == 1 and item.sources[0].kind is SourceKind.CHAT
+        if (
+            single
+            and previous is not None
+            and previous.scope == item.scope
+            and (item.sources[0].index or 0) > (previous.sources[0].index or 0)
+        ):
+            edges.append((item.id, previous.id, EdgeKind.FOLLOWS))
+        previous = item if single else None
+    return edges
 
 
 def default_store_path() -> Path:
@@ -229,8 +253,14 @@ class Memory:
             # after a crash replaces what it stored instead of storing it twice.
             for number, item in enumerate(result.items):
                 item.id = uuid.uuid5(uuid.NAMESPACE_URL, f"{ids}:{number}").hex
-        embeddings = self.embedder.embed_documents([item.text for item in result.items])
-        self._store.put(result.items, embeddings, "created", {"mode": result.mode.value})
+        embeddings = self.embedder.embed_documents([item.search_text() for item in result.items])
+        self._store.put(
+            result.items,
+            embeddings,
+            "created",
+            {"mode": result.mode.value},
+            edges=conversation_edges(result.items),
+        )
         return [item.detached() for item in result.items]
 
     # -- background capture ----------------------------------------------------------------
@@ -361,7 +391,7 @@ class Memory:
         existing = self._store.graph.item(item.id)
         if existing is not None and existing.scope.entity_id != item.scope.entity_id:
             raise InvalidInputError(f"memory id {item.id!r} is already in use")
-        [embedding] = self.embedder.embed_documents([item.text])
+        [embedding] = self.embedder.embed_documents([item.search_text()])
         self._store.put([item], [embedding], "updated" if existing else "created")
         return item.detached()
 
@@ -409,7 +439,9 @@ class Memory:
         except ValueError as exc:
             raise InvalidInputError(f"invalid update of {memory_id}: {exc}") from exc
         text_changed = updated.text != current.text
-        embeddings = self.embedder.embed_documents([updated.text]) if text_changed else None
+        embeddings = (
+            self.embedder.embed_documents([updated.search_text()]) if text_changed else None
+        )
         self._store.put([updated], embeddings, "updated", {"fields": sorted(changes)})
         return updated.detached()
 

@@ -1,14 +1,21 @@
-"""Hybrid recall: dense and keyword search fused by reciprocal rank, then one graph hop.
+"""Hybrid recall: dense and keyword scores fused, then context from the graph.
 
 1. Dense candidates from the entity's Chroma collection (process/session as filters).
 2. Keyword candidates from the entity's BM25 shard.
-3. Reciprocal-rank fusion (k = 60): a memory both searches rank well beats one that only
-   one of them likes, and neither score scale needs calibrating against the other.
-4. One hop over shared entities: each of the top seeds lends half its score to the
-   memories that share an entity with it, which brings in memories neither search found
-   and lifts related ones that a search ranked low.
-5. Expired and superseded memories are left out unless asked for; a token budget cuts
-   the list before it is exceeded.
+3. Score fusion: ``0.5 * cosine + 0.5 * bm25 / best bm25``. A candidate only one search
+   found takes the lowest fetched cosine as its dense part. (Reciprocal-rank fusion was
+   tried first: with a small embedder it let weak dense ranks drown strong keyword hits
+   and fell below BM25 alone on LoCoMo; scores keep how sure each search is.)
+4. Conversation context: every candidate lends 0.3 of its score to the message before
+   and after it (0.15 two messages away), along ``follows`` edges. An answer is often
+   the turn next to the one that matches the question.
+5. Entity hop: each of the top seeds lends half its score to the memories that share an
+   entity with it; the hop is recorded in ``graph_path``.
+6. Expired, superseded and not-yet-valid memories are left out unless asked for; a
+   token budget cuts the list before it is exceeded.
+
+On LoCoMo raw turns (fast mode, MiniLM) these steps took recall@10 from 48.9 (RRF) to
+70.9, against 57.0 for BM25 alone (``benchmarks/locomo.py``).
 """
 
 from __future__ import annotations
@@ -21,12 +28,16 @@ from memtrellis.store import Store
 from memtrellis.tokens import count_tokens
 from memtrellis.types import MemoryItem, RecalledMemory, RecallExplanation
 
-__all__ = ["RRF_K", "RecallRequest", "hybrid_recall", "memory_line"]
+__all__ = ["DENSE_WEIGHT", "RecallRequest", "hybrid_recall", "memory_line"]
 
-RRF_K = 60
+#: Weight of the cosine similarity; the normalised BM25 score gets the rest.
+DENSE_WEIGHT = 0.5
+#: Share of a candidate's score lent to the adjacent message, halved per further step.
+NEIGHBOUR_SHARE = 0.3
+NEIGHBOUR_RADIUS = 2
 #: A memory reached through a shared entity scores this share of its seed's score.
-GRAPH_HOP_DISCOUNT = 0.5
-_FETCH_FACTOR = 4
+ENTITY_HOP_SHARE = 0.5
+_MIN_FETCH = 100
 
 
 def memory_line(item: MemoryItem) -> str:
@@ -43,18 +54,28 @@ class _Score:
     keyword: float | None = None
     keyword_rank: int | None = None
     fused: float = 0.0
+    context: float = 0.0
+    best_lend: float = 0.0
     path: list[str] = field(default_factory=list)
 
+    @property
+    def final(self) -> float:
+        return self.fused + self.context
+
+    def lend(self, amount: float, path: list[str]) -> None:
+        self.context += amount
+        if amount > self.best_lend:
+            self.best_lend, self.path = amount, path
+
     def explain(self) -> RecallExplanation:
-        fused = round(self.fused, 8)
         return RecallExplanation(
             dense_score=None if self.dense is None else round(self.dense, 6),
             dense_rank=self.dense_rank,
             keyword_score=None if self.keyword is None else round(self.keyword, 6),
             keyword_rank=self.keyword_rank,
             graph_path=self.path,
-            fused_score=fused,
-            final_score=fused,
+            fused_score=round(self.fused, 8),
+            final_score=round(self.final, 8),
         )
 
 
@@ -94,7 +115,7 @@ def _visible(item: MemoryItem | None, req: RecallRequest) -> bool:
 
 def hybrid_recall(store: Store, req: RecallRequest) -> tuple[list[RecalledMemory], int, bool]:
     """Rank memories for ``req``; returns ``(items, tokens used, cut by the budget)``."""
-    fetch = max(req.k * _FETCH_FACTOR, 20)
+    fetch = max(req.k * 4, _MIN_FETCH)
     dense = store.vectors.query(
         req.entity_id,
         req.embedding,
@@ -103,40 +124,51 @@ def hybrid_recall(store: Store, req: RecallRequest) -> tuple[list[RecalledMemory
         session_id=req.session_id,
     )
     with store.reading():
-        keyword = store.keywords.search(req.entity_id, req.query, fetch * 2)
         graph = store.graph
+
+        def visible(memory_id: str) -> bool:
+            return _visible(graph.item(memory_id), req)
+
         scores: dict[str, _Score] = {}
-        for rank, (memory_id, similarity) in enumerate(
-            (d for d in dense if _visible(graph.item(d[0]), req)), start=1
-        ):
-            scores[memory_id] = _Score(dense=similarity, dense_rank=rank, fused=1 / (RRF_K + rank))
-        for rank, (memory_id, score) in enumerate(
-            (kw for kw in keyword if _visible(graph.item(kw[0]), req)), start=1
-        ):
-            entry = scores.setdefault(memory_id, _Score())
+        found = [(i, s) for i, s in dense if visible(i)]
+        floor = DENSE_WEIGHT * min((s for _, s in dense), default=0.0)
+        for rank, (memory_id, similarity) in enumerate(found, start=1):
+            scores[memory_id] = _Score(
+                dense=similarity, dense_rank=rank, fused=DENSE_WEIGHT * similarity
+            )
+        keyword = [
+            (i, s)
+            for i, s in store.keywords.search(req.entity_id, req.query, fetch * 2)
+            if visible(i)
+        ]
+        best = keyword[0][1] if keyword else 1.0
+        for rank, (memory_id, score) in enumerate(keyword, start=1):
+            entry = scores.get(memory_id) or scores.setdefault(memory_id, _Score(fused=floor))
             entry.keyword, entry.keyword_rank = score, rank
-            entry.fused += 1.0 / (RRF_K + rank)
+            entry.fused += (1.0 - DENSE_WEIGHT) * score / best
 
-        # One hop: each top seed lends a share of its score to the memories that share
-        # an entity with it, whether or not a search found them (the best lender wins).
-        seeds = sorted(scores, key=lambda i: (-scores[i].fused, i))[: req.k]
-        lent: dict[str, tuple[float, list[str]]] = {}
-        for seed in seeds:
-            bonus = scores[seed].fused * GRAPH_HOP_DISCOUNT
-            for entity, other in graph.neighbours_by_entity(seed):
-                if bonus > lent.get(other, (0.0, []))[0] and _visible(graph.item(other), req):
-                    lent[other] = (bonus, [seed, entity, other])
-        for other, (bonus, path) in lent.items():
-            entry = scores.setdefault(other, _Score())
-            entry.fused += bonus
-            entry.path = path
+        candidates = list(scores.items())
+        for memory_id, entry in candidates:
+            for other, distance in graph.adjacent(memory_id, NEIGHBOUR_RADIUS):
+                if other in scores or visible(other):
+                    share = NEIGHBOUR_SHARE * 0.5 ** (distance - 1)
+                    target = scores.get(other) or scores.setdefault(other, _Score(fused=floor))
+                    target.lend(share * entry.fused, [memory_id, "follows", other])
+        seeds = sorted(candidates, key=lambda kv: (-kv[1].fused, kv[0]))[: req.k]
+        for memory_id, entry in seeds:
+            lent: dict[str, str] = {}
+            for entity, other in graph.neighbours_by_entity(memory_id):
+                if other not in lent and (other in scores or visible(other)):
+                    lent[other] = entity
+            for other, entity in lent.items():
+                target = scores.get(other) or scores.setdefault(other, _Score(fused=floor))
+                target.lend(ENTITY_HOP_SHARE * entry.fused, [memory_id, entity, other])
 
-        ranked = sorted(scores, key=lambda i: (-scores[i].fused, -(scores[i].dense or 0.0), i))
-        ranked = ranked[: req.k]
+        ranked = sorted(scores, key=lambda i: (-scores[i].final, -(scores[i].dense or 0.0), i))
         results: list[RecalledMemory] = []
         used = 0
         truncated = False
-        for memory_id in ranked:
+        for memory_id in ranked[: req.k]:
             item = graph.item(memory_id)
             assert item is not None
             explanation = scores[memory_id].explain()

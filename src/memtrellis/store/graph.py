@@ -96,6 +96,27 @@ class MemoryGraph:
             counts[kind] = counts.get(kind, 0) + 1
         return counts
 
+    def adjacent(self, memory_id: str, radius: int) -> Iterator[tuple[str, int]]:
+        """Memories up to ``radius`` messages before and after this one in its conversation."""
+        if memory_id not in self:
+            return
+        kind = EdgeKind.FOLLOWS.value
+        for edges in (self.g.out_edges, self.g.in_edges):
+            current = memory_id
+            for distance in range(1, radius + 1):
+                step = next(
+                    (
+                        (t if edges is self.g.out_edges else s)
+                        for s, t, k in edges(current, keys=True)
+                        if k == kind
+                    ),
+                    None,
+                )
+                if step is None:
+                    break
+                yield step, distance
+                current = step
+
     def neighbours_by_entity(self, memory_id: str) -> Iterator[tuple[str, str]]:
         """``(entity node, other memory id)`` for memories sharing an entity with this one."""
         if memory_id not in self:

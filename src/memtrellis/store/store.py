@@ -176,7 +176,7 @@ class Store:
         self.graph = graph
         self.keywords = KeywordIndex()
         for item in graph.items():
-            self.keywords.add(item.scope.entity_id, item.id, item.text)
+            self.keywords.add(item.scope.entity_id, item.id, item.search_text())
         self._reader = WalReader(wal_path(self.path, self.manifest.generation))
         self._manifest_stamp = self._stat_manifest()
         self._ops_since_snapshot = 0
@@ -220,7 +220,7 @@ class Store:
             item = MemoryItem.model_validate(record["item"])
             event = HistoryEvent.model_validate(record["event"]) if record.get("event") else None
             self.graph.put(item, event)
-            self.keywords.add(item.scope.entity_id, item.id, item.text)
+            self.keywords.add(item.scope.entity_id, item.id, item.search_text())
         elif op == "del":
             for memory_id in record["ids"]:
                 self.graph.remove(memory_id)
@@ -248,7 +248,7 @@ class Store:
             if item is None:  # deleted by a later record; nothing to index
                 return
             if record.get("reembed", True) or not self.vectors.has(item.scope.entity_id, [item.id]):
-                self.vectors.upsert([item], self._embed([item.text]))
+                self.vectors.upsert([item], self._embed([item.search_text()]))
             else:
                 self.vectors.update_metadata([item])
         elif op == "del":
@@ -333,8 +333,12 @@ class Store:
         embeddings: Sequence[Sequence[float]] | None,
         action: str,
         detail: dict[str, Any] | None = None,
+        edges: Sequence[tuple[str, str, EdgeKind]] = (),
     ) -> None:
-        """Store items; ``embeddings=None`` means the text did not change (metadata only)."""
+        """Store items (and edges among them) in one commit.
+
+        ``embeddings=None`` means the text did not change (metadata only).
+        """
         at = utcnow()
         event = HistoryEvent(at=at, action=action, detail=detail or {}).model_dump(mode="json")
         records: list[dict[str, Any]] = [
@@ -346,6 +350,9 @@ class Store:
             }
             for item in items
         ]
+        records.extend(
+            {"op": "edge", "src": src, "dst": dst, "kind": kind.value} for src, dst, kind in edges
+        )
 
         def index() -> None:
             stored = [self.graph.item(i.id) or i for i in items]
@@ -353,7 +360,8 @@ class Store:
                 self.vectors.upsert(stored, embeddings)
             else:
                 for record in records:
-                    self._index_change(record)
+                    if record["op"] == "put":
+                        self._index_change(record)
 
         self.commit(records, index)
 
