@@ -11,8 +11,9 @@ variant is ingested into its own fresh store with the default MiniLM embedder:
   window stored with ``Memory.store(MemoryItem(text=window.text, sources=window.sources,
   ...))`` tagged ``mode:fast``;
 * diagnostics (``--variants`` to choose): ``message+speaker`` (the turn text prefixed with
-  ``"<speaker>: "``, still through ``Memory.add``) and ``window-scene`` (``chat_windows``
-  defaults: scenes of 10 messages sharing 2, 1024 tokens, 200 overlap).
+  ``"<speaker>: "``, still through ``Memory.add``), ``window-scene`` (``chat_windows``
+  defaults: scenes of 10 messages sharing 2, 1024 tokens, 200 overlap) and, only when
+  asked for, ``window-128`` (128 tokens, 16 overlap).
 
 For every question with evidence, ``Memory.recall(question, entity_id=conv, k=25)``; the
 score is the fraction of the evidence dia_ids among the recalled memories' source ids:
@@ -25,6 +26,7 @@ bootstrap 95% interval of each window variant minus ``message``; figures go to
     . /tmp/dev/bin/activate
     python benchmarks/fast_unit.py
     python benchmarks/fast_unit.py --limit-conversations 2 --variants message window-256
+    python benchmarks/fast_unit.py --k 60 --json benchmarks/results/fast_unit_k60.json
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ from memtrellis.extraction.windows import chat_windows
 from memtrellis.tokens import count_tokens
 from memtrellis.types import MemoryItem, MemoryType, Scope
 
-K = 25
+K = 25  # the default; --k changes it
 METRICS = ("recall@5", "recall@10", "recall@500tok", "recall@1000tok")
 EXTRA = ("tokens@5", "tokens@10", "tokens@500tok", "tokens@1000tok")
 
@@ -81,6 +83,7 @@ WINDOWS: dict[str, WindowSpec] = {
     "window-256": WindowSpec(256, 32, None, 0),
     "window-1024": WindowSpec(1024, 128, None, 0),
     "window-scene": WindowSpec(1024, 200, 10, 2),
+    "window-128": WindowSpec(128, 16, None, 0),
 }
 MESSAGE_VARIANTS = ("message", "message+speaker")
 DEFAULT_VARIANTS = ("message", "window-256", "window-1024", "message+speaker", "window-scene")
@@ -138,7 +141,7 @@ def ingester(variant: str) -> Callable[[Memory, Conversation], int]:
     return lambda memory, conv: ingest_windows(memory, conv, spec)
 
 
-def run_variant(variant: str, conversations: Sequence[Conversation]) -> dict[str, Any]:
+def run_variant(variant: str, conversations: Sequence[Conversation], k: int = K) -> dict[str, Any]:
     """Ingest every conversation into a fresh store, then recall and score every question."""
     ingest = ingester(variant)
     root = Path(tempfile.mkdtemp(prefix="memtrellis-fast-unit-"))
@@ -158,9 +161,9 @@ def run_variant(variant: str, conversations: Sequence[Conversation]) -> dict[str
             for conv in conversations:
                 for question in conv.scored_questions:
                     t0 = time.perf_counter()
-                    result = memory.recall(question.question, entity_id=conv.sample_id, k=K)
+                    result = memory.recall(question.question, entity_id=conv.sample_id, k=k)
                     latencies.append((time.perf_counter() - t0) * 1000.0)
-                    rows.append(score(question.evidence, result.memories, question.category))
+                    rows.append(score(question.evidence, result.memories, question.category, k))
                     rows[-1]["id"] = f"{conv.sample_id}#{question.index}"
             recall_s = time.perf_counter() - started
     finally:
@@ -182,7 +185,9 @@ def run_variant(variant: str, conversations: Sequence[Conversation]) -> dict[str
     return {"summary": summary, "rows": rows}
 
 
-def score(evidence: Sequence[str], memories: Sequence[Any], category: int) -> dict[str, Any]:
+def score(
+    evidence: Sequence[str], memories: Sequence[Any], category: int, k: int = K
+) -> dict[str, Any]:
     """The metrics of one question from its recalled memories (best first)."""
     r500, t500 = recall_within_budget(evidence, memories, 500)
     r1000, t1000 = recall_within_budget(evidence, memories, 1000)
@@ -198,11 +203,11 @@ def score(evidence: Sequence[str], memories: Sequence[Any], category: int) -> di
         "tokens@500tok": t500,
         "tokens@1000tok": t1000,
         # Every one of the k memories fit: the budget figure is bounded by k, not tokens.
-        "k_bound_1000": len(memories) == K and sum(costs) <= 1000,
+        "k_bound_1000": len(memories) == k and sum(costs) <= 1000,
     }
 
 
-def print_tables(results: dict[str, dict[str, Any]]) -> None:
+def print_tables(results: dict[str, dict[str, Any]], k: int = K) -> None:
     """The overall table, the per-category table and the paired differences."""
     print()
     head = (
@@ -221,7 +226,7 @@ def print_tables(results: dict[str, dict[str, Any]]) -> None:
             f" {s['ingest_s']:>9.1f} {s['latency_p50_ms']:>7.1f} {s['k_bound_at_1000tok']:>8.1f}"
         )
     print(
-        f"(tok@N: mean tokens of the top N rendered; k-bound%: questions whose {K} recalled"
+        f"(tok@N: mean tokens of the top N rendered; k-bound%: questions whose {k} recalled"
         " memories all fit in 1,000 tokens, so k rather than the budget capped them)"
     )
     print()
@@ -275,6 +280,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=None, help="LoCoMo file (default: shared)")
     parser.add_argument("--limit-conversations", type=int, default=None)
+    parser.add_argument("--k", type=int, default=K, help="memories recalled per question")
     parser.add_argument(
         "--variants",
         nargs="+",
@@ -292,15 +298,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(
         f"{len(conversations)} conversations, "
         f"{sum(len(c.messages) for c in conversations)} turns, "
-        f"{questions} questions with evidence; k={K}"
+        f"{questions} questions with evidence; k={args.k}"
     )
     wall = time.perf_counter()
     results: dict[str, dict[str, Any]] = {}
     for variant in args.variants:
         started = time.perf_counter()
-        results[variant] = run_variant(variant, conversations)
+        results[variant] = run_variant(variant, conversations, args.k)
         print(f"  {variant}: {time.perf_counter() - started:.1f} s", flush=True)
-    print_tables(results)
+    print_tables(results, args.k)
     differences = paired(results)
     elapsed = time.perf_counter() - wall
     print(f"\nran in {elapsed:.1f} s")
@@ -309,7 +315,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "data": path.name,
         "conversations": [c.sample_id for c in conversations],
         "questions": questions,
-        "k": K,
+        "k": args.k,
         "windows": {name: vars(spec) for name, spec in WINDOWS.items() if name in results},
         "variants": {variant: result["summary"] for variant, result in results.items()},
         "difference_to_message": differences,

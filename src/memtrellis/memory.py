@@ -532,12 +532,15 @@ class Memory:
         include_superseded: bool = False,
         include_expired: bool = False,
         as_of: datetime | None = None,
+        graph_context: bool = True,
     ) -> RecallResult:
         """The memories most relevant to ``query``, each with an explanation.
 
-        Dense (Chroma) and keyword (BM25) results are fused by reciprocal rank and
-        expanded one hop over shared entities. Expired and superseded memories are left
-        out unless asked for. ``token_budget`` (tiktoken ``o200k_base``) stops the list
+        Dense (Chroma) and keyword (BM25) scores are fused; with ``graph_context`` each
+        candidate lends part of its score to the messages beside it in its conversation
+        and to memories sharing an entity (see :mod:`memtrellis.recall.hybrid`). Expired,
+        superseded and not-yet-valid memories (at ``as_of``, default now) are left out
+        unless asked for. ``token_budget`` (tiktoken ``o200k_base``) stops the list
         before its rendered lines would exceed the budget.
         """
         if not isinstance(query, str) or not query.strip():
@@ -560,6 +563,7 @@ class Memory:
             include_superseded=include_superseded,
             include_expired=include_expired,
             now=as_of or utcnow(),
+            graph_context=graph_context,
         )
         items, tokens, truncated = hybrid_recall(self._store, request)
         if items:

@@ -93,6 +93,7 @@ class RecallRequest:
     include_superseded: bool
     include_expired: bool
     now: datetime
+    graph_context: bool = True  # conversation neighbours and entity hops
 
 
 def _visible(item: MemoryItem | None, req: RecallRequest) -> bool:
@@ -147,7 +148,7 @@ def hybrid_recall(store: Store, req: RecallRequest) -> tuple[list[RecalledMemory
             entry.keyword, entry.keyword_rank = score, rank
             entry.fused += (1.0 - DENSE_WEIGHT) * score / best
 
-        candidates = list(scores.items())
+        candidates = list(scores.items()) if req.graph_context else []
         for memory_id, entry in candidates:
             for other, distance in graph.adjacent(memory_id, NEIGHBOUR_RADIUS):
                 if other in scores or visible(other):
