@@ -28,6 +28,7 @@ __all__ = [
     "is_chat",
     "norm_key",
     "render_memories",
+    "review_messages",
     "source_ids",
     "time_span",
     "window_span_text",
@@ -106,3 +107,22 @@ def render_memories(items: Sequence[MemoryItem], tag: str = "memories") -> str:
         text = " ".join(item.text.split())
         lines.append(f"[{index}] ({item.memory_type.value}) {text}")
     return fence("\n".join(lines), tag)
+
+
+def review_messages(
+    items: Sequence[MemoryItem],
+    window: Window,
+    system: tuple[str, str],
+    user: tuple[str, str],
+) -> list[dict[str, str]]:
+    """Messages for a pass over extracted memories (rewrite, judge): the window, then them.
+
+    ``system`` and ``user`` are ``(english, chinese)`` templates; the user template takes
+    ``start``, ``end``, ``text`` and ``memories``.
+    """
+    zh = window.language is Language.ZH
+    start, end = window_span_text(window)
+    content = user[zh].format(
+        start=start, end=end, text=fence(window.text, "messages"), memories=render_memories(items)
+    )
+    return [{"role": "system", "content": system[zh]}, {"role": "user", "content": content}]

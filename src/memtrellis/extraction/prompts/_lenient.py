@@ -16,7 +16,9 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from memtrellis.extraction.prompts._common import norm_key
 from memtrellis.types import MemoryType
@@ -25,6 +27,7 @@ __all__ = [
     "MEMORY_LIST_KEYS",
     "NULL_WORDS",
     "SUMMARY_KEYS",
+    "NumberedAnswer",
     "bool_value",
     "canonical_fields",
     "canonical_memory",
@@ -312,3 +315,33 @@ def locate_records(obj: object, keys: tuple[str, ...]) -> list[Any] | None:
     if len(inner) == 1 and isinstance(inner[0], list):  # {"result": [...]}
         return list(inner[0])
     return None
+
+
+class NumberedAnswer(BaseModel):
+    """Base of an answer about the memory numbered ``index``, lenient about key names.
+
+    Subclasses set ``ALIASES`` (canonical key -> accepted spellings) and ``TEXT_KEYS``
+    (keys whose values may be given as free text).
+    """
+
+    model_config = ConfigDict(extra="ignore")
+
+    ALIASES: ClassVar[Mapping[str, tuple[str, ...]]] = {}
+    TEXT_KEYS: ClassVar[tuple[str, ...]] = ()
+
+    index: int = Field(ge=0, description="The number shown before the memory")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _canonical(cls, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            return canonical_fields(data, cls.ALIASES, cls.TEXT_KEYS)
+        return data
+
+    @field_validator("index", mode="before")
+    @classmethod
+    def _index(cls, value: Any) -> int:
+        found = index_value(value)
+        if found is None:
+            raise ValueError("index must be a memory number")
+        return found

@@ -11,14 +11,14 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from memtrellis.extraction.model import Language, Window
-from memtrellis.extraction.prompts._common import fence, render_memories, window_span_text
-from memtrellis.extraction.prompts._lenient import bool_value, canonical_fields, index_value
+from memtrellis.extraction.model import Window
+from memtrellis.extraction.prompts._common import review_messages
+from memtrellis.extraction.prompts._lenient import NumberedAnswer, bool_value
 from memtrellis.types import MemoryItem
 
 __all__ = [
@@ -96,29 +96,14 @@ USER_ZH = """\
 请对每条记忆给出判断，只回复 JSON 对象。"""
 
 
-class Verdict(BaseModel):
+class Verdict(NumberedAnswer):
     """Whether the memory numbered ``index`` is supported by its messages."""
 
-    model_config = ConfigDict(extra="ignore")
+    ALIASES = _ALIASES
+    TEXT_KEYS = ("reason",)
 
-    index: int = Field(ge=0, description="The number shown before the memory")
     keep: bool = Field(description="false only when the messages do not support the memory")
     reason: str = Field("", description="A few words")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _canonical(cls, data: Any) -> Any:
-        if isinstance(data, Mapping):
-            return canonical_fields(data, _ALIASES, ("reason",))
-        return data
-
-    @field_validator("index", mode="before")
-    @classmethod
-    def _index(cls, value: Any) -> int:
-        found = index_value(value)
-        if found is None:
-            raise ValueError("index must be a memory number")
-        return found
 
     @field_validator("keep", mode="before")
     @classmethod
@@ -157,12 +142,4 @@ def build_judge_messages(items: Sequence[MemoryItem], window: Window) -> list[di
         >>> "[0] (fact) Ana is 31" in msgs[1]["content"], msgs[0]["content"][:10]
         (True, 'You check ')
     """
-    zh = window.language is Language.ZH
-    start, end = window_span_text(window)
-    user = (USER_ZH if zh else USER_EN).format(
-        start=start, end=end, text=fence(window.text, "messages"), memories=render_memories(items)
-    )
-    return [
-        {"role": "system", "content": SYSTEM_ZH if zh else SYSTEM_EN},
-        {"role": "user", "content": user},
-    ]
+    return review_messages(items, window, (SYSTEM_EN, SYSTEM_ZH), (USER_EN, USER_ZH))

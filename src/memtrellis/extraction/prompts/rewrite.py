@@ -10,14 +10,14 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from memtrellis.extraction.model import Language, Window
-from memtrellis.extraction.prompts._common import fence, render_memories, window_span_text
-from memtrellis.extraction.prompts._lenient import canonical_fields, index_value, scalar_text
+from memtrellis.extraction.model import Window
+from memtrellis.extraction.prompts._common import review_messages
+from memtrellis.extraction.prompts._lenient import NumberedAnswer, scalar_text
 from memtrellis.types import MemoryItem
 
 __all__ = [
@@ -97,28 +97,13 @@ USER_ZH = """\
 请改写不能独立理解的记忆，只回复 JSON 对象。"""
 
 
-class Rewrite(BaseModel):
+class Rewrite(NumberedAnswer):
     """The new text of the memory numbered ``index``."""
 
-    model_config = ConfigDict(extra="ignore")
+    ALIASES = _ALIASES
+    TEXT_KEYS = ("value",)
 
-    index: int = Field(ge=0, description="The number shown before the memory")
     value: str = Field(description="The rewritten, self-contained memory")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _canonical(cls, data: Any) -> Any:
-        if isinstance(data, Mapping):
-            return canonical_fields(data, _ALIASES, ("value",))
-        return data
-
-    @field_validator("index", mode="before")
-    @classmethod
-    def _index(cls, value: Any) -> int:
-        found = index_value(value)
-        if found is None:
-            raise ValueError("index must be a memory number")
-        return found
 
     @field_validator("value", mode="before")
     @classmethod
@@ -152,12 +137,4 @@ def build_rewrite_messages(items: Sequence[MemoryItem], window: Window) -> list[
         >>> "[0] (fact) He moved" in msgs[1]["content"]
         True
     """
-    zh = window.language is Language.ZH
-    start, end = window_span_text(window)
-    user = (USER_ZH if zh else USER_EN).format(
-        start=start, end=end, text=fence(window.text, "messages"), memories=render_memories(items)
-    )
-    return [
-        {"role": "system", "content": SYSTEM_ZH if zh else SYSTEM_EN},
-        {"role": "user", "content": user},
-    ]
+    return review_messages(items, window, (SYSTEM_EN, SYSTEM_ZH), (USER_EN, USER_ZH))
