@@ -22,6 +22,8 @@ from memtrellis.types import EdgeKind, HistoryEvent, MemoryItem
 __all__ = ["MemoryGraph", "entity_node_id", "normalize_entity"]
 
 _MEMORY = "memory"
+#: Entities with more mentions than this are hubs that graph expansion does not walk.
+HUB_MENTIONS = 64
 _ENTITY = "entity"
 
 
@@ -59,9 +61,10 @@ class MemoryGraph:
 
     def item(self, memory_id: str) -> MemoryItem | None:
         """The stored item (not a copy), or ``None``."""
-        if memory_id not in self:
+        data = self.g.nodes.get(memory_id) if isinstance(memory_id, str) else None
+        if data is None or data.get("kind") != _MEMORY:
             return None
-        item: MemoryItem = self.g.nodes[memory_id]["item"]
+        item: MemoryItem = data["item"]
         return item
 
     def history(self, memory_id: str) -> list[HistoryEvent]:
@@ -101,31 +104,33 @@ class MemoryGraph:
         if memory_id not in self:
             return
         kind = EdgeKind.FOLLOWS.value
-        for edges in (self.g.out_edges, self.g.in_edges):
+        # The adjacency dicts directly: edge views cost more than the walk itself.
+        for links in (self.g.succ, self.g.pred):
             current = memory_id
             for distance in range(1, radius + 1):
-                step = next(
-                    (
-                        (t if edges is self.g.out_edges else s)
-                        for s, t, k in edges(current, keys=True)
-                        if k == kind
-                    ),
-                    None,
-                )
+                step = next((n for n, keys in links[current].items() if kind in keys), None)
                 if step is None:
                     break
                 yield step, distance
                 current = step
 
     def neighbours_by_entity(self, memory_id: str) -> Iterator[tuple[str, str]]:
-        """``(entity node, other memory id)`` for memories sharing an entity with this one."""
+        """``(entity node, other memory id)`` for memories sharing an entity with this one.
+
+        Entities mentioned by more than :data:`HUB_MENTIONS` memories are skipped: like a
+        stop word, a hub says little about any one memory, and walking it costs O(mentions).
+        """
         if memory_id not in self:
             return
-        for _, entity, kind in self.g.out_edges(memory_id, keys=True):
-            if kind != EdgeKind.MENTIONS.value:
+        mentions = EdgeKind.MENTIONS.value
+        for entity, keys in self.g.succ[memory_id].items():
+            if mentions not in keys:
                 continue
-            for other, _, other_kind in self.g.in_edges(entity, keys=True):
-                if other != memory_id and other_kind == EdgeKind.MENTIONS.value:
+            others = self.g.pred[entity]  # only mentions point at entity nodes
+            if len(others) > HUB_MENTIONS:
+                continue
+            for other in others:
+                if other != memory_id:
                     yield entity, other
 
     # -- writes --------------------------------------------------------------------------
