@@ -361,3 +361,16 @@ def test_speaker_is_part_of_what_is_searched(memory: Memory) -> None:
     top = memory.recall("What did Melanie paint?", k=1).items[0]
     assert top.memory.text == "I painted a sunrise last week"  # the text stays the message
     assert top.explanation.keyword_score is not None
+
+
+def test_hub_entities_are_not_walked(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    import memtrellis.store.graph as graph_module
+
+    [seed] = memory.add("Zed's favourite band is Radiohead", entities=["Zed", "Common"])
+    [other] = memory.add("Zed's sister lives in Porto", entities=["Zed"])
+    memory.add([f"filler {i}" for i in range(3)], entities=["Common"])
+    neighbours = {o for _, o in memory._store.graph.neighbours_by_entity(seed.id)}
+    assert other.id in neighbours and len(neighbours) == 4
+    monkeypatch.setattr(graph_module, "HUB_MENTIONS", 2)
+    neighbours = {o for _, o in memory._store.graph.neighbours_by_entity(seed.id)}
+    assert neighbours == {other.id}  # "Common" (4 mentions) is a hub now; "Zed" (2) is not
