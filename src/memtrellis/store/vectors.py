@@ -153,7 +153,8 @@ class VectorIndex:
             collection.upsert(
                 ids=[items[p].id for p in positions],
                 embeddings=[list(embeddings[p]) for p in positions],
-                documents=[items[p].text for p in positions],
+                # No documents: the item JSON in the metadata carries the text, nothing reads
+                # documents back, and Chroma's full-text indexing of them cost ~30% of a write.
                 metadatas=[_metadata(items[p]) for p in positions],
             )
 
@@ -167,7 +168,6 @@ class VectorIndex:
             if collection is not None:
                 collection.update(
                     ids=[i.id for i in group],
-                    documents=[i.text for i in group],
                     metadatas=[_metadata(i) for i in group],
                 )
 
