@@ -250,3 +250,12 @@ def test_quality_failures_keep_the_originals(store_path: Path) -> None:
     config = ExtractionConfig(rewrite=True, judge=True)
     with _memory(store_path, llm, extraction=config) as memory:
         assert [i.text for i in memory.add(CHAT)] == ["Priya has a cat"]
+
+
+async def test_aadd_uses_the_async_extractor(store_path: Path) -> None:
+    llm = _CountingLLM()
+    conversation = [{"role": "user", "content": f"message number {i} " * 30} for i in range(40)]
+    config = ExtractionConfig(max_messages=4, message_overlap=1, concurrency=3)
+    async with _memory(store_path, llm, extraction=config) as memory:  # type: ignore[arg-type]
+        assert await memory.aadd(conversation) == []
+    assert llm.calls > 10 and llm.peak == 3  # acomplete, concurrently; complete would raise

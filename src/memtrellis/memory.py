@@ -228,11 +228,7 @@ class Memory:
             'm1'
             >>> m.close()
         """
-        scope = self._scope(entity_id, process_id, session_id)
-        try:
-            kind = MemoryType(memory_type) if memory_type is not None else None
-        except ValueError as exc:
-            raise InvalidInputError(f"unknown memory_type {memory_type!r}") from exc
+        scope, kind = self._add_args(entity_id, process_id, session_id, memory_type)
         result = self.extractor.extract(
             data,
             scope,
@@ -243,6 +239,46 @@ class Memory:
             metadata=metadata,
         )
         return self._store_result(result)
+
+    async def aadd(
+        self,
+        data: str | Mapping[str, Any] | Sequence[Mapping[str, Any] | str],
+        *,
+        entity_id: str | None = None,
+        process_id: str | None = None,
+        session_id: str | None = None,
+        memory_type: MemoryType | str | None = None,
+        tags: Sequence[str] = (),
+        entities: Sequence[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+        mode: Mode | str | None = None,
+    ) -> list[MemoryItem]:
+        """Async :meth:`add`: fine-mode windows are extracted concurrently through the
+        LLM's native ``acomplete`` when it has one; storing runs in a worker thread."""
+        scope, kind = self._add_args(entity_id, process_id, session_id, memory_type)
+        result = await self.extractor.aextract(
+            data,
+            scope,
+            mode=mode,
+            memory_type=kind,
+            tags=tags,
+            entities=entities,
+            metadata=metadata,
+        )
+        return await asyncio.to_thread(self._store_result, result)
+
+    def _add_args(
+        self,
+        entity_id: str | None,
+        process_id: str | None,
+        session_id: str | None,
+        memory_type: MemoryType | str | None,
+    ) -> tuple[Scope, MemoryType | None]:
+        scope = self._scope(entity_id, process_id, session_id)
+        try:
+            return scope, MemoryType(memory_type) if memory_type is not None else None
+        except ValueError as exc:
+            raise InvalidInputError(f"unknown memory_type {memory_type!r}") from exc
 
     def _store_result(self, result: ExtractionResult, ids: str | None = None) -> list[MemoryItem]:
         self._stats.record_extraction(result.skipped, result.fallbacks)
@@ -629,7 +665,6 @@ class Memory:
     async def __aexit__(self, *exc: object) -> None:
         await asyncio.to_thread(self.close)
 
-    aadd = _in_thread(add)
     astore = _in_thread(store)
     aupdate = _in_thread(update)
     aforget = _in_thread(forget)
