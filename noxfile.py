@@ -38,6 +38,16 @@ def typecheck(session: nox.Session) -> None:
 
 
 @nox.session
+def bench(session: nox.Session) -> None:
+    """Every benchmark; figures to benchmarks/results/ (LoCoMo needs ../shared/bench/)."""
+    session.install(".[bench]")
+    session.run("python", "benchmarks/locomo.py", "--json", "benchmarks/results/locomo.json")
+    session.run("python", "benchmarks/latency.py")
+    session.run("python", "benchmarks/overhead.py")
+    session.run("python", "benchmarks/ingest.py")
+
+
+@nox.session
 def demo(session: nox.Session) -> None:
     """Install memtrellis as a user would and run `memtrellis demo` on the offline default."""
     session.install(".")

@@ -16,8 +16,9 @@ What it gives:
   file is missing, so that scripts can exit 0).
 * Scoring: :func:`recall_at_k` and :func:`recall_within_budget` (the fraction of a
   question's evidence dia_ids covered by the source message ids of the recalled
-  memories), :func:`render_line`, and :func:`summarise` (mean per metric, overall and per
-  category, in percent).
+  memories), :func:`recall_within_budgets` (several budgets in one pass),
+  :func:`render_line` and :func:`line_tokens` (its cached token count), and
+  :func:`summarise` (mean per metric, overall and per category, in percent).
 
 Example:
     >>> parse_session_date("1:56 pm on 8 May, 2023").isoformat()
@@ -28,6 +29,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import statistics
@@ -50,12 +52,14 @@ __all__ = [
     "covered",
     "data_path_or_none",
     "default_data_path",
+    "line_tokens",
     "load_locomo",
     "paired_bootstrap",
     "parse_session_date",
     "percentile",
     "recall_at_k",
     "recall_within_budget",
+    "recall_within_budgets",
     "render_line",
     "repo_root",
     "results_dir",
@@ -311,6 +315,20 @@ def render_line(memory: Any) -> str:
     return "- " + " ".join(memory.text.split("\n")).strip()
 
 
+@functools.lru_cache(maxsize=65536)
+def _tokens_of_line(line: str) -> int:
+    return count_tokens(line)
+
+
+def line_tokens(memory: Any) -> int:
+    """What a memory costs in memory context: its :func:`render_line` tokens plus one.
+
+    The o200k_base count of the rendered line (cached by line text) and one token for
+    the line break.
+    """
+    return _tokens_of_line(render_line(memory)) + 1
+
+
 def recall_within_budget(
     evidence: Sequence[str], memories: Sequence[Any], budget: int
 ) -> tuple[float, int]:
@@ -323,12 +341,37 @@ def recall_within_budget(
     used = 0
     kept: list[Any] = []
     for memory in memories:
-        cost = count_tokens(render_line(memory)) + 1
+        cost = line_tokens(memory)
         if used + cost > budget:
             break
         used += cost
         kept.append(memory)
     return (covered(evidence, kept) if kept else 0.0), used
+
+
+def recall_within_budgets(
+    evidence: Sequence[str], memories: Sequence[Any], budgets: Sequence[int]
+) -> dict[int, tuple[float, int, bool]]:
+    """:func:`recall_within_budget` for several budgets in one pass over ``memories``.
+
+    Returns ``{budget: (coverage, tokens used, exhausted)}``; ``exhausted`` is True when
+    every memory fitted, i.e. a longer list might have filled the budget further (the
+    figure is then limited by how many memories were asked for, not by the budget).
+    """
+    costs = [line_tokens(memory) for memory in memories]
+    out: dict[int, tuple[float, int, bool]] = {}
+    for budget in budgets:
+        used = 0
+        count = 0
+        for cost in costs:
+            if used + cost > budget:
+                break
+            used += cost
+            count += 1
+        kept = memories[:count]
+        coverage = covered(evidence, kept) if kept else 0.0
+        out[budget] = (coverage, used, count == len(memories))
+    return out
 
 
 def percentile(values: Sequence[float], q: float) -> float:

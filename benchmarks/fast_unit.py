@@ -10,10 +10,11 @@ variant is ingested into its own fresh store with the default MiniLM embedder:
   (32 / 128 tokens), scenes as large as the session so the token budget decides; each
   window stored with ``Memory.store(MemoryItem(text=window.text, sources=window.sources,
   ...))`` tagged ``mode:fast``;
-* diagnostics (``--variants`` to choose): ``message+speaker`` (the turn text prefixed with
-  ``"<speaker>: "``, still through ``Memory.add``), ``window-scene`` (``chat_windows``
+* diagnostics: ``window-128`` (128 tokens, 16 overlap), ``window-scene`` (``chat_windows``
   defaults: scenes of 10 messages sharing 2, 1024 tokens, 200 overlap) and, only when
-  asked for, ``window-128`` (128 tokens, 16 overlap).
+  asked for with ``--variants``, ``message+speaker`` (the turn text prefixed with
+  ``"<speaker>: "``, still through ``Memory.add``; recall now puts the speaker in front
+  of chat memories itself).
 
 For every question with evidence, ``Memory.recall(question, entity_id=conv, k=25)``; the
 score is the fraction of the evidence dia_ids among the recalled memories' source ids:
@@ -35,6 +36,7 @@ import argparse
 import json
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -86,7 +88,26 @@ WINDOWS: dict[str, WindowSpec] = {
     "window-128": WindowSpec(128, 16, None, 0),
 }
 MESSAGE_VARIANTS = ("message", "message+speaker")
-DEFAULT_VARIANTS = ("message", "window-256", "window-1024", "message+speaker", "window-scene")
+DEFAULT_VARIANTS = ("message", "window-128", "window-256", "window-1024", "window-scene")
+
+
+def code_version() -> dict[str, Any]:
+    """The commit the library was measured at, and whether ``src/`` had local changes."""
+    root = Path(__file__).resolve().parent.parent
+
+    def git(*args: str) -> str:
+        try:
+            done = subprocess.run(
+                ["git", *args], cwd=root, capture_output=True, text=True, timeout=10, check=True
+            )
+        except (OSError, subprocess.SubprocessError):
+            return ""
+        return done.stdout.strip()
+
+    return {
+        "commit": git("rev-parse", "--short", "HEAD"),
+        "src_dirty": bool(git("status", "--porcelain", "src")),
+    }
 
 
 def ingest_messages(memory: Memory, conv: Conversation, *, with_speaker: bool) -> int:
@@ -289,6 +310,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--json", type=Path, default=results_dir() / "fast_unit.json")
     args = parser.parse_args(argv)
+    code = code_version()  # what this process imported, before anyone commits more
 
     path = data_path_or_none(args.data)
     if path is None:
@@ -313,6 +335,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     payload = {
         "data": path.name,
+        "code": code,
         "conversations": [c.sample_id for c in conversations],
         "questions": questions,
         "k": args.k,
