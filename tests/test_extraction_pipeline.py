@@ -259,3 +259,9 @@ async def test_aadd_uses_the_async_extractor(store_path: Path) -> None:
     async with _memory(store_path, llm, extraction=config) as memory:  # type: ignore[arg-type]
         assert await memory.aadd(conversation) == []
     assert llm.calls > 10 and llm.peak == 3  # acomplete, concurrently; complete would raise
+
+
+def test_a_bad_llm_is_rejected_before_the_store_is_opened(store_path: Path) -> None:
+    with pytest.raises(InvalidInputError, match="complete"):
+        Memory(store_path, embedder=HashingEmbedder(), llm=object())  # type: ignore[arg-type]
+    assert not store_path.exists()  # nothing opened, nothing locked

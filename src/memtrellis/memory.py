@@ -139,6 +139,8 @@ class Memory:
         drain_timeout: float = 60.0,
     ) -> None:
         self.default_scope = self._make_scope(entity_id, process_id, session_id)
+        # Everything that can reject an argument runs before the store takes its lock.
+        self.extractor = Extractor(llm, extraction)
         if embedder is None:
             from memtrellis.embeddings import default_embedder
 
@@ -156,7 +158,6 @@ class Memory:
             lock_timeout=lock_timeout,
         )
         self._stats = FacadeStats()
-        self.extractor = Extractor(llm, extraction)
         self._drain_timeout = drain_timeout
         self._capture = CaptureService(self.path / "spool", self._store_captured)
 
