@@ -54,6 +54,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -283,7 +284,7 @@ def measure_entity(
         for index, query in enumerate(queries):
             shift = (index + round_number) % len(names)
             for name in names[shift:] + names[:shift]:
-                ms, found = timed(lambda n=name, q=query: modes[n](q["question"]))
+                ms, found = timed(partial(modes[name], query["question"]))
                 samples[name].append(ms)
                 if round_number == 0:
                     ids = found if name != "bare" else [source_of(i) for i in found]
@@ -292,11 +293,11 @@ def measure_entity(
     embed_ms: list[float] = []
     query_ms: list[float] = []
     for query in queries:
-        ms, vector = timed(lambda q=query: embedder.embed_query(q["question"]))
+        ms, vector = timed(partial(embedder.embed_query, query["question"]))
         embed_ms.append(ms)
         ms, _ = timed(
-            lambda v=vector: collection.query(
-                query_embeddings=[v], n_results=10, include=["distances"]
+            partial(
+                collection.query, query_embeddings=[vector], n_results=10, include=["distances"]
             )
         )
         query_ms.append(ms)
@@ -334,11 +335,11 @@ def stage_breakdown(memory: Any, user: str, queries: list[dict[str, str]]) -> di
     fetch = max(10 * 4, _MIN_FETCH)
     for query in queries:
         text = query["question"]
-        ms, vector = timed(lambda t=text: memory.embedder.embed_query(t))
+        ms, vector = timed(partial(memory.embedder.embed_query, text))
         parts["embed_query"].append(ms)
-        ms, _ = timed(lambda v=vector: store.vectors.query(user, v, fetch))
+        ms, _ = timed(partial(store.vectors.query, user, vector, fetch))
         parts["dense_fetch_100"].append(ms)
-        ms, _ = timed(lambda t=text: store.keywords.search(user, t, fetch * 2))
+        ms, _ = timed(partial(store.keywords.search, user, text, fetch * 2))
         parts["bm25_search_200"].append(ms)
         for flag in (True, False):
             request = RecallRequest(
@@ -354,10 +355,10 @@ def stage_breakdown(memory: Any, user: str, queries: list[dict[str, str]]) -> di
                 now=utcnow(),
                 graph_context=flag,
             )
-            ms, (items, _, _) = timed(lambda r=request: hybrid_recall(store, r))
+            ms, (items, _, _) = timed(partial(hybrid_recall, store, request))
             parts["hybrid_recall_graph_on" if flag else "hybrid_recall_graph_off"].append(ms)
         ids = [r.memory.id for r in items]
-        ms, _ = timed(lambda i=ids: store.touch(i, utcnow()))
+        ms, _ = timed(partial(store.touch, ids, utcnow()))
         parts["touch"].append(ms)
     return {name: stats(values) for name, values in parts.items()}
 
@@ -370,7 +371,10 @@ def profile_recall(memory: Any, user: str, queries: list[dict[str, str]], path: 
         memory.recall(query["question"], entity_id=user, k=10)
     profiler.disable()
     text = io.StringIO()
-    text.write(f"cProfile of {len(queries)} Memory.recall(graph_context=True) calls, {user}\n")
+    text.write(
+        f"cProfile of {len(queries)} Memory.recall(graph_context=True) calls, {user}, in a "
+        f"store of {len(memory._store.graph):,} memories\n"
+    )
     for order in ("tottime", "cumulative"):
         text.write(f"\n=== sorted by {order} (per call = per function call) ===\n")
         pstats.Stats(profiler, stream=text).sort_stats(order).print_stats(30)
@@ -568,7 +572,9 @@ def main() -> None:
     if latest > datetime.now(timezone.utc):
         sys.exit(f"the corpus runs to {latest:%Y-%m-%d}, in the future: recall would skip it")
     texts = list(dict.fromkeys(m.text for ms in streams.values() for m in ms))
-    corpus = corpus_vocabulary([m.text for ms in streams.values() for m in ms])
+    corpus: dict[str, Any] = dict(
+        corpus_vocabulary([m.text for ms in streams.values() for m in ms])
+    )
     corpus["messages"] = sum(len(ms) for ms in streams.values())
     corpus["unique_texts"] = len(texts)
     words = [len(m.text.split()) for ms in streams.values() for m in ms]
@@ -589,6 +595,8 @@ def main() -> None:
         for u in (heavy, typical)
     }
 
+    out = args.out or results_dir() / "latency.json"
+    profile_path = out.with_name(f"{out.stem}_profile.txt")
     store = args.store or Path(tempfile.mkdtemp(prefix="memtrellis-latency-"))
     if store.exists() and any(store.iterdir()) and args.store is not None:
         sys.exit(f"{store} is not empty; pass an empty or new directory")
@@ -600,7 +608,6 @@ def main() -> None:
             build_s = build(store, streams, done, plans[size], cached, args.entity_tags)
             done = dict(plans[size])
             plan_path = store.parent / f"{store.name}-plan.json"
-            profile_path = results_dir() / "latency_profile.txt"
             plan_path.write_text(
                 json.dumps(
                     {
@@ -650,7 +657,6 @@ def main() -> None:
         print(f"\nprofile of recall at {largest['memories']:,}: {profile_path}")
         print("\n".join(profile_path.read_text().splitlines()[:60]))
 
-    out = args.out or results_dir() / "latency.json"
     document = {
         "benchmark": "recall latency at scale (benchmarks/latency.py)",
         "machine": {

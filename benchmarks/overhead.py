@@ -38,6 +38,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -210,13 +211,13 @@ def main() -> None:
         for _ in range(args.captures):
             data = turn(fresh[cursor], replies[cursor])
             cursor += 1
-            idle_us.append(elapsed_ms(lambda d=data: memory.capture(d)) * 1000)
+            idle_us.append(elapsed_ms(partial(memory.capture, data)) * 1000)
             memory.flush()
         busy_us: list[float] = []
         for _ in range(args.captures):
             data = turn(fresh[cursor], replies[cursor])
             cursor += 1
-            busy_us.append(elapsed_ms(lambda d=data: memory.capture(d)) * 1000)
+            busy_us.append(elapsed_ms(partial(memory.capture, data)) * 1000)
         drain_s = elapsed_ms(memory.flush) / 1000
 
         # c. the chat loop around a fake model: calls back to back, then with a pause
