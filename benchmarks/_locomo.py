@@ -33,6 +33,7 @@ import functools
 import json
 import re
 import statistics
+import subprocess
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -49,6 +50,7 @@ __all__ = [
     "Question",
     "Session",
     "clean_evidence",
+    "code_version",
     "covered",
     "data_path_or_none",
     "default_data_path",
@@ -422,3 +424,22 @@ def paired_bootstrap(
     means = diff[picks].mean(axis=1)
     low, high = np.percentile(means, [2.5, 97.5])
     return float(diff.mean()), float(low), float(high)
+
+
+def code_version() -> dict[str, Any]:
+    """The commit the library was measured at, and whether ``src/`` had local changes."""
+    root = Path(__file__).resolve().parent.parent
+
+    def git(*args: str) -> str:
+        try:
+            done = subprocess.run(
+                ["git", *args], cwd=root, capture_output=True, text=True, timeout=10, check=True
+            )
+        except (OSError, subprocess.SubprocessError):
+            return ""
+        return done.stdout.strip()
+
+    return {
+        "commit": git("rev-parse", "--short", "HEAD"),
+        "src_dirty": bool(git("status", "--porcelain", "src")),
+    }

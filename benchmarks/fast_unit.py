@@ -36,7 +36,6 @@ import argparse
 import json
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -48,6 +47,7 @@ from typing import Any
 from _locomo import (
     CATEGORY_NAMES,
     Conversation,
+    code_version,
     data_path_or_none,
     load_locomo,
     paired_bootstrap,
@@ -89,25 +89,6 @@ WINDOWS: dict[str, WindowSpec] = {
 }
 MESSAGE_VARIANTS = ("message", "message+speaker")
 DEFAULT_VARIANTS = ("message", "window-128", "window-256", "window-1024", "window-scene")
-
-
-def code_version() -> dict[str, Any]:
-    """The commit the library was measured at, and whether ``src/`` had local changes."""
-    root = Path(__file__).resolve().parent.parent
-
-    def git(*args: str) -> str:
-        try:
-            done = subprocess.run(
-                ["git", *args], cwd=root, capture_output=True, text=True, timeout=10, check=True
-            )
-        except (OSError, subprocess.SubprocessError):
-            return ""
-        return done.stdout.strip()
-
-    return {
-        "commit": git("rev-parse", "--short", "HEAD"),
-        "src_dirty": bool(git("status", "--porcelain", "src")),
-    }
 
 
 def ingest_messages(memory: Memory, conv: Conversation, *, with_speaker: bool) -> int:

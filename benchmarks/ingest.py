@@ -37,7 +37,6 @@ import pstats
 import random
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -46,7 +45,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from _locomo import data_path_or_none, load_locomo, percentile, results_dir
+from _locomo import code_version, data_path_or_none, load_locomo, percentile, results_dir
 
 from memtrellis import Memory
 from memtrellis.embeddings import default_embedder
@@ -70,25 +69,6 @@ _WORDS = (
     .replace(",", "")
     .split()
 )
-
-
-def code_version() -> dict[str, Any]:
-    """The commit the library was measured at, and whether ``src/`` had local changes."""
-    root = Path(__file__).resolve().parent.parent
-
-    def git(*args: str) -> str:
-        try:
-            done = subprocess.run(
-                ["git", *args], cwd=root, capture_output=True, text=True, timeout=10, check=True
-            )
-        except (OSError, subprocess.SubprocessError):
-            return ""
-        return done.stdout.strip()
-
-    return {
-        "commit": git("rev-parse", "--short", "HEAD"),
-        "src_dirty": bool(git("status", "--porcelain", "src")),
-    }
 
 
 def generated_conversations(count: int, seed: int = 7) -> Conversations:
