@@ -6,12 +6,13 @@ its terms, so nothing is rebuilt per query.
 
 from __future__ import annotations
 
-import heapq
 import itertools
 import math
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
 
 __all__ = ["KeywordIndex", "tokenize"]
 
@@ -100,11 +101,68 @@ def tokenize(text: str) -> list[str]:
     return tokens
 
 
-@dataclass
 class _Shard:
-    postings: dict[str, dict[str, int]] = field(default_factory=dict)
-    lengths: dict[str, int] = field(default_factory=dict)
-    total_length: int = 0
+    """One tenant's postings, keyed by slot numbers that index ``lengths``.
+
+    Postings are dicts (cheap to change one memory at a time); a query reads each term's
+    posting as two arrays, built on first use and dropped when the term changes, so
+    scoring a term with tens of thousands of postings is a few vector operations.
+    """
+
+    __slots__ = ("_arrays", "free", "ids", "lengths", "postings", "slot_of", "total_length")
+
+    def __init__(self) -> None:
+        self.postings: dict[str, dict[int, int]] = {}
+        self.slot_of: dict[str, int] = {}
+        self.ids: list[str | None] = []
+        self.free: list[int] = []
+        self.lengths = np.zeros(64, dtype=np.float32)
+        self.total_length = 0
+        self._arrays: dict[str, tuple[npt.NDArray[np.intp], npt.NDArray[np.float32]]] = {}
+
+    def __len__(self) -> int:
+        return len(self.slot_of)
+
+    def add(self, memory_id: str, terms: list[str]) -> None:
+        slot = self.free.pop() if self.free else len(self.ids)
+        if slot == len(self.ids):
+            self.ids.append(memory_id)
+            if slot >= len(self.lengths):
+                self.lengths = np.concatenate([self.lengths, np.zeros_like(self.lengths)])
+        else:
+            self.ids[slot] = memory_id
+        self.slot_of[memory_id] = slot
+        for term, count in Counter(terms).items():
+            self.postings.setdefault(term, {})[slot] = count
+            self._arrays.pop(term, None)
+        self.lengths[slot] = len(terms)
+        self.total_length += len(terms)
+
+    def remove(self, memory_id: str, terms: list[str]) -> None:
+        slot = self.slot_of.pop(memory_id)
+        for term in terms:
+            posting = self.postings.get(term)
+            if posting is not None:
+                posting.pop(slot, None)
+                self._arrays.pop(term, None)
+                if not posting:
+                    del self.postings[term]
+        self.total_length -= int(self.lengths[slot])
+        self.lengths[slot] = 0
+        self.ids[slot] = None
+        self.free.append(slot)
+
+    def arrays(self, term: str) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.float32]] | None:
+        """``(slots, term frequencies)`` of a term's posting, or ``None``."""
+        cached = self._arrays.get(term)
+        if cached is None:
+            posting = self.postings.get(term)
+            if not posting:
+                return None
+            slots = np.fromiter(posting.keys(), dtype=np.intp, count=len(posting))
+            tfs = np.fromiter(posting.values(), dtype=np.float32, count=len(posting))
+            cached = self._arrays[term] = (slots, tfs)
+        return cached
 
 
 class KeywordIndex:
@@ -123,52 +181,54 @@ class KeywordIndex:
         """Index a memory's text, replacing what was indexed for it before."""
         self.remove(memory_id)
         terms = tokenize(text)
-        shard = self._shards.setdefault(tenant, _Shard())
-        for term, count in Counter(terms).items():
-            shard.postings.setdefault(term, {})[memory_id] = count
-        shard.lengths[memory_id] = len(terms)
-        shard.total_length += len(terms)
+        self._shards.setdefault(tenant, _Shard()).add(memory_id, terms)
         self._terms[memory_id] = (tenant, sorted(set(terms)))
 
     def remove(self, memory_id: str) -> None:
         """Forget a memory's terms (no-op when unknown)."""
         known = self._terms.pop(memory_id, None)
-        if known is None:
-            return
-        tenant, terms = known
-        shard = self._shards[tenant]
-        for term in terms:
-            posting = shard.postings.get(term)
-            if posting is not None:
-                posting.pop(memory_id, None)
-                if not posting:
-                    del shard.postings[term]
-        shard.total_length -= shard.lengths.pop(memory_id, 0)
+        if known is not None:
+            tenant, terms = known
+            self._shards[tenant].remove(memory_id, terms)
 
     def drop_tenant(self, tenant: str) -> None:
         """Forget one tenant entirely."""
         shard = self._shards.pop(tenant, None)
         if shard is not None:
-            for memory_id in shard.lengths:
+            for memory_id in shard.slot_of:
                 self._terms.pop(memory_id, None)
 
     def search(self, tenant: str, query: str, n: int) -> list[tuple[str, float]]:
-        """Top ``n`` memories of one tenant as ``(id, BM25 score)``, best first."""
+        """Top ``n`` memories of one tenant as ``(id, BM25 score)``, best first.
+
+        Ties are broken by memory id, so the same index and query give the same list.
+        """
         shard = self._shards.get(tenant)
-        if shard is None or not shard.lengths:
+        if shard is None or not len(shard) or n <= 0:
             return []
-        docs = len(shard.lengths)
+        docs = len(shard)
         average = shard.total_length / docs or 1.0
-        scores: dict[str, float] = {}
+        acc: npt.NDArray[np.float64] | None = None
         for term in set(tokenize(query)):
-            posting = shard.postings.get(term)
-            if not posting:
+            found = shard.arrays(term)
+            if found is None:
                 continue
-            df = len(posting)
+            slots, tfs = found
+            df = len(slots)
             idf = math.log((docs - df + 0.5) / (df + 0.5) + 1.0)
-            for memory_id, tf in posting.items():
-                norm = self.k1 * (1.0 - self.b + self.b * shard.lengths[memory_id] / average)
-                scores[memory_id] = scores.get(memory_id, 0.0) + idf * tf * (self.k1 + 1) / (
-                    tf + norm
-                )
-        return heapq.nsmallest(n, scores.items(), key=lambda kv: (-kv[1], kv[0]))
+            norm = self.k1 * (1.0 - self.b + self.b * shard.lengths[slots] / average)
+            if acc is None:
+                acc = np.zeros(len(shard.ids), dtype=np.float64)
+            acc[slots] += idf * tfs * (self.k1 + 1.0) / (tfs + norm)  # slots are unique
+        if acc is None:
+            return []
+        hit = np.flatnonzero(acc)
+        if len(hit) > n:
+            # Everything scoring at least the n-th best, so ties at the cut are all seen.
+            cut = np.partition(acc[hit], len(hit) - n)[len(hit) - n]
+            hit = hit[acc[hit] >= cut]
+        ranked = sorted(
+            ((str(shard.ids[slot]), float(acc[slot])) for slot in hit.tolist()),
+            key=lambda kv: (-kv[1], kv[0]),
+        )
+        return ranked[:n]
