@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -132,14 +133,47 @@ def test_recall_token_budget_stops_before_exceeding(memory: Memory) -> None:
     assert memory.recall("widget ships", k=30, token_budget=0).items == []
 
 
-def test_graph_expansion_over_shared_entities(memory: Memory) -> None:
+def test_entity_hop_reaches_what_no_search_found(memory: Memory) -> None:
+    from memtrellis.recall import RecallRequest, hybrid_recall
+    from memtrellis.types import utcnow
+
     [band] = memory.add("Clara's favourite band is Radiohead", entities=["Clara"])
     [job] = memory.add("Clara is a nurse in Porto", entities=["Clara"])
-    memory.add(["Weather was cold", "The train leaves at nine", "Buy milk tomorrow"])
-    result = memory.recall("favourite band radiohead", k=2)
-    assert [r.memory.id for r in result.items] == [band.id, job.id]
-    assert result.items[1].explanation.graph_path == [band.id, "entity:alice:clara", job.id]
-    assert result.items[1].explanation.keyword_score is None
+    memory.add([f"favourite band number {i} radiohead" for i in range(12)])
+    query = "favourite band radiohead"
+    request = RecallRequest(
+        query=query,
+        embedding=memory.embedder.embed_query(query),
+        entity_id="alice",
+        process_id=None,
+        session_id=None,
+        k=20,
+        token_budget=None,
+        include_superseded=False,
+        include_expired=False,
+        now=utcnow(),
+        fetch=8,  # twelve closer fillers keep the job out of both searches
+    )
+    items, _, _ = hybrid_recall(memory._store, request)
+    reached = {r.memory.id: r for r in items}
+    why = reached[job.id].explanation
+    assert why.graph_path == [band.id, "entity:alice:clara", job.id]
+    assert why.dense_score is None and why.keyword_score is None
+    off, _, _ = hybrid_recall(memory._store, replace(request, graph_context=False))
+    assert job.id not in {r.memory.id for r in off}
+
+
+def test_entity_hop_leaves_found_memories_alone(memory: Memory) -> None:
+    # Both found by the searches: sharing an entity with the best hit adds nothing, so a
+    # weak match is not lifted above a stronger one by its entity.
+    [band] = memory.add("Clara's favourite band is Radiohead", entities=["Clara"])
+    [job] = memory.add("Clara is a nurse in Porto", entities=["Clara"])
+    [song] = memory.add("Radiohead played a favourite song")
+    result = memory.recall("favourite band radiohead", k=3)
+    by_id = {r.memory.id: r for r in result.items}
+    assert by_id[job.id].explanation.graph_path == []
+    assert by_id[job.id].score == by_id[job.id].explanation.fused_score
+    assert [r.memory.id for r in result.items][:2] == [band.id, song.id]
 
 
 def test_recall_excludes_expired_and_superseded_unless_asked(memory: Memory) -> None:
