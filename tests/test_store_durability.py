@@ -175,3 +175,76 @@ def test_a_long_lived_process_sees_another_process_writes(store_path: Path) -> N
         hits = [r.memory.text for r in m.recall("other note 3").items]
         assert hits[0] == "other note 3"
         assert m.recall("other note 3").items[0].explanation.dense_score is not None
+
+
+def _generation(store_path: Path) -> int:
+    return int(json.loads((store_path / "manifest.json").read_text())["generation"])
+
+
+def test_a_read_only_session_does_not_rewrite_the_snapshot(store_path: Path) -> None:
+    with Memory(store_path, entity_id="alice", embedder=HashingEmbedder()) as m:
+        [item] = m.add("Clara lives in Lisbon")
+    after_write = _generation(store_path)
+    for _ in range(2):  # the second open replays the recall counts the first one logged
+        with Memory(store_path, entity_id="alice", embedder=HashingEmbedder()) as m:
+            m.recall("Where does Clara live?")
+    assert _generation(store_path) == after_write  # only recall counts since: no snapshot
+    with Memory(store_path, entity_id="alice", embedder=HashingEmbedder()) as m:
+        assert m.get(item.id).recall_count == 2  # ...and the counts survived in the log
+        m.add("Clara has a cat")
+    assert _generation(store_path) == after_write + 1  # a change is snapshotted on close
+
+
+def test_many_recall_counts_are_compacted(store_path: Path) -> None:
+    with Memory(store_path, entity_id="alice", embedder=HashingEmbedder()) as m:
+        m.add("Clara lives in Lisbon")
+    before = _generation(store_path)
+    with Memory(store_path, entity_id="alice", embedder=HashingEmbedder()) as m:
+        m._store._compact_every = 3
+        for _ in range(4):
+            m.recall("Clara")
+    assert _generation(store_path) == before + 1
+
+
+def test_snapshot_is_streamed_as_the_same_document(store_path: Path) -> None:
+    with Memory(store_path, entity_id="alice", embedder=HashingEmbedder()) as m:
+        m.add(CHAT_LIKE, entities=["Clara"])
+        m.add("Bob fixes bikes", entity_id="bob", entities=["Bob"])
+        graph = m._store.graph
+        graph.save(store_path / "copy.json", 7)
+        expected = graph.to_node_link(7)
+    assert json.loads((store_path / "copy.json").read_text()) == expected
+    assert len(expected["nodes"]) == 6 and expected["edges"]  # 4 memories, 2 entities
+
+
+CHAT_LIKE = [
+    {"role": "user", "content": 'Clara moved to "Porto"', "id": "x1"},
+    {"role": "assistant", "content": "Nice \\ city ☀", "id": "x2"},
+    {"role": "user", "content": "She starts at the hospital", "id": "x3"},
+]
+
+
+def test_a_failed_snapshot_leaves_the_old_one(
+    store_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memtrellis.store.graph import MemoryGraph
+
+    with Memory(store_path, entity_id="alice", embedder=HashingEmbedder()) as m:
+        m.add("Clara lives in Lisbon")
+    before = (store_path / "graph.json").read_bytes()
+
+    def broken(self: MemoryGraph) -> object:
+        yield {"id": "half"}
+        raise RuntimeError("disk gone")
+
+    monkeypatch.setattr(MemoryGraph, "_edge_records", broken)
+    m = Memory(store_path, entity_id="alice", embedder=HashingEmbedder())
+    m.add("Clara has a cat")
+    with pytest.raises(RuntimeError):
+        m._store.graph.save(store_path / "graph.json", 99)
+    assert (store_path / "graph.json").read_bytes() == before
+    assert not list(store_path.glob(".graph.json.*.tmp"))
+    monkeypatch.undo()
+    m.close()
+    with Memory(store_path, entity_id="alice", embedder=HashingEmbedder()) as m:
+        assert len(m.list()) == 2

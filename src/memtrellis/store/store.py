@@ -89,7 +89,8 @@ class Store:
         self._closed = False
         self._pending: dict[str, dict[str, Any]] = {}
         self._touches: list[tuple[str, str]] = []
-        self._ops_since_snapshot = 0
+        self._ops_since_snapshot = 0  # logged changes and edges, not recall counts
+        self._touches_since_snapshot = 0
         self._snapshot_size = 0
         self._manifest_stamp: tuple[int, int, int] = (0, 0, 0)
         self.repair = RepairReport()
@@ -193,6 +194,7 @@ class Store:
         self._reader = WalReader(wal_path(self.path, self.manifest.generation))
         self._manifest_stamp = self._stat_manifest()
         self._ops_since_snapshot = 0
+        self._touches_since_snapshot = 0
         self._snapshot_size = len(graph)
 
     def _catch_up(self, *, locked: bool) -> None:
@@ -226,7 +228,10 @@ class Store:
         if op == "ok":
             self._pending.pop(record["rid"], None)
             return
-        self._ops_since_snapshot += 1
+        if op == "touch":
+            self._touches_since_snapshot += 1
+        else:
+            self._ops_since_snapshot += 1
         if op in _CHANGE_OPS:
             self._pending[record["rid"]] = record
         if op == "put":
@@ -337,7 +342,8 @@ class Store:
                     self._pending.pop(rid, None)
             # A snapshot costs O(graph); waiting for as many changes as the last snapshot
             # held keeps ingest linear overall.
-            if self._ops_since_snapshot >= max(self._compact_every, self._snapshot_size):
+            logged = self._ops_since_snapshot + self._touches_since_snapshot
+            if logged >= max(self._compact_every, self._snapshot_size):
                 self._compact()
 
     def put(
@@ -431,6 +437,7 @@ class Store:
 
     def _drain_touches(self) -> list[dict[str, Any]]:
         touches, self._touches = self._touches, []
+        self._touches_since_snapshot += len(touches)
         # Already applied locally; the log carries them to other processes and restarts.
         return [
             {"op": "touch", "ids": ids.split(","), "at": at, "w": self._writer}
@@ -450,6 +457,7 @@ class Store:
         self._reader = WalReader(wal_path(self.path, generation))
         self._manifest_stamp = self._stat_manifest()
         self._ops_since_snapshot = 0
+        self._touches_since_snapshot = 0
         self._snapshot_size = len(self.graph)
 
     # -- reading ---------------------------------------------------------------------------
@@ -495,7 +503,11 @@ class Store:
                         self._reader.offset = append_records(
                             self._reader.path, self._drain_touches()
                         )
-                    if self._ops_since_snapshot:
+                    # Recall counts replay cheaply: a log holding only those (say, of a
+                    # read-only session) does not need a new snapshot of the whole graph.
+                    if self._ops_since_snapshot or (
+                        self._touches_since_snapshot >= self._compact_every
+                    ):
                         self._compact()
             finally:
                 self._closed = True
