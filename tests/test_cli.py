@@ -276,7 +276,8 @@ def test_history_and_health(runner: CliRunner, store: Path) -> None:
 
 
 def _write_items(runner: CliRunner, store: Path, count: int) -> list[dict[str, Any]]:
-    texts = [f"fact number {n}: Ines likes smoky pimentón dish {n}" for n in range(count)]
+    dishes = ["paella", "tortilla", "gazpacho", "churros", "croquetas", "fabada"]
+    texts = [f"Ines cooks {dishes[n]} with smoky pimentón" for n in range(count)]
     return [item for text in texts for item in add_json(runner, store, text)]
 
 

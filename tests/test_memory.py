@@ -154,12 +154,12 @@ def test_entity_hop_reaches_what_no_search_found(memory: Memory) -> None:
         now=utcnow(),
         fetch=8,  # twelve closer fillers keep the job out of both searches
     )
-    items, _, _ = hybrid_recall(memory._store, request)
+    items, _, _, _ = hybrid_recall(memory._store, request)
     reached = {r.memory.id: r for r in items}
     why = reached[job.id].explanation
     assert why.graph_path == [band.id, "entity:alice:clara", job.id]
     assert why.dense_score is None and why.keyword_score is None
-    off, _, _ = hybrid_recall(memory._store, replace(request, graph_context=False))
+    off, _, _, _ = hybrid_recall(memory._store, replace(request, graph_context=False))
     assert job.id not in {r.memory.id for r in off}
 
 
@@ -172,18 +172,24 @@ def test_entity_hop_leaves_found_memories_alone(memory: Memory) -> None:
     result = memory.recall("favourite band radiohead", k=3)
     by_id = {r.memory.id: r for r in result.items}
     assert by_id[job.id].explanation.graph_path == []
-    assert by_id[job.id].score == by_id[job.id].explanation.fused_score
+    assert by_id[job.id].explanation.relevance == by_id[job.id].explanation.fused_score
     assert [r.memory.id for r in result.items][:2] == [band.id, song.id]
 
 
 def test_recall_excludes_expired_and_superseded_unless_asked(memory: Memory) -> None:
     past = datetime.now(timezone.utc) - timedelta(days=1)
-    [old] = memory.add("Office is on floor 3")
+    [old] = memory.add("Office is on floor 3", memory_type="fact")
     memory.update(old.id, valid_from=past - timedelta(days=10), valid_until=past)
-    [new] = memory.add("Office is on floor 5")
+    [new] = memory.add("Office is on floor 5", memory_type="fact")
+    assert memory.get(old.id).superseded_by == new.id  # a changed number: superseded
+    assert memory.get(old.id).valid_until == past  # its own end, not lengthened
     assert [r.memory.id for r in memory.recall("office floor").items] == [new.id]
-    both = memory.recall("office floor", include_expired=True)
+    both = memory.recall("office floor", include_superseded=True, include_expired=True)
     assert {r.memory.id for r in both.items} == {old.id, new.id}
+    [note] = memory.add("Parking pass expired", memory_type="fact")
+    memory.update(note.id, valid_from=past - timedelta(days=3), valid_until=past)
+    assert note.id not in {r.memory.id for r in memory.recall("parking pass").items}
+    assert note.id in {r.memory.id for r in memory.recall("parking", include_expired=True).items}
     memory.update(new.id, metadata={"note": "x"})
     assert (
         memory.recall("office floor", as_of=past - timedelta(days=1)).items[0].memory.id == old.id
@@ -280,7 +286,9 @@ def test_persistence_round_trip(store_path: Path) -> None:
     with Memory(store_path, entity_id="alice", embedder=HashingEmbedder()) as m:
         after = m.recall("sister lisbon")
         assert [r.memory.id for r in after.items] == [r.memory.id for r in before.items]
-        assert [r.score for r in after.items] == [r.score for r in before.items]
+        relevance = [r.explanation.relevance for r in after.items]
+        assert relevance == [r.explanation.relevance for r in before.items]
+        assert all(r.explanation.heat > 1.0 for r in after.items)  # recalled once before
         assert [i.id for i in m.list()] == [i.id for i in listed]
         assert m.get(listed[0].id).recall_count == 2  # one recall per session survived
 

@@ -15,10 +15,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import threading
 import time
 import uuid
 from collections.abc import Callable, Coroutine, Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
@@ -32,6 +33,8 @@ from memtrellis.extraction.model import Mode
 from memtrellis.extraction.normalize import normalize
 from memtrellis.extraction.pipeline import ExtractionConfig, ExtractionResult, Extractor
 from memtrellis.extraction.refine import RefineReport, refine_groups
+from memtrellis.lifecycle import LifecycleConfig, store_additions
+from memtrellis.lifecycle.judge import llm_judge
 from memtrellis.llm import LLM
 from memtrellis.recall import RecallRequest, hybrid_recall
 from memtrellis.store import EmbedderInfo, Store
@@ -114,6 +117,10 @@ class Memory:
         chroma_url: Use a Chroma server (``http://host:port``) instead of the embedded
             index, for several processes or machines.
         lock_timeout: Seconds to wait for another process's write before giving up.
+        llm: A chat model for fine-mode extraction and for judging how a new memory
+            relates to the closest existing ones.
+        lifecycle: Validity by kind, confidence, decay and matching thresholds
+            (:class:`~memtrellis.lifecycle.LifecycleConfig`).
 
     Example:
         >>> import tempfile
@@ -137,10 +144,18 @@ class Memory:
         llm: LLM | None = None,
         extraction: ExtractionConfig | None = None,
         drain_timeout: float = 60.0,
+        lifecycle: LifecycleConfig | None = None,
     ) -> None:
         self.default_scope = self._make_scope(entity_id, process_id, session_id)
         # Everything that can reject an argument runs before the store takes its lock.
         self.extractor = Extractor(llm, extraction)
+        if lifecycle is not None and not isinstance(lifecycle, LifecycleConfig):
+            raise InvalidInputError("lifecycle must be a LifecycleConfig")
+        self.lifecycle = lifecycle or LifecycleConfig()
+        self._judge = llm_judge(llm) if llm is not None else None
+        # One plan-and-commit at a time in this process, so that two adds never both
+        # miss the duplicate the other is storing.
+        self._writing = threading.Lock()
         if embedder is None:
             from memtrellis.embeddings import default_embedder
 
@@ -291,14 +306,19 @@ class Memory:
             for number, item in enumerate(result.items):
                 item.id = uuid.uuid5(uuid.NAMESPACE_URL, f"{ids}:{number}").hex
         embeddings = self.embedder.embed_documents([item.search_text() for item in result.items])
-        self._store.put(
-            result.items,
-            embeddings,
-            "created",
-            {"mode": result.mode.value},
-            edges=conversation_edges(result.items),
-        )
-        return [item.detached() for item in result.items]
+        with self._writing:
+            self._store.refresh()
+            outcomes = store_additions(
+                self._store,
+                result.items,
+                embeddings,
+                utcnow(),
+                config=self.lifecycle,
+                judge=self._judge,
+                detail={"mode": result.mode.value},
+                edges=conversation_edges(result.items),
+            )
+        return [outcome.item.detached() for outcome in outcomes]
 
     # -- background capture ----------------------------------------------------------------
     def capture(
@@ -409,8 +429,14 @@ class Memory:
                 report.superseded.extend(replaced)
         return report
 
-    def store(self, item: MemoryItem) -> MemoryItem:
-        """Store a ready-made item as it is (its own scope and id); replaces one with its id.
+    def store(self, item: MemoryItem, *, lifecycle: bool = True) -> MemoryItem:
+        """Store a ready-made item (its own scope and id); replaces one with its id.
+
+        A new item goes through the lifecycle like :meth:`add`: its entities are resolved,
+        it gets its kind's default validity, and it is compared with the closest memories
+        of its scope (a duplicate is merged: the memory it joined is returned; a
+        contradiction supersedes the older one). ``lifecycle=False`` stores it exactly
+        as given.
 
         Example:
             >>> import tempfile
@@ -429,8 +455,15 @@ class Memory:
         if existing is not None and existing.scope.entity_id != item.scope.entity_id:
             raise InvalidInputError(f"memory id {item.id!r} is already in use")
         [embedding] = self.embedder.embed_documents([item.search_text()])
-        self._store.put([item], [embedding], "updated" if existing else "created")
-        return item.detached()
+        if existing is not None or not lifecycle:
+            self._store.put([item], [embedding], "updated" if existing else "created")
+            return item.detached()
+        with self._writing:
+            self._store.refresh()
+            [outcome] = store_additions(
+                self._store, [item], [embedding], utcnow(), config=self.lifecycle, judge=self._judge
+            )
+        return outcome.item.detached()
 
     def update(
         self,
@@ -586,6 +619,11 @@ class Memory:
             raise InvalidInputError("k must be an integer from 1 to 1000")
         if token_budget is not None and (not isinstance(token_budget, int) or token_budget < 0):
             raise InvalidInputError("token_budget must be a non-negative integer or None")
+        if as_of is not None:
+            if not isinstance(as_of, datetime):
+                raise InvalidInputError("as_of must be a datetime")
+            if as_of.tzinfo is None:
+                as_of = as_of.replace(tzinfo=timezone.utc)  # naive times are UTC throughout
         started = time.perf_counter()
         scope = self._scope(entity_id, process_id, None)
         self._store.refresh()
@@ -601,8 +639,9 @@ class Memory:
             include_expired=include_expired,
             now=as_of or utcnow(),
             graph_context=graph_context,
+            lifecycle=self.lifecycle,
         )
-        items, tokens, truncated = hybrid_recall(self._store, request)
+        items, tokens, truncated, skipped = hybrid_recall(self._store, request)
         if items:
             self._store.touch([r.memory.id for r in items], utcnow())
         latency = (time.perf_counter() - started) * 1000.0
@@ -617,6 +656,8 @@ class Memory:
             token_budget=token_budget,
             truncated=truncated,
             latency_ms=round(latency, 3),
+            skipped=skipped,
+            as_of=as_of,
         )
 
     def health(self) -> Health:

@@ -30,6 +30,7 @@ __all__ = [
     "RecallResult",
     "RecalledMemory",
     "Scope",
+    "SkippedMemory",
     "SourceKind",
     "SourceRef",
     "utcnow",
@@ -284,8 +285,16 @@ class RecallExplanation(_Model):
     """Why a memory was recalled, score by score.
 
     ``dense_score`` is the cosine similarity from the vector index, ``keyword_score`` the
-    BM25 score, ``graph_path`` the hop that brought in a memory that neither search found
-    directly (``[seed id, "entity:<name>", this id]``), ``final_score`` the ranking score.
+    BM25 score, ``fused_score`` the two combined, ``graph_path`` the strongest graph hop
+    that added to it (``[seed id, "follows", this id]`` from a neighbouring message, or
+    ``[seed id, "entity:<tenant>:<name>", this id]`` for a memory reached through an
+    entity), ``relevance`` the fused score plus what the graph lent.
+
+    ``final_score = relevance * confidence * heat``: ``confidence`` is the effective
+    confidence (stored confidence plus a capped bonus for ``supports`` edges and merged
+    duplicates, times ``decay``, the time decay since the latest evidence), ``heat`` a
+    small capped prior for memories recalled before. ``replaces`` lists memories this one
+    superseded that matched the query too (they were left out as out of date).
     """
 
     dense_score: float | None = None
@@ -294,7 +303,21 @@ class RecallExplanation(_Model):
     keyword_rank: int | None = None
     graph_path: list[str] = Field(default_factory=list)
     fused_score: float = 0.0
+    relevance: float = 0.0
+    confidence: float = 1.0
+    decay: float = 1.0
+    supports: int = 0
+    heat: float = 1.0
+    replaces: list[str] = Field(default_factory=list)
     final_score: float = 0.0
+
+
+class SkippedMemory(_Model):
+    """A memory that matched a recall but was left out, and why."""
+
+    id: str
+    reason: str  # "superseded", "expired" or "not yet valid"
+    superseded_by: str | None = None
 
 
 class RecalledMemory(_Model):
@@ -320,6 +343,8 @@ class RecallResult(_Model):
     token_budget: int | None = None
     truncated: bool = False
     latency_ms: float = 0.0
+    skipped: list[SkippedMemory] = Field(default_factory=list)
+    as_of: datetime | None = None
 
     @property
     def memories(self) -> list[MemoryItem]:

@@ -143,7 +143,7 @@ def import_(
                         session_id=item.scope.session_id,
                     )
                     item = item.model_copy(update={"scope": scope})
-                memory.store(item)
+                memory.store(item, lifecycle=False)  # restore exactly what was exported
             except ValidationError as exc:
                 skipped.append((number, _reason(exc)))
             except InvalidInputError as exc:

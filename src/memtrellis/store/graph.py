@@ -47,6 +47,8 @@ class MemoryGraph:
         self.g: nx.MultiDiGraph = nx.MultiDiGraph()
         # tenant -> memory ids in insertion order, for listing without scanning the graph
         self._by_tenant: dict[str, dict[str, None]] = {}
+        # tenant -> normalised entity name -> display name, for resolving new names
+        self._entities: dict[str, dict[str, str]] = {}
 
     # -- reads ---------------------------------------------------------------------------
     def __contains__(self, memory_id: object) -> bool:
@@ -87,6 +89,32 @@ class MemoryGraph:
         for name in tenants:
             for memory_id in self._by_tenant.get(name, ()):
                 yield self.g.nodes[memory_id]["item"]
+
+    def entity_names(self, tenant: str) -> dict[str, str]:
+        """One tenant's entities: normalised name -> the name first stored (a copy)."""
+        return dict(self._entities.get(tenant, {}))
+
+    def mentioning(self, tenant: str, name: str, limit: int) -> list[str]:
+        """Up to ``limit`` memories of ``tenant`` that mention entity ``name``, newest first."""
+        node = entity_node_id(tenant, name)
+        if node not in self.g:
+            return []
+        others = list(self.g.pred[node])
+        return others[-limit:][::-1]
+
+    def edges_of(self, memory_id: str, kind: EdgeKind) -> tuple[list[str], list[str]]:
+        """``(targets, sources)`` of ``kind`` edges out of and into a memory."""
+        if memory_id not in self:
+            return [], []
+        key = kind.value
+        out = [t for t, keys in self.g.succ[memory_id].items() if key in keys]
+        into = [s for s, keys in self.g.pred[memory_id].items() if key in keys]
+        return out, into
+
+    def count_into(self, memory_id: str, kind: EdgeKind) -> int:
+        """How many ``kind`` edges point at a memory."""
+        preds = self.g.pred.get(memory_id)
+        return sum(1 for keys in preds.values() if kind.value in keys) if preds else 0
 
     def entity_count(self) -> int:
         """Number of entity nodes."""
@@ -152,7 +180,15 @@ class MemoryGraph:
             node = entity_node_id(tenant, name)
             if node not in self.g:
                 self.g.add_node(node, kind=_ENTITY, name=name, entity_id=tenant)
+            known = self._entities.setdefault(tenant, {})
+            known.setdefault(normalize_entity(name), self.g.nodes[node].get("name", name))
             self.g.add_edge(item.id, node, key=EdgeKind.MENTIONS.value)
+
+    def _remove_entity(self, node: str) -> None:
+        data = self.g.nodes[node]
+        known = self._entities.get(str(data.get("entity_id")), {})
+        known.pop(normalize_entity(str(data.get("name", ""))), None)
+        self.g.remove_node(node)
 
     def add_edge(self, source: str, target: str, kind: EdgeKind) -> None:
         """Add a typed memory-to-memory edge (idempotent)."""
@@ -169,7 +205,7 @@ class MemoryGraph:
         self._by_tenant.get(item.scope.entity_id, {}).pop(memory_id, None)
         for entity in entities:
             if entity in self.g and self.g.in_degree(entity) == 0:
-                self.g.remove_node(entity)
+                self._remove_entity(entity)
         return item
 
     def remove_tenant(self, tenant: str) -> list[str]:
@@ -178,6 +214,7 @@ class MemoryGraph:
         for memory_id in ids:
             self.remove(memory_id)
         self._by_tenant.pop(tenant, None)
+        self._entities.pop(tenant, None)
         return ids
 
     def _drop_mentions(self, memory_id: str) -> None:
@@ -185,7 +222,7 @@ class MemoryGraph:
             if key == EdgeKind.MENTIONS.value:
                 self.g.remove_edge(memory_id, entity, key=key)
                 if self.g.in_degree(entity) == 0:
-                    self.g.remove_node(entity)
+                    self._remove_entity(entity)
 
     # -- persistence ---------------------------------------------------------------------
     def _node_records(self) -> Iterator[dict[str, Any]]:

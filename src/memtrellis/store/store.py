@@ -67,6 +67,16 @@ class RepairReport:
         )
 
 
+@dataclass(frozen=True)
+class Change:
+    """One item to store: its new state, its vector (``None``: text unchanged), the event."""
+
+    item: MemoryItem
+    embedding: Sequence[float] | None
+    action: str
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
 class Store:
     """Graph + vectors + keywords on one directory, safe across threads and processes."""
 
@@ -358,29 +368,43 @@ class Store:
 
         ``embeddings=None`` means the text did not change (metadata only).
         """
+        vectors: Sequence[Sequence[float] | None] = embeddings or [None] * len(items)
+        self.apply(
+            [Change(i, v, action, detail or {}) for i, v in zip(items, vectors, strict=True)], edges
+        )
+
+    def apply(
+        self, changes: Sequence[Change], edges: Sequence[tuple[str, str, EdgeKind]] = ()
+    ) -> None:
+        """Store new and changed items with their history events, and edges, in one commit.
+
+        A change with an embedding is (re)indexed with it; one without keeps its vector
+        and only its metadata is refreshed.
+        """
         at = utcnow()
-        event = HistoryEvent(at=at, action=action, detail=detail or {}).model_dump(mode="json")
         records: list[dict[str, Any]] = [
             {
                 "op": "put",
-                "item": item.model_dump(mode="json"),
-                "event": event,
-                "reembed": embeddings is not None,
+                "item": change.item.model_dump(mode="json"),
+                "event": HistoryEvent(at=at, action=change.action, detail=change.detail).model_dump(
+                    mode="json"
+                ),
+                "reembed": change.embedding is not None,
             }
-            for item in items
+            for change in changes
         ]
         records.extend(
             {"op": "edge", "src": src, "dst": dst, "kind": kind.value} for src, dst, kind in edges
         )
 
         def index() -> None:
-            stored = [self.graph.item(i.id) or i for i in items]
-            if embeddings is not None:
-                self.vectors.upsert(stored, embeddings)
-            else:
-                for record in records:
-                    if record["op"] == "put":
-                        self._index_change(record)
+            embedded = [c for c in changes if c.embedding is not None]
+            if embedded:
+                stored = [self.graph.item(c.item.id) or c.item for c in embedded]
+                self.vectors.upsert(stored, [c.embedding for c in embedded if c.embedding])
+            for record in records:
+                if record["op"] == "put" and not record["reembed"]:
+                    self._index_change(record)
 
         self.commit(records, index)
 

@@ -192,6 +192,15 @@ class VectorIndex:
         got = collection.get(ids=list(ids), include=[])
         return set(got["ids"])
 
+    def embeddings(self, entity_id: str, ids: Sequence[str]) -> dict[str, list[float]]:
+        """Stored vectors of ``ids`` in one entity's collection (missing ids left out)."""
+        collection = self._collection(entity_id, create=False)
+        if collection is None or not ids:
+            return {}
+        got = collection.get(ids=list(ids), include=["embeddings"])
+        vectors = got["embeddings"] if got["embeddings"] is not None else []
+        return {i: [float(x) for x in v] for i, v in zip(got["ids"], vectors, strict=True)}
+
     def count(self, entity_id: str) -> int:
         """Number of vectors in one entity's collection."""
         collection = self._collection(entity_id, create=False)

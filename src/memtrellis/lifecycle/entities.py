@@ -1,0 +1,135 @@
+"""Entity names: found in text when extraction gave none, and resolved within one scope.
+
+Resolution maps a new name onto an entity the scope already has when they are the same
+up to case and whitespace, a configured alias, a possessive (``Clara's``), or a close
+fuzzy match (rapidfuzz ``ratio``, a normalised edit distance: ``Clara Smith`` and ``Clara
+Smth`` are one, ``Mark`` and ``Market Street`` are not). It only ever looks at the one
+scope's names, so it cannot cross tenants.
+
+Example:
+    >>> heuristic_entities('Met @dana_k and "Blue Fox" with Clara Smith in Porto today.')
+    ['Blue Fox', 'Clara Smith', 'Porto', 'dana_k']
+    >>> resolve_entities(["clara  smith", "Porto"], {"clara smith": "Clara Smith"})
+    ['Clara Smith', 'Porto']
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Iterable, Mapping
+
+from rapidfuzz import fuzz, process
+
+from memtrellis.store.graph import normalize_entity
+
+__all__ = ["heuristic_entities", "resolve_entities"]
+
+_HANDLE = re.compile(r"(?<![\w@])@([A-Za-z0-9_][A-Za-z0-9_.-]{1,38}[A-Za-z0-9_])")
+_QUOTED = re.compile(r"[\"“”«»]([^\"“”«»\n]{2,40})[\"“”«»]")
+_WORD = re.compile(r"[A-Za-z][\w'’&.-]*")
+_SENTENCE_END = re.compile(r"[.!?:;\n]\s*$")
+_POSSESSIVE = re.compile(r"['’]s$")
+_CONNECTORS = frozenset({"of", "de", "da", "van", "von", "del", "la", "le", "the"})
+# Capitalised words that are rarely names: pronouns, calendar words, greetings.
+_NOT_NAMES = frozenset(
+    """i i'm i've i'd i'll me my we our you your he she it they them his her its their
+    yes no ok okay hi hello hey thanks thank wow yeah sure oh well so and but or if
+    the a an this that these those there here what when where who why how which
+    monday tuesday wednesday thursday friday saturday sunday today tomorrow yesterday
+    january february march april may june july august september october november december
+    mr mrs ms dr""".split()  # noqa: SIM905 - a word list reads better as text
+)
+_MAX_NAMES = 12
+
+
+def _clean(name: str) -> str:
+    name = _POSSESSIVE.sub("", name.strip(" \t.,;:!?()[]{}'’\"“”"))
+    return " ".join(name.split())
+
+
+def heuristic_entities(text: str, known: Collection[str] = ()) -> list[str]:
+    """Names in ``text``: @handles, short quoted names and capitalised spans.
+
+    A single capitalised word that starts a sentence is kept only when it is one of the
+    ``known`` (normalised) names: otherwise it is most likely capitalised for the sentence.
+    Spans of two or more words are kept wherever they are.
+    """
+    found: dict[str, str] = {}
+
+    def keep(name: str) -> None:
+        name = _clean(name)
+        key = normalize_entity(name)
+        if len(name) >= 2 and key not in _NOT_NAMES and key not in found:
+            found[key] = name
+
+    for match in _HANDLE.finditer(text):
+        keep(match.group(1))
+    for match in _QUOTED.finditer(text):
+        quoted = match.group(1)
+        if len(quoted.split()) <= 4 and quoted[:1].isupper():
+            keep(quoted)
+    span: list[str] = []
+    span_start = 0
+
+    def close_span() -> None:
+        while span and span[-1].casefold() in _CONNECTORS:
+            span.pop()
+        if span:
+            at_start = span_start == 0 or bool(_SENTENCE_END.search(text[:span_start]))
+            name = " ".join(span)
+            if len(span) > 1 or not at_start or normalize_entity(_clean(name)) in known:
+                keep(name)
+        span.clear()
+
+    for match in _WORD.finditer(text):
+        word = match.group(0)
+        gap = text[match.start() - 1] if match.start() else " "
+        if span and gap not in " -":
+            close_span()
+        if word[0].isupper() and _clean(word).casefold() not in _NOT_NAMES:
+            if not span:
+                span_start = match.start()
+            span.append(_clean(word) if word.endswith(("'s", "’s")) else word)
+            if word.endswith(("'s", "’s", ".", ",")):
+                close_span()
+        elif span and word.casefold() in _CONNECTORS:
+            span.append(word)
+        else:
+            close_span()
+    close_span()
+    return sorted(found.values())[:_MAX_NAMES]
+
+
+def resolve_entities(
+    names: Iterable[str],
+    known: Mapping[str, str],
+    *,
+    aliases: Mapping[str, str] | None = None,
+    threshold: float = 90.0,
+) -> list[str]:
+    """Each name as the scope's existing entity it refers to, else cleaned; no repeats.
+
+    ``known`` maps normalised names to display names (``MemoryGraph.entity_names``);
+    names resolved in this call count as known for the names after them.
+    """
+    table = dict(known)
+    alias = {normalize_entity(a): normalize_entity(b) for a, b in (aliases or {}).items()}
+    alias.update({b: a for a, b in list(alias.items()) if b not in alias})
+    out: list[str] = []
+    for raw in names:
+        name = _clean(str(raw))
+        key = normalize_entity(name)
+        if not key:
+            continue
+        resolved = table.get(key)
+        if resolved is None and key in alias and alias[key] in table:
+            resolved = table[alias[key]]
+        if resolved is None and len(key) >= 4 and table:
+            match = process.extractOne(key, list(table), scorer=fuzz.ratio, score_cutoff=threshold)
+            if match is not None:
+                resolved = table[match[0]]
+        if resolved is None:
+            resolved = table[key] = name
+        if resolved not in out:
+            out.append(resolved)
+    return out

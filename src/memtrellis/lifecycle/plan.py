@@ -1,0 +1,330 @@
+"""Deciding what storing new memories does to the graph: the lifecycle planner.
+
+For each new memory, in order: resolve its entities against the scope's (or find some in
+its text), give it the default validity of its kind and, when its extractor set none,
+the confidence of its source; then compare it with the closest existing memories of the
+same scope (dense neighbours, memories sharing an entity, and the earlier new ones):
+
+* a duplicate is not stored: its sources join the existing memory;
+* a contradiction supersedes the older of the two: ``valid_until`` becomes the newer
+  one's start, ``superseded_by`` is set, and ``contradicts`` and ``supersedes`` edges are
+  added (nothing is deleted: the older memory stays as history);
+* support and extension add ``supports`` / ``extends`` edges.
+
+Conversation records (``episode``) only get entities: what was said stays as it was said.
+The planner reads the store but writes nothing; :meth:`Store.apply` commits the plan.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from memtrellis.lifecycle.confidence import merged_count, source_prior
+from memtrellis.lifecycle.config import RECORD_KINDS, LifecycleConfig
+from memtrellis.lifecycle.entities import heuristic_entities, resolve_entities
+from memtrellis.lifecycle.relate import Relation, RelationKind, relate
+from memtrellis.store import Change, Store
+from memtrellis.types import EdgeKind, MemoryItem, SourceRef
+
+__all__ = ["Candidate", "Judge", "Outcome", "Plan", "plan_additions", "store_additions"]
+
+#: Dense neighbours compared with each new memory.
+DENSE_CANDIDATES = 10
+#: Memories per shared entity compared with each new memory (newest first).
+ENTITY_CANDIDATES = 20
+#: ``extends`` edges made per new memory, to the closest ones.
+MAX_EXTENDS = 3
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """An existing memory a new one is compared with."""
+
+    item: MemoryItem
+    similarity: float
+
+
+#: An optional judge: ``(new, candidates) -> one relation (or None: no opinion) each``.
+Judge = Callable[[MemoryItem, Sequence[Candidate]], Sequence[Relation | None] | None]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of one new memory: stored, or merged into ``target``."""
+
+    item: MemoryItem
+    relation: RelationKind | None = None
+    target: str | None = None
+    reason: str = ""
+    related: tuple[tuple[str, str], ...] = ()  # (relation, other id) for edges made
+
+
+@dataclass
+class Plan:
+    """The changes and edges to commit, and the outcome of each new memory."""
+
+    changes: list[Change] = field(default_factory=list)
+    edges: list[tuple[str, str, EdgeKind]] = field(default_factory=list)
+    outcomes: list[Outcome] = field(default_factory=list)
+
+
+def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=False))
+    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    return dot / norm if norm else 0.0
+
+
+def _merge_sources(old: Sequence[SourceRef], new: Sequence[SourceRef]) -> list[SourceRef]:
+    seen = {(s.message_id, s.content, s.document) for s in old}
+    merged = list(old)
+    for source in new:
+        key = (source.message_id, source.content, source.document)
+        if key not in seen:
+            seen.add(key)
+            merged.append(source)
+    return merged
+
+
+class _Planner:
+    def __init__(
+        self,
+        store: Store,
+        config: LifecycleConfig,
+        judge: Judge | None,
+        action: str,
+        detail: dict[str, Any],
+    ) -> None:
+        self.store = store
+        self.config = config
+        self.judge = judge
+        self.action = action
+        self.detail = detail
+        self.plan = Plan()
+        # Items changed or added by this plan, by id: later new memories see them.
+        self.pending: dict[str, MemoryItem] = {}
+        self.new: list[tuple[MemoryItem, Sequence[float]]] = []
+        self.names: dict[str, dict[str, str]] = {}
+
+    def current(self, memory_id: str) -> MemoryItem | None:
+        if memory_id in self.pending:
+            return self.pending[memory_id]
+        return self.store.graph.item(memory_id)
+
+    def prepare(self, item: MemoryItem, now: datetime) -> None:
+        tenant = item.scope.entity_id
+        if tenant not in self.names:
+            self.names[tenant] = self.store.graph.entity_names(tenant)
+        known = self.names[tenant]
+        names = item.entities or heuristic_entities(item.text, known)
+        resolved = resolve_entities(
+            names, known, aliases=self.config.aliases, threshold=self.config.entity_match
+        )
+        for name in resolved:
+            known.setdefault(" ".join(name.split()).casefold(), name)
+        item.entities = resolved
+        if item.valid_until is None:
+            span = self.config.validity_for(item.memory_type)
+            if span is not None:
+                item.valid_until = (item.valid_from or item.created_at or now) + span
+        if "confidence" not in item.model_fields_set:
+            item.confidence = source_prior(item, self.config)
+
+    def candidates(self, item: MemoryItem, embedding: Sequence[float]) -> list[Candidate]:
+        tenant = item.scope.entity_id
+        graph = self.store.graph
+        scores: dict[str, float] = {}
+        for memory_id, similarity in self.store.vectors.query(
+            tenant, embedding, DENSE_CANDIDATES, process_id=item.scope.process_id
+        ):
+            scores[memory_id] = similarity
+        sharing: list[str] = []
+        for name in item.entities:
+            for other in graph.mentioning(tenant, name, ENTITY_CANDIDATES):
+                if other not in scores and other not in sharing:
+                    sharing.append(other)
+        if sharing:
+            stored = self.store.vectors.embeddings(tenant, sharing)
+            scores.update({i: _cosine(embedding, v) for i, v in stored.items()})
+        for earlier, vector in self.new:
+            if earlier.scope.entity_id == tenant:
+                scores[earlier.id] = _cosine(embedding, vector)
+        found: list[Candidate] = []
+        for memory_id, similarity in scores.items():
+            old = self.current(memory_id)
+            if (
+                old is None
+                or old.id == item.id
+                or old.scope.entity_id != tenant
+                or old.scope.process_id != item.scope.process_id
+                or old.superseded_by is not None
+                or old.memory_type in RECORD_KINDS
+            ):
+                continue
+            found.append(Candidate(old, similarity))
+        found.sort(key=lambda c: (-c.similarity, c.item.id))
+        return found
+
+    def relations(self, item: MemoryItem, found: list[Candidate]) -> list[Relation]:
+        rules = [relate(item, c.item, c.similarity, self.config) for c in found]
+        if self.judge is None or not found or self.config.judge_candidates == 0:
+            return rules
+        chosen = [n for n, r in enumerate(rules) if r.kind is not RelationKind.UNRELATED][
+            : self.config.judge_candidates
+        ]
+        if not chosen:
+            return rules
+        verdicts = self.judge(item, [found[n] for n in chosen])
+        for n, verdict in zip(chosen, verdicts or [], strict=False):
+            if verdict is not None:
+                rules[n] = verdict
+        return rules
+
+    def add(self, item: MemoryItem, embedding: Sequence[float], now: datetime) -> None:
+        self.prepare(item, now)
+        if item.memory_type in RECORD_KINDS:
+            self.accept(item, embedding)
+            return
+        found = self.candidates(item, embedding)
+        relations = self.relations(item, found)
+        pairs = list(zip(found, relations, strict=True))
+        duplicate = next((p for p in pairs if p[1].kind is RelationKind.DUPLICATE), None)
+        if duplicate is not None:
+            self.merge(item, duplicate[0].item, duplicate[1])
+            return
+        related: list[tuple[str, str]] = []
+        extends = 0
+        for candidate, relation in pairs:
+            old = candidate.item
+            if relation.kind is RelationKind.CONTRADICTS:
+                self.supersede(item, old, relation)
+                related.append((relation.kind.value, old.id))
+            elif relation.kind is RelationKind.SUPPORTS:
+                self.plan.edges.append((item.id, old.id, EdgeKind.SUPPORTS))
+                related.append((relation.kind.value, old.id))
+            elif relation.kind is RelationKind.EXTENDS and extends < MAX_EXTENDS:
+                extends += 1
+                self.plan.edges.append((item.id, old.id, EdgeKind.EXTENDS))
+                related.append((relation.kind.value, old.id))
+        self.accept(item, embedding, tuple(related))
+
+    def accept(
+        self,
+        item: MemoryItem,
+        embedding: Sequence[float],
+        related: tuple[tuple[str, str], ...] = (),
+    ) -> None:
+        self.pending[item.id] = item
+        self.new.append((item, embedding))
+        self.plan.outcomes.append(Outcome(item, related=related))
+
+    def change(self, item: MemoryItem, action: str, detail: dict[str, Any]) -> None:
+        self.pending[item.id] = item
+        for number, existing in enumerate(self.plan.changes):
+            if existing.item.id == item.id:
+                # Changed twice by one plan: keep the first event's action, the last state.
+                self.plan.changes[number] = Change(
+                    item, existing.embedding, existing.action, existing.detail
+                )
+                return
+        self.plan.changes.append(Change(item, None, action, dict(detail)))
+
+    def merge(self, item: MemoryItem, old: MemoryItem, relation: Relation) -> None:
+        merged = old.model_copy(deep=True)
+        merged.sources = _merge_sources(old.sources, item.sources)
+        merged.entities = list(dict.fromkeys([*old.entities, *item.entities]))
+        lifecycle = dict(merged.metadata.get("lifecycle") or {})
+        lifecycle["merged"] = merged_count(old) + 1
+        merged.metadata = {**merged.metadata, "lifecycle": lifecycle}
+        merged.updated_at = item.created_at
+        detail = {"duplicate": item.text[:200], "reason": relation.reason}
+        self.change(merged, "merged", detail)
+        self.plan.outcomes.append(Outcome(merged, RelationKind.DUPLICATE, old.id, relation.reason))
+
+    def supersede(self, item: MemoryItem, old: MemoryItem, relation: Relation) -> None:
+        newer, older = item, old
+        if (item.valid_from or item.created_at) < (old.valid_from or old.created_at):
+            newer, older = old, item  # the new memory tells of an earlier time
+        start = newer.valid_from or newer.created_at
+        ended = older.model_copy(deep=True) if older is old else older
+        ended.superseded_by = newer.id
+        until = max(start, older.valid_from or older.created_at)
+        if older.valid_until is not None:
+            until = min(until, older.valid_until)  # never lengthens a validity
+        ended.valid_until = until
+        detail = {"by": newer.id, "reason": relation.reason}
+        if older is old:
+            self.change(ended, "superseded", detail)
+        self.plan.edges.append((item.id, old.id, EdgeKind.CONTRADICTS))
+        self.plan.edges.append((newer.id, older.id, EdgeKind.SUPERSEDES))
+
+    def finish(self) -> Plan:
+        new_ids = {item.id for item, _ in self.new}
+        changes = [
+            Change(item, vector, self.action, dict(self.detail)) for item, vector in self.new
+        ]
+        self.plan.changes = changes + [c for c in self.plan.changes if c.item.id not in new_ids]
+        return self.plan
+
+
+def plan_additions(
+    store: Store,
+    items: Sequence[MemoryItem],
+    embeddings: Sequence[Sequence[float]],
+    now: datetime,
+    *,
+    config: LifecycleConfig | None = None,
+    judge: Judge | None = None,
+    action: str = "created",
+    detail: dict[str, Any] | None = None,
+) -> Plan:
+    """Plan storing ``items`` (changed in place: entities, validity, confidence).
+
+    Call with the store's lock or the facade's lifecycle lock held, so that the plan is
+    made against the state it will be committed to.
+    """
+    planner = _Planner(store, config or LifecycleConfig(), judge, action, detail or {})
+    for item, embedding in zip(items, embeddings, strict=True):
+        planner.add(item, embedding, now)
+    return planner.finish()
+
+
+def store_additions(
+    store: Store,
+    items: Sequence[MemoryItem],
+    embeddings: Sequence[Sequence[float]],
+    now: datetime,
+    *,
+    config: LifecycleConfig | None = None,
+    judge: Judge | None = None,
+    action: str = "created",
+    detail: dict[str, Any] | None = None,
+    edges: Sequence[tuple[str, str, EdgeKind]] = (),
+) -> list[Outcome]:
+    """Plan and commit new memories in one store commit; returns each one's outcome.
+
+    Memories whose id is already stored (a captured turn replayed after a crash) replace
+    their earlier copy without being compared again.
+    """
+    known = [store.graph.item(i.id) is not None for i in items]
+    fresh = [(i, e) for i, e, k in zip(items, embeddings, known, strict=True) if not k]
+    plan = plan_additions(
+        store,
+        [i for i, _ in fresh],
+        [e for _, e in fresh],
+        now,
+        config=config,
+        judge=judge,
+        action=action,
+        detail=detail,
+    )
+    replayed = [
+        Change(i, e, "updated", {"replayed": True})
+        for i, e, k in zip(items, embeddings, known, strict=True)
+        if k
+    ]
+    store.apply([*plan.changes, *replayed], [*plan.edges, *edges])
+    return [*plan.outcomes, *(Outcome(c.item) for c in replayed)]

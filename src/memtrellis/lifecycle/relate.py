@@ -1,0 +1,151 @@
+"""How a new memory relates to an existing one of the same scope, by rules.
+
+The rules look for the same subject (a shared entity, the same ``key``, or both about the
+speaker) and the same attribute (the same ``key``, or wording close enough), then for a
+changed value: a negation on one side only, different numbers or dates, a different
+named value (``Lyon`` / ``Porto``), or a change cue in the new one ("no longer", "moved
+to", "instead of", ...). With an LLM configured, :mod:`memtrellis.lifecycle.judge` can
+overrule them for the closest candidates.
+
+Example:
+    >>> from memtrellis.types import MemoryItem, Scope
+    >>> s = Scope(entity_id="u")
+    >>> old = MemoryItem(text="Alice lives in Lyon", entities=["Alice", "Lyon"], scope=s)
+    >>> new = MemoryItem(text="Alice moved to Porto", entities=["Alice", "Porto"], scope=s)
+    >>> relate(new, old, similarity=0.62).kind.value
+    'contradicts'
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import Enum
+
+from memtrellis.lifecycle.config import LifecycleConfig
+from memtrellis.store.graph import normalize_entity
+from memtrellis.store.keyword import tokenize
+from memtrellis.types import MemoryItem
+
+__all__ = ["Relation", "RelationKind", "relate"]
+
+
+class RelationKind(str, Enum):
+    """What the new memory is to the existing one."""
+
+    DUPLICATE = "duplicate"  # says the same: merge, no new node
+    SUPPORTS = "supports"  # same claim in other words: more evidence
+    CONTRADICTS = "contradicts"  # same subject and attribute, another value
+    EXTENDS = "extends"  # same subject, adds detail without conflict
+    UNRELATED = "unrelated"
+
+
+@dataclass(frozen=True)
+class Relation:
+    kind: RelationKind
+    reason: str
+
+
+_NEGATION = re.compile(
+    r"\b(not|no|never|none|nobody|nothing|neither|nor|without|cannot|can't|won't|don't|"
+    r"doesn't|didn't|isn't|aren't|wasn't|weren't|hasn't|haven't|hadn't|shouldn't)\b"
+    r"|n't\b|不|没|沒|别|無|无",
+    re.IGNORECASE,
+)
+_CHANGE_CUES = re.compile(
+    r"\b(no longer|not any ?more|any ?more|moved to|relocated to|instead of|switched to|"
+    r"changed to|change[sd]? (?:it|the \w+) to|now (?:lives?|works?|is|prefers?|likes?|uses?|"
+    r"has|wants?)|used to|rescheduled|postponed|pushed (?:back|to)|moved (?:up|back)|"
+    r"new (?:deadline|date|address|job|number)|from now on|starting (?:today|now)|"
+    r"replaced (?:by|with)|is now|are now)\b|不再|改为|改成|搬到|现在",
+    re.IGNORECASE,
+)
+_NUMBER = re.compile(r"\d+(?:[.,:/-]\d+)*")
+_MONTHS = (
+    "january|february|march|april|may|june|july|august|september|october|november|december|"
+    "jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec"
+)
+_MONTH = re.compile(rf"\b({_MONTHS})\b", re.IGNORECASE)
+_WEEKDAY = re.compile(
+    r"\b(monday|tuesday|wednesday|thursday|friday|saturday|sunday|tomorrow|today|tonight)\b",
+    re.IGNORECASE,
+)
+_WORDS = re.compile(r"\w+")
+_FIRST_PERSON = re.compile(r"\b(i|i'm|i've|my|me|mine)\b", re.IGNORECASE)
+
+
+def _values(text: str) -> set[str]:
+    found = {n.replace(",", ".") for n in _NUMBER.findall(text)}
+    found |= {m.casefold()[:3] for m in _MONTH.findall(text)}
+    found |= {d.casefold() for d in _WEEKDAY.findall(text)}
+    return found
+
+
+def _entities(item: MemoryItem) -> set[str]:
+    return {normalize_entity(e) for e in item.entities}
+
+
+def _content(item: MemoryItem, drop: set[str]) -> set[str]:
+    words = set(tokenize(item.text)) - drop
+    return {w for w in words if not _NUMBER.fullmatch(w) and not _NEGATION.fullmatch(w)}
+
+
+def _about_speaker(item: MemoryItem) -> bool:
+    return bool(_FIRST_PERSON.search(item.text)) or item.text.casefold().startswith(
+        ("user ", "the user ")
+    )
+
+
+def relate(
+    new: MemoryItem,
+    old: MemoryItem,
+    similarity: float,
+    config: LifecycleConfig | None = None,
+) -> Relation:
+    """The relation of ``new`` to ``old`` (same scope), given their cosine similarity."""
+    config = config or LifecycleConfig()
+    if _WORDS.findall(new.text.casefold()) == _WORDS.findall(old.text.casefold()):
+        return Relation(RelationKind.DUPLICATE, "same words")
+    new_entities, old_entities = _entities(new), _entities(old)
+    shared = new_entities & old_entities
+    same_key = new.key is not None and new.key == old.key
+    all_entities = {w for e in new_entities | old_entities for w in tokenize(e)}
+    new_words, old_words = _content(new, all_entities), _content(old, all_entities)
+    overlap = len(new_words & old_words) / max(1, len(new_words | old_words))
+    subject = (
+        bool(shared)
+        or same_key
+        or (_about_speaker(new) and _about_speaker(old))
+        or (not new_entities and not old_entities and overlap >= 0.25)
+    )
+    if not subject:
+        if similarity >= config.duplicate_similarity and not new_entities ^ old_entities:
+            return Relation(RelationKind.DUPLICATE, f"similarity {similarity:.2f}")
+        return Relation(RelationKind.UNRELATED, "no shared subject")
+    same_attribute = same_key or similarity >= config.related_similarity or overlap >= 0.5
+    if not same_attribute:
+        return Relation(RelationKind.UNRELATED, "different attributes")
+    # A negation or a changed number only contradicts when the rest is the same claim:
+    # "Task 1: buy milk" and "Task 2: call mom" differ in more than their numbers.
+    same_claim = same_key or overlap >= 0.5
+    new_values, old_values = _values(new.text), _values(old.text)
+    if same_claim and bool(_NEGATION.search(new.text)) != bool(_NEGATION.search(old.text)):
+        return Relation(RelationKind.CONTRADICTS, "negated on one side")
+    if same_claim and new_values and old_values and new_values != old_values:
+        changed = sorted(new_values ^ old_values)[:4]
+        return Relation(RelationKind.CONTRADICTS, f"changed value {changed}")
+    cue = _CHANGE_CUES.search(new.text)
+    if cue:
+        return Relation(RelationKind.CONTRADICTS, f"change cue {cue.group(0)!r}")
+    gained, lost = new_entities - old_entities, old_entities - new_entities
+    if gained and lost and shared:
+        return Relation(RelationKind.CONTRADICTS, f"{sorted(lost)[0]} -> {sorted(gained)[0]}")
+    if same_key and new.text != old.text and similarity < config.duplicate_similarity:
+        return Relation(RelationKind.CONTRADICTS, f"new value for key {new.key!r}")
+    if similarity >= config.duplicate_similarity and not gained:
+        return Relation(RelationKind.DUPLICATE, f"similarity {similarity:.2f}")
+    if similarity >= config.support_similarity:
+        return Relation(RelationKind.SUPPORTS, f"similarity {similarity:.2f}")
+    if new_words - old_words or gained:
+        return Relation(RelationKind.EXTENDS, "adds detail about " + (sorted(shared) or ["it"])[0])
+    return Relation(RelationKind.SUPPORTS, "same subject and attribute")
