@@ -538,9 +538,44 @@ class Memory:
         return self._visible(memory_id, entity_id).detached()
 
     def history(self, memory_id: str, *, entity_id: str | None = None) -> list[HistoryEvent]:
-        """What happened to a memory: created, updated, superseded..."""
+        """What happened to a memory: created (and what it superseded), merged, updated,
+        superseded (and by what), oldest first. :meth:`versions` walks the chain."""
         self._visible(memory_id, entity_id)
         return self._store.graph.history(memory_id)
+
+    def versions(self, memory_id: str, *, entity_id: str | None = None) -> list[MemoryItem]:
+        """The supersession chain through a memory, oldest first, ending at the current one.
+
+        Follows ``supersedes`` edges both ways from ``memory_id``: what it replaced, what
+        replaced it. A memory never superseded is its own one-item chain.
+
+        Example:
+            >>> import tempfile
+            >>> from memtrellis.testing import HashingEmbedder
+            >>> m = Memory(tempfile.mkdtemp(), embedder=HashingEmbedder())
+            >>> [old] = m.add("Ana lives in Lyon", memory_type="fact")
+            >>> [new] = m.add("Ana moved to Porto", memory_type="fact")
+            >>> [v.text for v in m.versions(old.id)]
+            ['Ana lives in Lyon', 'Ana moved to Porto']
+            >>> m.close()
+        """
+        self._visible(memory_id, entity_id)
+        graph = self._store.graph
+        with self._store.reading():
+            chain = [memory_id]
+            seen = {memory_id}
+            for direction in (1, 0):  # 1: what replaced it (into the edge), 0: what it replaced
+                current = memory_id
+                while True:
+                    out, into = graph.edges_of(current, EdgeKind.SUPERSEDES)
+                    step = [n for n in (into if direction else out) if n not in seen]
+                    if not step:
+                        break
+                    current = step[0]
+                    seen.add(current)
+                    chain.insert(len(chain) if direction else 0, current)
+            items = [graph.item(i) for i in chain]
+            return [i.detached() for i in items if i is not None]
 
     def list(
         self,
@@ -712,6 +747,7 @@ class Memory:
     aforget = _in_thread(forget)
     aget = _in_thread(get)
     ahistory = _in_thread(history)
+    aversions = _in_thread(versions)
     alist = _in_thread(list)
     arecall = _in_thread(recall)
     ahealth = _in_thread(health)

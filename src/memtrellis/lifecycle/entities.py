@@ -29,7 +29,7 @@ _QUOTED = re.compile(r"[\"“”«»]([^\"“”«»\n]{2,40})[\"“”«»]")
 _WORD = re.compile(r"[A-Za-z][\w'’&.-]*")
 _SENTENCE_END = re.compile(r"[.!?:;\n]\s*$")
 _POSSESSIVE = re.compile(r"['’]s$")
-_CONNECTORS = frozenset({"of", "de", "da", "van", "von", "del", "la", "le", "the"})
+_CONNECTORS = frozenset({"of", "de", "da", "van", "von", "del", "la", "le"})
 # Capitalised words that are rarely names: pronouns, calendar words, greetings.
 _NOT_NAMES = frozenset(
     """i i'm i've i'd i'll me my we our you your he she it they them his her its their
@@ -37,9 +37,16 @@ _NOT_NAMES = frozenset(
     the a an this that these those there here what when where who why how which
     monday tuesday wednesday thursday friday saturday sunday today tomorrow yesterday
     january february march april may june july august september october november december
-    mr mrs ms dr""".split()  # noqa: SIM905 - a word list reads better as text
+    mr mrs ms dr met saw called visited asked told took had went got invited talked spoke
+    emailed texted thanked ask tell call visit meet""".split()  # noqa: SIM905 - reads as text
 )
 _MAX_NAMES = 12
+_NEXT_WORD = re.compile(r"\s+([a-z]+)")
+# A lower-case word that, right after a capitalised first word, marks it as a subject.
+_SUBJECT_VERB = re.compile(
+    r"is|was|has|had|will|would|can|could|did|does|said|says|told|went|got|made|took|gave|"
+    r"[a-z]{2,}(?:s|ed)"
+)
 
 
 def _clean(name: str) -> str:
@@ -50,9 +57,10 @@ def _clean(name: str) -> str:
 def heuristic_entities(text: str, known: Collection[str] = ()) -> list[str]:
     """Names in ``text``: @handles, short quoted names and capitalised spans.
 
-    A single capitalised word that starts a sentence is kept only when it is one of the
-    ``known`` (normalised) names: otherwise it is most likely capitalised for the sentence.
-    Spans of two or more words are kept wherever they are.
+    A single capitalised word that starts a sentence is most likely capitalised for the
+    sentence; it is kept when it is one of the ``known`` (normalised) names, or when a
+    verb follows it as a subject ("Ana moved", "Bob is", "Clara said"). Spans of two or
+    more words are kept wherever they are.
     """
     found: dict[str, str] = {}
 
@@ -69,7 +77,7 @@ def heuristic_entities(text: str, known: Collection[str] = ()) -> list[str]:
         if len(quoted.split()) <= 4 and quoted[:1].isupper():
             keep(quoted)
     span: list[str] = []
-    span_start = 0
+    span_start = span_end = 0
 
     def close_span() -> None:
         while span and span[-1].casefold() in _CONNECTORS:
@@ -77,23 +85,27 @@ def heuristic_entities(text: str, known: Collection[str] = ()) -> list[str]:
         if span:
             at_start = span_start == 0 or bool(_SENTENCE_END.search(text[:span_start]))
             name = " ".join(span)
-            if len(span) > 1 or not at_start or normalize_entity(_clean(name)) in known:
+            after = _NEXT_WORD.match(text, span_end)
+            subject = after is not None and bool(_SUBJECT_VERB.fullmatch(after.group(1)))
+            if len(span) > 1 or not at_start or subject or normalize_entity(name) in known:
                 keep(name)
         span.clear()
 
     for match in _WORD.finditer(text):
         word = match.group(0)
-        gap = text[match.start() - 1] if match.start() else " "
-        if span and gap not in " -":
-            close_span()
-        if word[0].isupper() and _clean(word).casefold() not in _NOT_NAMES:
+        if span and text[span_end : match.start()].strip(" -"):
+            close_span()  # punctuation between the words: "Hey Mel! Good ..."
+        first = not span and (match.start() == 0 or _SENTENCE_END.search(text[: match.start()]))
+        if word[0].isupper() and not (first and _clean(word).casefold() in _NOT_NAMES):
             if not span:
                 span_start = match.start()
             span.append(_clean(word) if word.endswith(("'s", "’s")) else word)
+            span_end = match.end()
             if word.endswith(("'s", "’s", ".", ",")):
                 close_span()
         elif span and word.casefold() in _CONNECTORS:
             span.append(word)
+            span_end = match.end()
         else:
             close_span()
     close_span()

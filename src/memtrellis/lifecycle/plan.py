@@ -108,6 +108,7 @@ class _Planner:
         self.pending: dict[str, MemoryItem] = {}
         self.new: list[tuple[MemoryItem, Sequence[float]]] = []
         self.names: dict[str, dict[str, str]] = {}
+        self.replaced: dict[str, list[str]] = {}  # new id -> ids it superseded
 
     def current(self, memory_id: str) -> MemoryItem | None:
         if memory_id in self.pending:
@@ -258,13 +259,21 @@ class _Planner:
         detail = {"by": newer.id, "reason": relation.reason}
         if older is old:
             self.change(ended, "superseded", detail)
+            self.replaced.setdefault(item.id, []).append(old.id)
         self.plan.edges.append((item.id, old.id, EdgeKind.CONTRADICTS))
         self.plan.edges.append((newer.id, older.id, EdgeKind.SUPERSEDES))
+
+    def _created_detail(self, memory_id: str) -> dict[str, Any]:
+        detail = dict(self.detail)
+        if memory_id in self.replaced:
+            detail["supersedes"] = self.replaced[memory_id]
+        return detail
 
     def finish(self) -> Plan:
         new_ids = {item.id for item, _ in self.new}
         changes = [
-            Change(item, vector, self.action, dict(self.detail)) for item, vector in self.new
+            Change(item, vector, self.action, self._created_detail(item.id))
+            for item, vector in self.new
         ]
         self.plan.changes = changes + [c for c in self.plan.changes if c.item.id not in new_ids]
         return self.plan

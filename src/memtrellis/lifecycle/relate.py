@@ -71,6 +71,26 @@ _WEEKDAY = re.compile(
     re.IGNORECASE,
 )
 _WORDS = re.compile(r"\w+")
+# Words that name the same attribute in other ways ("lives in" / "moved to").
+_ATTRIBUTES = {
+    "residence": "live lives living lived moved move moving relocated relocate based home "
+    "address reside resides stays staying 住 住在 搬",
+    "work": "work works working worked job employed employer hired position role quit "
+    "occupation career 工作 上班",
+    "relationship": "married engaged dating divorced partner wife husband boyfriend girlfriend",
+    "preference": "like likes liked love loves loved prefer prefers preferred favourite "
+    "favorite hate hates dislike dislikes enjoy enjoys 喜欢 爱 讨厌",
+    "schedule": "due deadline scheduled schedule meeting appointment rescheduled postponed "
+    "moved delayed 截止 会议",
+    "diet": "vegan vegetarian eat eats eating allergic allergy diet 吃 过敏",
+    "contact": "phone email number address contact 电话 邮箱",
+    "study": "studies study studying student school university college major degree 学习 大学",
+    "age": "age old born birthday 岁 生日",
+}
+_ATTRIBUTE_OF: dict[str, set[str]] = {}
+for _name, _words in _ATTRIBUTES.items():
+    for _word in _words.split():
+        _ATTRIBUTE_OF.setdefault(_word, set()).add(_name)
 _FIRST_PERSON = re.compile(r"\b(i|i'm|i've|my|me|mine)\b", re.IGNORECASE)
 
 
@@ -88,6 +108,27 @@ def _entities(item: MemoryItem) -> set[str]:
 def _content(item: MemoryItem, drop: set[str]) -> set[str]:
     words = set(tokenize(item.text)) - drop
     return {w for w in words if not _NUMBER.fullmatch(w) and not _NEGATION.fullmatch(w)}
+
+
+def _lead(item: MemoryItem) -> str | None:
+    """The entity named first in the text (else the first listed), normalised."""
+    if not item.entities:
+        return None
+    text = item.text.casefold()
+    found = [(text.find(e.casefold()), n) for n, e in enumerate(item.entities)]
+    placed = [(at, n) for at, n in found if at >= 0]
+    first = min(placed)[1] if placed else 0
+    return normalize_entity(item.entities[first])
+
+
+def _attributes(text: str) -> set[str]:
+    found: set[str] = set()
+    for word in set(_WORDS.findall(text.casefold())):
+        found |= _ATTRIBUTE_OF.get(word, set())
+    for key, names in _ATTRIBUTE_OF.items():
+        if not key.isascii() and key in text:  # Chinese has no spaces between words
+            found |= names
+    return found
 
 
 def _about_speaker(item: MemoryItem) -> bool:
@@ -112,8 +153,11 @@ def relate(
     all_entities = {w for e in new_entities | old_entities for w in tokenize(e)}
     new_words, old_words = _content(new, all_entities), _content(old, all_entities)
     overlap = len(new_words & old_words) / max(1, len(new_words | old_words))
+    # The subject is the entity named first ("Ana lives in Lyon": Ana); a shared entity
+    # in another place ("Bruno lives in Lyon") is a shared value, not the same subject.
+    lead_new, lead_old = _lead(new), _lead(old)
     subject = (
-        bool(shared)
+        (lead_new is not None and lead_new == lead_old)
         or same_key
         or (_about_speaker(new) and _about_speaker(old))
         or (not new_entities and not old_entities and overlap >= 0.25)
@@ -122,7 +166,12 @@ def relate(
         if similarity >= config.duplicate_similarity and not new_entities ^ old_entities:
             return Relation(RelationKind.DUPLICATE, f"similarity {similarity:.2f}")
         return Relation(RelationKind.UNRELATED, "no shared subject")
-    same_attribute = same_key or similarity >= config.related_similarity or overlap >= 0.5
+    same_attribute = (
+        same_key
+        or similarity >= config.related_similarity
+        or overlap >= 0.5
+        or bool(_attributes(new.text) & _attributes(old.text))
+    )
     if not same_attribute:
         return Relation(RelationKind.UNRELATED, "different attributes")
     # A negation or a changed number only contradicts when the rest is the same claim:
@@ -132,12 +181,13 @@ def relate(
     if same_claim and bool(_NEGATION.search(new.text)) != bool(_NEGATION.search(old.text)):
         return Relation(RelationKind.CONTRADICTS, "negated on one side")
     if same_claim and new_values and old_values and new_values != old_values:
-        changed = sorted(new_values ^ old_values)[:4]
-        return Relation(RelationKind.CONTRADICTS, f"changed value {changed}")
-    cue = _CHANGE_CUES.search(new.text)
-    if cue:
-        return Relation(RelationKind.CONTRADICTS, f"change cue {cue.group(0)!r}")
+        values = sorted(new_values ^ old_values)[:4]
+        return Relation(RelationKind.CONTRADICTS, f"changed value {values}")
     gained, lost = new_entities - old_entities, old_entities - new_entities
+    cue = _CHANGE_CUES.search(new.text)
+    # A cue with nothing changed ("lives in Lyon", then "moved to Lyon") is not a conflict.
+    if cue and (gained or lost or new_words - old_words - set(tokenize(cue.group(0)))):
+        return Relation(RelationKind.CONTRADICTS, f"change cue {cue.group(0)!r}")
     if gained and lost and shared:
         return Relation(RelationKind.CONTRADICTS, f"{sorted(lost)[0]} -> {sorted(gained)[0]}")
     if same_key and new.text != old.text and similarity < config.duplicate_similarity:

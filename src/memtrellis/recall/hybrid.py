@@ -161,8 +161,8 @@ def _hidden(item: MemoryItem | None, req: RecallRequest) -> str | None:
         and (item.valid_until is None or ended)
     ):
         return "superseded"
-    if ended:
-        return "superseded" if item.superseded_by is not None else "expired"
+    if ended and item.superseded_by is None:
+        return "expired"
     return None
 
 
