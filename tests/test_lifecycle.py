@@ -97,6 +97,7 @@ def test_the_same_fact_in_three_sessions_is_one_memory(memory: Memory) -> None:
     assert [s.message_id for s in item.sources] == ["s0", "s7", "s14"]
     assert item.metadata["lifecycle"]["merged"] == 2
     assert [e.action for e in memory.history(item.id)] == ["created", "merged", "merged"]
+    assert memory.health().merged_duplicates == 2
     [hit] = memory.recall("Is Ana vegetarian?").items
     base = memory.lifecycle.source_confidence["user"]
     assert hit.explanation.confidence == pytest.approx(
@@ -281,4 +282,4 @@ def test_a_failing_judge_leaves_the_rules_in_charge(tmp_path: Path) -> None:
         [berlin] = m.add("Ana moved to Berlin", memory_type="fact", mode="fast")
         assert m.get(lyon.id).superseded_by == porto.id
         assert m.get(porto.id).superseded_by == berlin.id
-        assert m._judge is not None and m._judge.failures == 2
+        assert m.health().judge_failures == 2

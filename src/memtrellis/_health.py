@@ -7,6 +7,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from memtrellis.lifecycle.confidence import merged_count
 from memtrellis.store import Store
 from memtrellis.types import utcnow
 
@@ -61,6 +62,7 @@ def store_figures(store: Store) -> dict[str, Any]:
             "total_memories": len(items),
             "expired": sum(1 for i in items if i.valid_until is not None and i.valid_until <= now),
             "superseded": sum(1 for i in items if i.superseded_by is not None),
+            "merged_duplicates": sum(merged_count(i) for i in items),
             "active_memories": sum(
                 1
                 for i in items

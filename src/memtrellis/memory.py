@@ -708,6 +708,7 @@ class Memory:
             capture_retries=capture.retries,
             capture_failures=capture.failures,
             llm_failures=self.extractor.llm_failures,
+            judge_failures=self._judge.failures if self._judge is not None else 0,
             **store_figures(self._store),
             **self._stats.figures(),
         )

@@ -372,6 +372,8 @@ class Health(_Model):
     skipped_inputs: int
     extraction_fallbacks: int = 0
     llm_failures: int = 0
+    merged_duplicates: int = 0
+    judge_failures: int = 0
     capture_queue_depth: int = 0
     capture_spooled: int = 0
     capture_retries: int = 0
