@@ -355,7 +355,7 @@ def stage_breakdown(memory: Any, user: str, queries: list[dict[str, str]]) -> di
                 now=utcnow(),
                 graph_context=flag,
             )
-            ms, (items, _, _) = timed(partial(hybrid_recall, store, request))
+            ms, (items, _, _, _) = timed(partial(hybrid_recall, store, request))
             parts["hybrid_recall_graph_on" if flag else "hybrid_recall_graph_off"].append(ms)
         ids = [r.memory.id for r in items]
         ms, _ = timed(partial(store.touch, ids, utcnow()))

@@ -27,7 +27,14 @@ from datetime import datetime
 from memtrellis.lifecycle.config import LifecycleConfig
 from memtrellis.types import MemoryItem, SourceKind
 
-__all__ = ["decay", "effective_confidence", "evidence_time", "heat", "source_prior"]
+__all__ = [
+    "decay",
+    "effective_confidence",
+    "evidence_time",
+    "heat",
+    "source_prior",
+    "weight_basis",
+]
 
 _MERGED = "merged"
 
@@ -55,27 +62,42 @@ def merged_count(item: MemoryItem) -> int:
 
 def evidence_time(item: MemoryItem) -> datetime:
     """When the latest evidence for a memory was given."""
-    stamps = [s.timestamp for s in item.sources if s.timestamp is not None]
-    return max([*stamps, item.valid_from or item.created_at])
+    latest = item.valid_from or item.created_at
+    for source in item.sources:
+        if source.timestamp is not None and source.timestamp > latest:
+            latest = source.timestamp
+    return latest
 
 
 def decay(item: MemoryItem, now: datetime, config: LifecycleConfig) -> float:
     """Time decay factor in ``[decay_floor, 1]`` (1 for evidence newer than ``now``)."""
-    if config.half_life_days is None:
-        return 1.0
-    age_days = (now - evidence_time(item)).total_seconds() / 86400.0
-    if age_days <= 0:
-        return 1.0
-    factor: float = 0.5 ** (age_days / config.half_life_days)
-    return max(config.decay_floor, factor)
+    return effective_confidence(item, 0, now, config)[1]
+
+
+def weight_basis(item: MemoryItem) -> tuple[float, int]:
+    """What ranking needs of an item besides its edges: latest evidence (POSIX seconds)
+    and merged duplicates. Derived from the item alone, so recall can cache it."""
+    return evidence_time(item).timestamp(), merged_count(item)
 
 
 def effective_confidence(
-    item: MemoryItem, supports: int, now: datetime, config: LifecycleConfig
+    item: MemoryItem,
+    supports: int,
+    now: datetime,
+    config: LifecycleConfig,
+    basis: tuple[float, int] | None = None,
 ) -> tuple[float, float]:
-    """``(effective confidence, decay)`` of a memory with ``supports`` supporting edges."""
-    bonus = min(config.support_cap, config.support_bonus * (supports + merged_count(item)))
-    factor = decay(item, now, config)
+    """``(effective confidence, decay)`` of a memory with ``supports`` supporting edges.
+
+    ``basis`` is :func:`weight_basis` of the item when the caller has it cached.
+    """
+    latest, merged = basis if basis is not None else weight_basis(item)
+    bonus = min(config.support_cap, config.support_bonus * (supports + merged))
+    factor = 1.0
+    if config.half_life_days is not None:
+        age_days = (now.timestamp() - latest) / 86400.0
+        if age_days > 0:
+            factor = max(config.decay_floor, 0.5 ** (age_days / config.half_life_days))
     return min(1.0, item.confidence + bonus) * factor, factor
 
 

@@ -10,9 +10,9 @@
    message before and after it (0.15 two messages away), along ``follows`` edges. An
    answer is often the turn next to the one that matches the question. (Letting every
    candidate lend was slower and worse: weak candidates summed into noise.)
-5. Entity hop: each of the top k seeds reaches the memories that share an entity with
-   it (hubs left out) and that no search found; those score 0.2 of the seed's score,
-   and the hop is recorded in ``graph_path``. Boosting memories the searches had
+5. Entity hop: the top k seeds, best first, reach up to k memories that share an entity
+   with them (hubs left out) and that no search found; those score 0.2 of the seed's
+   score, and the hop is recorded in ``graph_path``. Boosting memories the searches had
    already found pushed direct answers out of the top k on single-fact questions.
 6. Confidence: the score so far (relevance) is multiplied by the memory's effective
    confidence (its confidence, a capped bonus per ``supports`` edge, time decay) and a
@@ -28,11 +28,12 @@ On LoCoMo raw turns (fast mode, MiniLM) these steps took recall@10 from 48.9 (RR
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from memtrellis.lifecycle.confidence import effective_confidence, heat
+from memtrellis.lifecycle.confidence import effective_confidence, heat, weight_basis
 from memtrellis.lifecycle.config import LifecycleConfig
 from memtrellis.store import MemoryGraph, Store
 from memtrellis.tokens import count_tokens
@@ -181,26 +182,54 @@ def _lend_context(
                 share = NEIGHBOUR_SHARE * 0.5 ** (distance - 1)
                 target = scores.get(other) or scores.setdefault(other, _Score(fused=floor))
                 target.lend(share * entry.fused, [memory_id, "follows", other])
+    reached = 0
     for memory_id, entry in by_fused[:k]:
         for entity, other in graph.neighbours_by_entity(memory_id):
             # Reach only: a memory the searches or a neighbour already brought in keeps
-            # its score (boosting those pushed direct answers out of the top k).
+            # its score (boosting those pushed direct answers out of the top k). At most k
+            # are reached, from the best seeds: more could not all rank, and each one
+            # costs a visibility check and a weighing.
+            if reached >= k:
+                return
             if other not in scores and visible(other):
                 hop = _Score(fused=floor)
                 hop.lend(ENTITY_HOP_SHARE * entry.fused, [memory_id, entity, other])
                 scores[other] = hop
+                reached += 1
 
 
-def _weigh(graph: MemoryGraph, scores: dict[str, _Score], req: RecallRequest) -> None:
-    """Step 6: effective confidence (support, decay) and heat of every candidate."""
+def _rank(graph: MemoryGraph, scores: dict[str, _Score], req: RecallRequest) -> list[str]:
+    """Step 6: weigh candidates by effective confidence and heat; the top k ids, best first.
+
+    A weight is at most ``1 + heat_cap``, so once the next candidate by relevance could
+    not beat the k-th final score even at that weight, none after it can either: only the
+    candidates that may reach the top k are weighed (tens, not hundreds, at 100k).
+    """
     config = req.lifecycle
-    for memory_id, entry in scores.items():
-        item = graph.item(memory_id)
-        if item is None:
+    ceiling = 1.0 + config.heat_cap
+    weighed: list[str] = []
+    finals: list[float] = []  # min-heap of the best k final scores so far
+    for memory_id in sorted(scores, key=lambda i: (-scores[i].relevance, i)):
+        entry = scores[memory_id]
+        best = entry.relevance * ceiling if entry.relevance > 0 else 0.0
+        if len(finals) >= req.k and best < finals[0]:
+            break
+        found = graph.memo(memory_id, "weight", weight_basis)
+        if found is None:
             continue
+        item, basis = found
         entry.supports = graph.count_into(memory_id, EdgeKind.SUPPORTS)
-        entry.confidence, entry.decay = effective_confidence(item, entry.supports, req.now, config)
+        entry.confidence, entry.decay = effective_confidence(
+            item, entry.supports, req.now, config, basis
+        )
         entry.heat = heat(item, config)
+        weighed.append(memory_id)
+        if len(finals) < req.k:
+            heapq.heappush(finals, entry.final)
+        elif entry.final > finals[0]:
+            heapq.heapreplace(finals, entry.final)
+    weighed.sort(key=lambda i: (-scores[i].final, -(scores[i].dense or 0.0), i))
+    return weighed[: req.k]
 
 
 def _skipped(
@@ -265,8 +294,7 @@ def hybrid_recall(
         if req.graph_context:
             _lend_context(graph, scores, visible, floor, req.k)
 
-        _weigh(graph, scores, req)
-        ranked = sorted(scores, key=lambda i: (-scores[i].final, -(scores[i].dense or 0.0), i))
+        ranked = _rank(graph, scores, req)
         results: list[RecalledMemory] = []
         used = 0
         truncated = False

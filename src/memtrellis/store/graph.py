@@ -9,9 +9,9 @@ turns back into a graph.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import networkx as nx
 
@@ -21,6 +21,7 @@ from memtrellis.types import EdgeKind, HistoryEvent, MemoryItem
 
 __all__ = ["MemoryGraph", "entity_node_id", "normalize_entity"]
 
+T = TypeVar("T")
 _MEMORY = "memory"
 #: Entities with more mentions than this are hubs that graph expansion does not walk.
 HUB_MENTIONS = 64
@@ -111,10 +112,31 @@ class MemoryGraph:
         into = [s for s, keys in self.g.pred[memory_id].items() if key in keys]
         return out, into
 
+    def memo(
+        self, memory_id: str, name: str, compute: Callable[[MemoryItem], T]
+    ) -> tuple[MemoryItem, T] | None:
+        """The stored item and ``compute(item)``, cached on its node until the item changes.
+
+        For figures derived from an item alone that recall needs for hundreds of
+        candidates; the cache lives in memory only and follows each ``put``.
+        """
+        data = self.g._node.get(memory_id)
+        if data is None or data.get("kind") != _MEMORY:
+            return None
+        item: MemoryItem = data["item"]
+        key = f"_memo_{name}"
+        cached = data.get(key)
+        if cached is None or cached[0] is not item:
+            cached = data[key] = (item, compute(item))
+        return cast("tuple[MemoryItem, T]", cached)
+
     def count_into(self, memory_id: str, kind: EdgeKind) -> int:
         """How many ``kind`` edges point at a memory."""
-        preds = self.g.pred.get(memory_id)
-        return sum(1 for keys in preds.values() if kind.value in keys) if preds else 0
+        # The adjacency dict itself: the view layers cost more than the count (recall weighs
+        # hundreds of candidates).
+        preds = self.g._pred.get(memory_id)
+        key = kind.value
+        return sum(1 for keys in preds.values() if key in keys) if preds else 0
 
     def entity_count(self) -> int:
         """Number of entity nodes."""
