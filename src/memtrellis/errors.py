@@ -14,6 +14,7 @@ __all__ = [
     "InvalidInputError",
     "MemoryNotFoundError",
     "MemtrellisError",
+    "MissingDependencyError",
     "StoreClosedError",
     "StoreCorruptError",
     "StoreLockedError",
@@ -66,3 +67,17 @@ class TokenizerUnavailableError(MemtrellisError):
 
 class EmbedderUnavailableError(MemtrellisError):
     """The offline embedding model or its tokenizer could not be loaded."""
+
+
+class MissingDependencyError(MemtrellisError, ImportError):
+    """An optional feature needs a package that is not installed; names the extra to add.
+
+    Example:
+        >>> str(MissingDependencyError("matplotlib", extra="viz"))
+        "matplotlib is not installed: pip install 'memtrellis[viz]'"
+    """
+
+    def __init__(self, package: str, *, extra: str) -> None:
+        super().__init__(f"{package} is not installed: pip install 'memtrellis[{extra}]'")
+        self.package = package
+        self.extra = extra
