@@ -1,0 +1,198 @@
+"""Export the memory graph of one scope as GraphML, node-link JSON, an HTML page or a PNG.
+
+An export holds one tenant's (``entity_id``'s) memory nodes, the entity nodes they mention
+and every edge among them; nothing of another tenant. ``tenant=None`` exports every
+tenant, for an administrator.
+
+These functions read :class:`~memtrellis.store.MemoryGraph` directly and do not lock it:
+the caller holds the store's read lock for the whole call::
+
+    store.refresh()
+    with store.reading():
+        export_graph(store.graph, "alice.html", format="html", tenant="alice")
+
+Example:
+    >>> import json, tempfile
+    >>> from pathlib import Path
+    >>> from memtrellis.store import MemoryGraph
+    >>> from memtrellis.types import MemoryItem, Scope
+    >>> graph = MemoryGraph()
+    >>> graph.put(MemoryItem(text="Alice likes tea", entities=["tea"], scope=Scope(entity_id="a")))
+    >>> out = export_graph(graph, Path(tempfile.mkdtemp()) / "a.json", format="json", tenant="a")
+    >>> sorted(node["kind"] for node in json.loads(out.read_text())["nodes"])
+    ['entity', 'memory']
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+import networkx as nx
+
+from memtrellis._graph_html import render_html
+from memtrellis._graph_png import png_bytes
+from memtrellis._graph_view import Selection, flat_graph, select
+from memtrellis.errors import InvalidInputError
+from memtrellis.store._files import atomic_write_bytes
+from memtrellis.store.graph import MemoryGraph
+
+__all__ = [
+    "HTML_MAX_MEMORIES",
+    "PNG_MAX_MEMORIES",
+    "ExportFormat",
+    "export_graph",
+    "node_link_data",
+    "render_png",
+]
+
+ExportFormat = Literal["graphml", "json", "html", "png"]
+
+#: Memories an HTML page shows by default (the newest); the page says how many it left out.
+HTML_MAX_MEMORIES = 500
+#: Memories a PNG shows by default (the newest): more make an unreadable picture.
+PNG_MAX_MEMORIES = 200
+
+# Characters XML 1.0 cannot hold at all, even escaped; GraphML readers reject the file.
+_XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def export_graph(
+    graph: MemoryGraph,
+    path: str | os.PathLike[str],
+    *,
+    format: ExportFormat,
+    tenant: str | None = None,
+    max_memories: int | None = None,
+) -> Path:
+    """Write one tenant's part of the graph (every tenant's for ``tenant=None``) to ``path``.
+
+    The caller holds ``store.reading()`` for the whole call. The file is replaced
+    atomically. Attributes are flattened to scalars in every format: ``text``,
+    ``memory_type``, ``confidence``, ``created_at``/``valid_from``/``valid_until`` as ISO
+    strings, ``superseded_by``, ``tags`` joined with ``", "``, ``source_count`` and
+    ``source_message_ids``; edges carry ``kind`` (also their key).
+
+    Args:
+        graph: The store's graph (``memory._store.graph``).
+        path: File to write.
+        format: ``"graphml"`` (reads back with ``networkx.read_graphml``), ``"json"``
+            (node-link data for ``networkx.node_link_graph(data, edges="edges")``),
+            ``"html"`` (one self-contained page with no network access) or ``"png"``
+            (needs matplotlib: the ``viz`` extra).
+        tenant: The ``entity_id`` to export; ``None`` for all tenants.
+        max_memories: Keep only the newest this many memories. ``None``: all for GraphML
+            and JSON, :data:`HTML_MAX_MEMORIES` for HTML, :data:`PNG_MAX_MEMORIES` for PNG.
+
+    Returns:
+        The path written.
+
+    Raises:
+        InvalidInputError: Unknown format or a negative ``max_memories``.
+        MissingDependencyError: PNG asked for without matplotlib installed.
+        OSError: The file cannot be written.
+
+    Example:
+        >>> import tempfile
+        >>> from memtrellis.store import MemoryGraph
+        >>> page = export_graph(MemoryGraph(), tempfile.mkdtemp() + "/g.html", format="html")
+        >>> page.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+        True
+    """
+    if format not in get_args(ExportFormat):
+        choices = ", ".join(get_args(ExportFormat))
+        raise InvalidInputError(f"unknown graph export format {format!r}; use one of {choices}")
+    if max_memories is not None and max_memories < 0:
+        raise InvalidInputError("max_memories must not be negative")
+    target = Path(path)
+    if format == "png":
+        return render_png(graph, target, tenant=tenant, max_memories=max_memories)
+    default = HTML_MAX_MEMORIES if format == "html" else None
+    selection = select(graph, tenant, default if max_memories is None else max_memories)
+    if format == "html":
+        data = _utf8(render_html(graph, selection))
+    elif format == "graphml":
+        data = _graphml_bytes(graph, selection)
+    else:
+        data = _utf8(json.dumps(node_link_data(graph, selection), ensure_ascii=False, indent=1))
+    atomic_write_bytes(target, data)
+    return target
+
+
+def node_link_data(graph: MemoryGraph, selection: Selection) -> dict[str, Any]:
+    """The selection as node-link data, as ``networkx.node_link_data(g, edges="edges")``.
+
+    Written out here rather than by networkx, whose ``edges=`` argument needs 3.4.
+    """
+    flat = flat_graph(graph, selection)
+    return {
+        "directed": True,
+        "multigraph": True,
+        "graph": dict(flat.graph),
+        "nodes": [{"id": node, **data} for node, data in flat.nodes(data=True)],
+        "edges": [
+            {"source": s, "target": t, "key": k, **data}
+            for s, t, k, data in flat.edges(keys=True, data=True)
+        ],
+    }
+
+
+def _utf8(text: str) -> bytes:
+    # Entity names are not cleaned of lone surrogates as memory text is; never fail on one.
+    return text.encode("utf-8", "replace")
+
+
+def _xml_safe(value: Any) -> Any:
+    return _XML_ILLEGAL.sub("\ufffd", value) if isinstance(value, str) else value
+
+
+def _graphml_bytes(graph: MemoryGraph, selection: Selection) -> bytes:
+    flat = flat_graph(graph, selection)
+    for attrs in [flat.graph, *(d for _, d in flat.nodes(data=True))]:
+        attrs.update({name: _xml_safe(value) for name, value in attrs.items()})
+    renamed = {node: _xml_safe(node) for node in flat if _xml_safe(node) != node}
+    if renamed:
+        nx.relabel_nodes(flat, renamed, copy=False)
+    buffer = io.BytesIO()
+    nx.write_graphml(flat, buffer, encoding="utf-8")
+    return buffer.getvalue()
+
+
+def render_png(
+    graph: MemoryGraph,
+    path: str | os.PathLike[str],
+    *,
+    tenant: str | None = None,
+    max_memories: int | None = None,
+) -> Path:
+    """Draw one tenant's graph to a PNG with matplotlib, in the HTML page's colours.
+
+    The caller holds ``store.reading()`` for the whole call.
+
+    Args:
+        graph: The store's graph.
+        path: PNG file to write.
+        tenant: The ``entity_id`` to draw; ``None`` for all tenants.
+        max_memories: Newest memories drawn; ``None`` for :data:`PNG_MAX_MEMORIES`.
+
+    Returns:
+        The path written.
+
+    Raises:
+        MissingDependencyError: matplotlib is not installed (``pip install 'memtrellis[viz]'``).
+
+    Example:
+        >>> import tempfile
+        >>> from memtrellis.store import MemoryGraph
+        >>> png = render_png(MemoryGraph(), tempfile.mkdtemp() + "/g.png")  # doctest: +SKIP
+        >>> png.read_bytes()[:8] == b"\\x89PNG\\r\\n\\x1a\\n"  # doctest: +SKIP
+        True
+    """
+    limit = PNG_MAX_MEMORIES if max_memories is None else max_memories
+    target = Path(path)
+    atomic_write_bytes(target, png_bytes(graph, select(graph, tenant, limit)))
+    return target
