@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 from typer.core import TyperGroup
 
-from memtrellis.cli import _commands, _demo, _transfer
+from memtrellis.cli import _commands, _demo, _graph, _transfer
 from memtrellis.cli._state import CliError, CliState, EmbedderChoice, make_console
 from memtrellis.errors import MemtrellisError
 
@@ -113,6 +113,7 @@ app.command("history")(_commands.history)
 app.command("health")(_commands.health)
 app.command("export")(_transfer.export)
 app.command("import")(_transfer.import_)
+app.command("graph")(_graph.graph)
 
 
 def main() -> None:
