@@ -78,6 +78,15 @@ LAYER_BANS = {
     "capture": ("memtrellis.recall", "memtrellis.memory", "memtrellis.cli"),
     "llm.py": ("memtrellis.store", "memtrellis.recall", "memtrellis.memory"),
 }
+# The graph export is core: it reads types and the store, never the layers above them.
+for _module in ("graph_export.py", "_graph_view.py", "_graph_html.py", "_graph_png.py"):
+    LAYER_BANS[_module] = (
+        "memtrellis.recall",
+        "memtrellis.memory",
+        "memtrellis.cli",
+        "memtrellis.capture",
+        "memtrellis.extraction",
+    )
 
 
 def test_core_never_imports_frameworks_and_layers_hold() -> None:
