@@ -283,3 +283,19 @@ def test_a_failing_judge_leaves_the_rules_in_charge(tmp_path: Path) -> None:
         assert m.get(lyon.id).superseded_by == porto.id
         assert m.get(porto.id).superseded_by == berlin.id
         assert m.health().judge_failures == 2
+
+
+def test_export_graph_shows_the_supersession(memory: Memory, tmp_path: Path) -> None:
+    import networkx as nx
+
+    lyon = fact(memory, "Ana lives in Lyon", 0, "m1")
+    porto = fact(memory, "Ana moved to Porto", 30, "m2")
+    memory.add("Bob lives in Quito", entity_id="bob", memory_type="fact")
+    graph = nx.read_graphml(memory.export_graph(tmp_path / "ana.graphml", format="graphml"))
+    kinds = {(s, t, d["kind"]) for s, t, d in graph.edges(data=True)}
+    assert (porto.id, lyon.id, "supersedes") in kinds
+    assert (porto.id, lyon.id, "contradicts") in kinds
+    assert graph.nodes[lyon.id]["superseded_by"] == porto.id
+    assert not any("Quito" in str(d.get("text", "")) for _, d in graph.nodes(data=True))
+    page = memory.export_graph(tmp_path / "ana.html").read_text(encoding="utf-8")
+    assert lyon.id in page and porto.id in page and "Quito" not in page

@@ -33,6 +33,7 @@ from memtrellis.extraction.model import Mode
 from memtrellis.extraction.normalize import normalize
 from memtrellis.extraction.pipeline import ExtractionConfig, ExtractionResult, Extractor
 from memtrellis.extraction.refine import RefineReport, refine_groups
+from memtrellis.graph_export import ExportFormat
 from memtrellis.lifecycle import LifecycleConfig, store_additions
 from memtrellis.lifecycle.judge import llm_judge
 from memtrellis.llm import LLM
@@ -694,6 +695,39 @@ class Memory:
             skipped=skipped,
             as_of=as_of,
         )
+
+    def export_graph(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        format: ExportFormat = "html",
+        entity_id: str | None = None,
+        all_entities: bool = False,
+        max_memories: int | None = None,
+    ) -> Path:
+        """Write one entity's memories, entities and edges as a picture or a graph file.
+
+        ``format``: ``"html"`` (one self-contained page, no network), ``"graphml"``,
+        ``"json"`` (node-link) or ``"png"`` (the ``viz`` extra). ``all_entities=True``
+        writes every entity's part (an admin export). See :mod:`memtrellis.graph_export`.
+
+        Example:
+            >>> import tempfile
+            >>> from memtrellis.testing import HashingEmbedder
+            >>> m = Memory(tempfile.mkdtemp(), embedder=HashingEmbedder())
+            >>> _ = m.add("Ana moved to Porto", memory_type="fact")
+            >>> m.export_graph(m.path / "ana.graphml", format="graphml").name
+            'ana.graphml'
+            >>> m.close()
+        """
+        from memtrellis.graph_export import export_graph
+
+        tenant = None if all_entities else self._scope(entity_id, None, None).entity_id
+        self._store.refresh()
+        with self._store.reading():
+            return export_graph(
+                self._store.graph, path, format=format, tenant=tenant, max_memories=max_memories
+            )
 
     def health(self) -> Health:
         """Counts, edges by kind, recall latency since open, capture queue and disk size."""

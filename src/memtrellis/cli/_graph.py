@@ -52,8 +52,6 @@ def graph(
     Give one or more of --html, --graphml, --json and --png. Only the chosen entity's
     memories are written; --all-entities writes every entity's.
     """
-    from memtrellis.graph_export import export_graph  # deferred, as opening the store is
-
     state = get_state(ctx)
     chosen: list[tuple[ExportFormat, str | None]] = [
         ("html", html),
@@ -69,19 +67,22 @@ def graph(
     tenant = None if all_entities else (entity_id if entity_id is not None else state.entity)
     written: list[dict[str, str]] = []
     with state.open(path) as memory:
-        # The store's read lock is held for the whole export, as export_graph requires.
-        store = memory._store
-        store.refresh()
-        with store.reading():
-            count = len(store.graph) if tenant is None else len(store.graph.tenant_ids(tenant))
-            for fmt, file in outputs:
-                try:
-                    export_graph(
-                        store.graph, file, format=fmt, tenant=tenant, max_memories=max_memories
-                    )
-                except OSError as exc:
-                    raise CliError(f"cannot write {file}: {exc.strerror or exc}") from None
-                written.append({"format": fmt, "file": file})
+        if tenant is None:
+            count = memory.health().total_memories
+        else:
+            count = len(memory.list(entity_id=tenant, limit=10**9))
+        for fmt, file in outputs:
+            try:
+                memory.export_graph(
+                    file,
+                    format=fmt,
+                    entity_id=tenant,
+                    all_entities=tenant is None,
+                    max_memories=max_memories,
+                )
+            except OSError as exc:
+                raise CliError(f"cannot write {file}: {exc.strerror or exc}") from None
+            written.append({"format": fmt, "file": file})
     if state.json:
         state.emit_json({"entity_id": tenant, "memories": count, "written": written})
         return
