@@ -299,3 +299,45 @@ def test_export_graph_shows_the_supersession(memory: Memory, tmp_path: Path) -> 
     assert not any("Quito" in str(d.get("text", "")) for _, d in graph.nodes(data=True))
     page = memory.export_graph(tmp_path / "ana.html").read_text(encoding="utf-8")
     assert lyon.id in page and porto.id in page and "Quito" not in page
+
+
+NAMES = ["Clara Smith", "clara smith", "Clara Smth", "Bruno", "bruno", "Porto", "@dana_k"]
+
+
+@settings(
+    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.lists(st.tuples(st.sampled_from(["a", "b"]), st.sampled_from(NAMES)), max_size=12))
+def test_entity_resolution_never_crosses_scopes(
+    tmp_path_factory: pytest.TempPathFactory, adds: list[tuple[str, str]]
+) -> None:
+    with Memory(tmp_path_factory.mktemp("ents"), embedder=HashingEmbedder()) as m:
+        said: dict[str, set[str]] = {"a": set(), "b": set()}
+        for tenant, name in adds:
+            [item] = m.add(f"Met {name} today", entity_id=tenant, entities=[name])
+            said[tenant].add(name.lstrip("@").casefold())  # resolved only to its own names
+            assert all(e.casefold() in said[tenant] for e in item.entities)
+        graph = m._store.graph
+        for tenant in ("a", "b"):
+            for item in graph.items(tenant):
+                out, _ = graph.edges_of(item.id, EdgeKind.MENTIONS)
+                assert all(n.startswith(f"entity:{tenant}:") for n in out)
+            assert set(graph.entity_names(tenant)) <= said[tenant]
+
+
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.lists(st.sampled_from(CITIES), min_size=1, max_size=6), st.integers(0, 70))
+def test_as_of_answers_with_what_was_valid_then(
+    tmp_path_factory: pytest.TempPathFactory, cities: list[str], when: int
+) -> None:
+    with Memory(tmp_path_factory.mktemp("asof"), entity_id="u", embedder=HashingEmbedder()) as m:
+        for n, city in enumerate(cities):  # one statement every ten days
+            fact(m, f"Ana moved to {city}", 10 * n, f"m{n}")
+        hits = m.recall("Ana moved to", as_of=T0 + timedelta(days=when, hours=1)).items
+        said = [c for n, c in enumerate(cities) if 10 * n <= when]
+        if not said:
+            assert hits == []
+        else:
+            assert {h.memory.text for h in hits} == {f"Ana moved to {said[-1]}"}

@@ -50,7 +50,7 @@ _SUBJECT_VERB = re.compile(
 
 
 def _clean(name: str) -> str:
-    name = _POSSESSIVE.sub("", name.strip(" \t.,;:!?()[]{}'’\"“”"))
+    name = _POSSESSIVE.sub("", name.strip(" \t.,;:!?()[]{}'’\"“”@"))
     return " ".join(name.split())
 
 
