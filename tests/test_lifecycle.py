@@ -341,3 +341,21 @@ def test_as_of_answers_with_what_was_valid_then(
             assert hits == []
         else:
             assert {h.memory.text for h in hits} == {f"Ana moved to {said[-1]}"}
+
+
+def test_one_add_that_repeats_and_contradicts_itself(memory: Memory) -> None:
+    items = memory.add(
+        [
+            said("Ana lives in Lyon", 0, "b1"),
+            said("Ana lives in Lyon", 0, "b2"),
+            said("Ana moved to Porto", 1, "b3"),
+        ],
+        memory_type="fact",
+    )
+    stored = {i.id: i for i in memory.list()}
+    assert len(stored) == 2
+    lyon = next(i for i in stored.values() if i.text == "Ana lives in Lyon")
+    porto = next(i for i in stored.values() if i.text == "Ana moved to Porto")
+    assert [s.message_id for s in lyon.sources] == ["b1", "b2"]  # merged within the batch
+    assert lyon.superseded_by == porto.id  # and superseded within it
+    assert {i.id for i in items} == {lyon.id, porto.id}

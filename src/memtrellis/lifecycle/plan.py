@@ -27,7 +27,7 @@ from memtrellis.lifecycle.confidence import merged_count, source_prior
 from memtrellis.lifecycle.config import RECORD_KINDS, LifecycleConfig
 from memtrellis.lifecycle.entities import heuristic_entities, resolve_entities
 from memtrellis.lifecycle.relate import Relation, RelationKind, relate
-from memtrellis.store import Change, Store
+from memtrellis.store import Change, Store, normalize_entity
 from memtrellis.types import EdgeKind, MemoryItem, SourceRef
 
 __all__ = ["Candidate", "Judge", "Outcome", "Plan", "plan_additions", "store_additions"]
@@ -125,7 +125,7 @@ class _Planner:
             names, known, aliases=self.config.aliases, threshold=self.config.entity_match
         )
         for name in resolved:
-            known.setdefault(" ".join(name.split()).casefold(), name)
+            known.setdefault(normalize_entity(name), name)
         item.entities = resolved
         if item.valid_until is None:
             span = self.config.validity_for(item.memory_type)
@@ -271,8 +271,10 @@ class _Planner:
 
     def finish(self) -> Plan:
         new_ids = {item.id for item, _ in self.new}
+        # A new memory that a later one in the same plan merged into or superseded is
+        # stored in its latest state (pending), with its creation event.
         changes = [
-            Change(item, vector, self.action, self._created_detail(item.id))
+            Change(self.pending[item.id], vector, self.action, self._created_detail(item.id))
             for item, vector in self.new
         ]
         self.plan.changes = changes + [c for c in self.plan.changes if c.item.id not in new_ids]
