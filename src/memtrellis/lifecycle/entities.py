@@ -128,6 +128,7 @@ def resolve_entities(
     alias = {normalize_entity(a): normalize_entity(b) for a, b in (aliases or {}).items()}
     alias.update({b: a for a, b in list(alias.items()) if b not in alias})
     out: list[str] = []
+    choices = list(table)
     for raw in names:
         name = _clean(str(raw))
         key = normalize_entity(name)
@@ -136,12 +137,13 @@ def resolve_entities(
         resolved = table.get(key)
         if resolved is None and key in alias and alias[key] in table:
             resolved = table[alias[key]]
-        if resolved is None and len(key) >= 4 and table:
-            match = process.extractOne(key, list(table), scorer=fuzz.ratio, score_cutoff=threshold)
+        if resolved is None and len(key) >= 4 and choices:
+            match = process.extractOne(key, choices, scorer=fuzz.ratio, score_cutoff=threshold)
             if match is not None:
                 resolved = table[match[0]]
         if resolved is None:
             resolved = table[key] = name
+            choices.append(key)
         if resolved not in out:
             out.append(resolved)
     return out
