@@ -66,7 +66,8 @@ FORBIDDEN_EVERYWHERE = ("langchain", "langchain_core", "llama_index", "openai", 
 LAYER_BANS = {
     "types.py": ("memtrellis.store", "memtrellis.recall", "memtrellis.memory", "memtrellis.cli"),
     "errors.py": ("memtrellis.",),
-    "store": ("memtrellis.recall", "memtrellis.memory", "memtrellis.cli"),
+    "store": ("memtrellis.recall", "memtrellis.memory", "memtrellis.cli", "memtrellis.lifecycle"),
+    "lifecycle": ("memtrellis.recall", "memtrellis.memory", "memtrellis.cli", "memtrellis.capture"),
     "recall": ("memtrellis.memory", "memtrellis.cli"),
     "extraction": (
         "memtrellis.store",
