@@ -124,7 +124,10 @@ def test_recall_updates_recall_count(memory: Memory) -> None:
 
 
 def test_recall_token_budget_stops_before_exceeding(memory: Memory) -> None:
-    memory.add([f"Project note {i}: the widget ships in week {i}" for i in range(30)])
+    # Episodes: thirty notes that differ only in their numbers would supersede each other
+    # as facts (a changed value); this test is about the budget.
+    notes = [f"Project note {i}: the widget ships in week {i}" for i in range(30)]
+    memory.add(notes, memory_type="episode")
     full = memory.recall("widget ships", k=30)
     assert full.tokens > 60
     small = memory.recall("widget ships", k=30, token_budget=60)

@@ -63,8 +63,8 @@ class LifecycleConfig(BaseModel):
     source_confidence: dict[str, float] = Field(
         default_factory=lambda: {"structured": 0.9, "user": 0.8, "model": 0.6}
     )
-    support_bonus: float = Field(default=0.05, ge=0.0, le=1.0)
-    support_cap: float = Field(default=0.2, ge=0.0, le=1.0)
+    support_bonus: float = Field(default=0.02, ge=0.0, le=1.0)
+    support_cap: float = Field(default=0.06, ge=0.0, le=1.0)
     half_life_days: float | None = Field(default=730.0, gt=0.0)
     decay_floor: float = Field(default=0.5, ge=0.0, le=1.0)
     heat_per_recall: float = Field(default=0.005, ge=0.0)

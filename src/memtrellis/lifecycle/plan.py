@@ -173,11 +173,8 @@ class _Planner:
         rules = [relate(item, c.item, c.similarity, self.config) for c in found]
         if self.judge is None or not found or self.config.judge_candidates == 0:
             return rules
-        chosen = [n for n, r in enumerate(rules) if r.kind is not RelationKind.UNRELATED][
-            : self.config.judge_candidates
-        ]
-        if not chosen:
-            return rules
+        # The closest candidates, whatever the rules said: the judge sees what words miss.
+        chosen = list(range(min(len(found), self.config.judge_candidates)))
         verdicts = self.judge(item, [found[n] for n in chosen])
         for n, verdict in zip(chosen, verdicts or [], strict=False):
             if verdict is not None:

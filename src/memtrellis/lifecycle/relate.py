@@ -75,7 +75,7 @@ _WORDS = re.compile(r"\w+")
 _ATTRIBUTES = {
     "residence": "live lives living lived moved move moving relocated relocate based home "
     "address reside resides stays staying 住 住在 搬",
-    "work": "work works working worked job employed employer hired position role quit "
+    "work": "works worked job jobs employed employer hired position role quit "
     "occupation career 工作 上班",
     "relationship": "married engaged dating divorced partner wife husband boyfriend girlfriend",
     "preference": "like likes liked love loves loved prefer prefers preferred favourite "
@@ -87,6 +87,8 @@ _ATTRIBUTES = {
     "study": "studies study studying student school university college major degree 学习 大学",
     "age": "age old born birthday 岁 生日",
 }
+# Attributes a subject has one value of at a time; a new value replaces the old.
+_SINGLE_VALUED = frozenset({"residence", "work", "relationship", "schedule", "contact", "age"})
 _ATTRIBUTE_OF: dict[str, set[str]] = {}
 for _name, _words in _ATTRIBUTES.items():
     for _word in _words.split():
@@ -166,16 +168,11 @@ def relate(
         if similarity >= config.duplicate_similarity and not new_entities ^ old_entities:
             return Relation(RelationKind.DUPLICATE, f"similarity {similarity:.2f}")
         return Relation(RelationKind.UNRELATED, "no shared subject")
-    same_attribute = (
-        same_key
-        or similarity >= config.related_similarity
-        or overlap >= 0.5
-        or bool(_attributes(new.text) & _attributes(old.text))
-    )
-    if not same_attribute:
-        return Relation(RelationKind.UNRELATED, "different attributes")
-    # A negation or a changed number only contradicts when the rest is the same claim:
-    # "Task 1: buy milk" and "Task 2: call mom" differ in more than their numbers.
+    # Conflicts need evidence that both speak of the same attribute: the same key, mostly
+    # the same words, or words of one single-valued attribute ("lives in" / "moved to";
+    # not "likes", as one likes many things). Closeness alone is not enough: facts about
+    # one person are all close to each other.
+    attribute = bool(_attributes(new.text) & _attributes(old.text) & _SINGLE_VALUED)
     same_claim = same_key or overlap >= 0.5
     new_values, old_values = _values(new.text), _values(old.text)
     if same_claim and bool(_NEGATION.search(new.text)) != bool(_NEGATION.search(old.text)):
@@ -186,9 +183,10 @@ def relate(
     gained, lost = new_entities - old_entities, old_entities - new_entities
     cue = _CHANGE_CUES.search(new.text)
     # A cue with nothing changed ("lives in Lyon", then "moved to Lyon") is not a conflict.
-    if cue and (gained or lost or new_words - old_words - set(tokenize(cue.group(0)))):
+    changed = bool(gained or lost or new_values != old_values)
+    if cue and (same_claim or attribute or overlap >= 0.3) and changed:
         return Relation(RelationKind.CONTRADICTS, f"change cue {cue.group(0)!r}")
-    if gained and lost and shared:
+    if (same_claim or attribute) and gained and lost:
         return Relation(RelationKind.CONTRADICTS, f"{sorted(lost)[0]} -> {sorted(gained)[0]}")
     if same_key and new.text != old.text and similarity < config.duplicate_similarity:
         return Relation(RelationKind.CONTRADICTS, f"new value for key {new.key!r}")
@@ -196,6 +194,8 @@ def relate(
         return Relation(RelationKind.DUPLICATE, f"similarity {similarity:.2f}")
     if similarity >= config.support_similarity:
         return Relation(RelationKind.SUPPORTS, f"similarity {similarity:.2f}")
+    if similarity < config.related_similarity and not (same_claim or attribute):
+        return Relation(RelationKind.UNRELATED, "different attributes")
     if new_words - old_words or gained:
         return Relation(RelationKind.EXTENDS, "adds detail about " + (sorted(shared) or ["it"])[0])
     return Relation(RelationKind.SUPPORTS, "same subject and attribute")
