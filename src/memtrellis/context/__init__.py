@@ -1,0 +1,51 @@
+"""Memory context: recalled memories rendered into a delimited, escaped, budgeted block.
+
+Framework-free and shared by every adapter (LangChain, LlamaIndex, SDK clients). This
+layer imports only :mod:`memtrellis.types`, :mod:`memtrellis.errors` and
+:mod:`memtrellis.tokens`: never the store, never a framework.
+
+Example:
+    >>> import tempfile
+    >>> from memtrellis import Memory
+    >>> from memtrellis.context import build_context, place_in_messages
+    >>> from memtrellis.testing import HashingEmbedder
+    >>> with Memory(tempfile.mkdtemp(), embedder=HashingEmbedder()) as memory:
+    ...     _ = memory.add("Alice is allergic to peanuts")
+    ...     context = build_context(memory.recall("peanuts?"), token_budget=200)
+    >>> messages = [{"role": "user", "content": "Suggest a snack"}]
+    >>> placed = place_in_messages(messages, context)
+    >>> placed.messages[0]["role"], "allergic to peanuts" in placed.messages[0]["content"]
+    ('system', True)
+"""
+
+from memtrellis.context.escape import CLOSE_TAG, OPEN_TAG, escape_line, has_block, strip_blocks
+from memtrellis.context.place import (
+    INSTRUCTION_ROLES,
+    Placement,
+    append_to_content,
+    place_in_anthropic_system,
+    place_in_instructions,
+    place_in_messages,
+    strip_content,
+    strip_messages,
+)
+from memtrellis.context.render import DEFAULT_TOKEN_BUDGET, MemoryContext, build_context
+
+__all__ = [
+    "CLOSE_TAG",
+    "DEFAULT_TOKEN_BUDGET",
+    "INSTRUCTION_ROLES",
+    "OPEN_TAG",
+    "MemoryContext",
+    "Placement",
+    "append_to_content",
+    "build_context",
+    "escape_line",
+    "has_block",
+    "place_in_anthropic_system",
+    "place_in_instructions",
+    "place_in_messages",
+    "strip_blocks",
+    "strip_content",
+    "strip_messages",
+]
