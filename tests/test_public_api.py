@@ -37,6 +37,7 @@ def test_public_api_is_pinned() -> None:
             "StoreCorruptError",
             "StoreLockedError",
             "TokenizerUnavailableError",
+            "UnknownIntegrationError",
             "__version__",
         ]
     )
@@ -62,6 +63,13 @@ def _imports(path: Path) -> set[str]:
 
 
 FORBIDDEN_EVERYWHERE = ("langchain", "langchain_core", "llama_index", "openai", "anthropic")
+_ABOVE_EXTRACTION = (
+    "memtrellis.store",
+    "memtrellis.recall",
+    "memtrellis.memory",
+    "memtrellis.cli",
+    "memtrellis.capture",
+)
 # layer -> top-level memtrellis modules it must not import (DESIGN.md, "Layers")
 LAYER_BANS = {
     "types.py": ("memtrellis.store", "memtrellis.recall", "memtrellis.memory", "memtrellis.cli"),
@@ -69,15 +77,20 @@ LAYER_BANS = {
     "store": ("memtrellis.recall", "memtrellis.memory", "memtrellis.cli", "memtrellis.lifecycle"),
     "lifecycle": ("memtrellis.recall", "memtrellis.memory", "memtrellis.cli", "memtrellis.capture"),
     "recall": ("memtrellis.memory", "memtrellis.cli"),
-    "extraction": (
-        "memtrellis.store",
-        "memtrellis.recall",
-        "memtrellis.memory",
-        "memtrellis.cli",
-        "memtrellis.capture",
-    ),
+    "extraction": _ABOVE_EXTRACTION,
     "capture": ("memtrellis.recall", "memtrellis.memory", "memtrellis.cli"),
     "llm.py": ("memtrellis.store", "memtrellis.recall", "memtrellis.memory"),
+    # context: types, errors and tokens only (DESIGN.md) -- never the store, never recall
+    "context": (
+        *_ABOVE_EXTRACTION,
+        "memtrellis.extraction",
+        "memtrellis.embeddings",
+        "memtrellis.llm",
+        "memtrellis.registry",
+        "memtrellis.lifecycle",
+        "memtrellis.graph_export",
+    ),
+    "registry.py": (*_ABOVE_EXTRACTION, "memtrellis.extraction", "memtrellis.lifecycle"),
 }
 # The graph export is core: it reads types and the store, never the layers above them.
 for _module in ("graph_export.py", "_graph_view.py", "_graph_html.py", "_graph_png.py"):

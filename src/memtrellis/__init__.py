@@ -24,6 +24,7 @@ from memtrellis.errors import (  # noqa: E402
     StoreCorruptError,
     StoreLockedError,
     TokenizerUnavailableError,
+    UnknownIntegrationError,
 )
 from memtrellis.extraction import ExtractionConfig, Mode  # noqa: E402
 from memtrellis.llm import LLM  # noqa: E402
@@ -69,5 +70,6 @@ __all__ = [
     "StoreCorruptError",
     "StoreLockedError",
     "TokenizerUnavailableError",
+    "UnknownIntegrationError",
     "__version__",
 ]

@@ -19,6 +19,7 @@ __all__ = [
     "StoreCorruptError",
     "StoreLockedError",
     "TokenizerUnavailableError",
+    "UnknownIntegrationError",
 ]
 
 
@@ -81,3 +82,19 @@ class MissingDependencyError(MemtrellisError, ImportError):
         super().__init__(f"{package} is not installed: pip install 'memtrellis[{extra}]'")
         self.package = package
         self.extra = extra
+
+
+class UnknownIntegrationError(MemtrellisError, LookupError):
+    """No installed integration registers under this name; the message lists those that do."""
+
+    def __init__(self, name: str, known: list[str]) -> None:
+        super().__init__(name)
+        self.name = name
+        self.known = known
+
+    def __str__(self) -> str:
+        installed = ", ".join(self.known) if self.known else "none"
+        return (
+            f"no memtrellis integration named {self.name!r} is installed "
+            f"(installed: {installed}); install its package, e.g. langchain-memtrellis"
+        )

@@ -19,7 +19,9 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["LLM", "ChatMessage", "StructuredLLM", "acomplete", "complete"]
+from memtrellis.errors import InvalidInputError
+
+__all__ = ["LLM", "ChatMessage", "StructuredLLM", "acomplete", "as_llm", "complete"]
 
 #: ``{"role": "system"|"user"|"assistant", "content": str}``
 ChatMessage = Mapping[str, str]
@@ -63,3 +65,38 @@ async def acomplete(
     if native is not None:
         return str(await native(messages))
     return await asyncio.to_thread(llm.complete, messages)
+
+
+def as_llm(obj: Any) -> LLM:
+    """``obj`` as an :class:`LLM`: itself when it is one, else what an installed adapter makes.
+
+    Adapters come from the ``memtrellis.llm_adapters`` entry-point group (see
+    :mod:`memtrellis.registry`); installing ``langchain-memtrellis`` makes any LangChain
+    chat model usable as ``Memory(llm=chat_model)``.
+
+    Raises:
+        InvalidInputError: Neither ``obj`` nor any adapter provides ``complete``.
+
+    Example:
+        >>> from memtrellis.testing import ScriptedLLM
+        >>> llm = ScriptedLLM(["{}"])
+        >>> as_llm(llm) is llm
+        True
+    """
+    if isinstance(obj, LLM):
+        return obj
+    from memtrellis.registry import llm_adapters
+
+    for adapter in llm_adapters():
+        adapted = adapter(obj)
+        if adapted is not None:
+            if not isinstance(adapted, LLM):
+                raise InvalidInputError(
+                    f"the llm adapter {adapter!r} returned {type(adapted).__name__}, "
+                    "which has no complete(messages) method"
+                )
+            return adapted
+    raise InvalidInputError(
+        f"llm must have a complete(messages) -> str method; got {type(obj).__name__} "
+        "(LangChain chat models work once langchain-memtrellis is installed)"
+    )

@@ -38,6 +38,7 @@ from memtrellis.lifecycle import LifecycleConfig, store_additions
 from memtrellis.lifecycle.judge import llm_judge
 from memtrellis.llm import LLM
 from memtrellis.recall import RecallRequest, hybrid_recall
+from memtrellis.registry import register as register_integration
 from memtrellis.store import EmbedderInfo, Store
 from memtrellis.types import (
     EdgeKind,
@@ -728,6 +729,24 @@ class Memory:
             return export_graph(
                 self._store.graph, path, format=format, tenant=tenant, max_memories=max_memories
             )
+
+    def register(self, **named: Any) -> Any:
+        """Wrap framework objects with this memory through installed integrations.
+
+        Each keyword names an integration (entry-point group ``memtrellis.integrations``)
+        and gives the object to wrap: ``memory.register(langchain=chat_model)`` returns
+        the chat model with memory. One keyword returns the wrapped object, several a
+        dict by name.
+
+        Raises:
+            UnknownIntegrationError: A name no installed package registers; the error
+                lists the installed ones.
+            InvalidInputError: No keyword given.
+        """
+        if not named:
+            raise InvalidInputError("register() takes integration=object, e.g. langchain=llm")
+        wrapped = {name: register_integration(self, name, obj) for name, obj in named.items()}
+        return next(iter(wrapped.values())) if len(wrapped) == 1 else wrapped
 
     def health(self) -> Health:
         """Counts, edges by kind, recall latency since open, capture queue and disk size."""

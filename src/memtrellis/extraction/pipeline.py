@@ -42,7 +42,7 @@ from memtrellis.extraction.quality import (
     build_rewrite_messages,
 )
 from memtrellis.extraction.windows import chat_windows, document_windows
-from memtrellis.llm import LLM, acomplete, complete
+from memtrellis.llm import LLM, acomplete, as_llm, complete
 from memtrellis.types import MemoryItem, MemoryType, Scope, utcnow
 
 __all__ = ["ExtractionConfig", "ExtractionResult", "Extractor", "LLMRequest"]
@@ -115,11 +115,7 @@ class Extractor:
     """
 
     def __init__(self, llm: LLM | None = None, config: ExtractionConfig | None = None) -> None:
-        if llm is not None and not isinstance(llm, LLM):
-            raise InvalidInputError(
-                f"llm must have a complete(messages) -> str method; got {type(llm).__name__}"
-            )
-        self.llm = llm
+        self.llm = as_llm(llm) if llm is not None else None
         self.config = config or ExtractionConfig()
         self.llm_failures = 0
 

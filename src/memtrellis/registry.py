@@ -1,0 +1,92 @@
+"""Named integrations and LLM adapters, found through entry points.
+
+Integration packages register themselves in their ``pyproject.toml``; the core never
+imports them:
+
+* group ``memtrellis.integrations``: ``name = "package.module:callable"``, where the
+  callable is ``(memory, obj, **options) -> wrapped``. :meth:`memtrellis.Memory.register`
+  looks names up here (``memory.register(langchain=chat_model)``).
+* group ``memtrellis.llm_adapters``: each entry point loads a callable
+  ``(obj) -> LLM | None`` that returns an adapter with ``complete(messages) -> str`` for
+  the objects it recognises and ``None`` for the others. :func:`memtrellis.llm.as_llm`
+  tries them when ``Memory(llm=...)`` gets something that is not already an LLM.
+
+Example:
+    >>> from memtrellis.registry import integration_names
+    >>> isinstance(integration_names(), list)
+    True
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from importlib.metadata import EntryPoint, entry_points
+from typing import Any
+
+from memtrellis.errors import InvalidInputError, UnknownIntegrationError
+
+__all__ = [
+    "INTEGRATIONS_GROUP",
+    "LLM_ADAPTERS_GROUP",
+    "integration_names",
+    "llm_adapters",
+    "load_integration",
+    "register",
+]
+
+INTEGRATIONS_GROUP = "memtrellis.integrations"
+LLM_ADAPTERS_GROUP = "memtrellis.llm_adapters"
+
+log = logging.getLogger("memtrellis")
+
+
+def _entry_points(group: str) -> dict[str, EntryPoint]:
+    # Sorted by name so that lookups and the order adapters are tried never depend on
+    # the order packages were installed in.
+    return {ep.name: ep for ep in sorted(entry_points(group=group), key=lambda e: e.name)}
+
+
+def integration_names() -> list[str]:
+    """Names of the installed integrations, sorted."""
+    return list(_entry_points(INTEGRATIONS_GROUP))
+
+
+def load_integration(name: str) -> Callable[..., Any]:
+    """The registration callable of the integration ``name``.
+
+    Raises:
+        UnknownIntegrationError: No installed package registers ``name``.
+        InvalidInputError: The entry point does not load a callable.
+    """
+    found = _entry_points(INTEGRATIONS_GROUP)
+    if name not in found:
+        raise UnknownIntegrationError(name, sorted(found))
+    target = found[name].load()
+    if not callable(target):
+        raise InvalidInputError(f"integration {name!r} does not load a callable: {target!r}")
+    return target  # type: ignore[no-any-return]
+
+
+def register(memory: Any, name: str, obj: Any, **options: Any) -> Any:
+    """Wrap ``obj`` with the integration ``name`` around ``memory``.
+
+    Example:
+        >>> from memtrellis.registry import register
+        >>> register(None, "no-such-framework", object())  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        memtrellis.errors.UnknownIntegrationError: no memtrellis integration named ...
+    """
+    return load_integration(name)(memory, obj, **options)
+
+
+def llm_adapters() -> list[Callable[[Any], Any]]:
+    """The installed LLM adapter callables, by entry-point name; broken ones are logged."""
+    adapters: list[Callable[[Any], Any]] = []
+    for name, ep in _entry_points(LLM_ADAPTERS_GROUP).items():
+        try:
+            adapters.append(ep.load())
+        except Exception as exc:  # a broken plug-in must not stop the others
+            log.warning("cannot load the memtrellis llm adapter %r: %s", name, exc)
+    return adapters
