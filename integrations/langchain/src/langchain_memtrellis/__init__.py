@@ -1,0 +1,65 @@
+"""langchain-memtrellis: long-term memory for LangChain chat models, chains and agents.
+
+* :class:`ChatMemoryWrapper`: wraps any chat model; recalls before, captures after.
+* :class:`MemoryCallbackHandler` / :class:`AsyncMemoryCallbackHandler`: capture the
+  turns of any chain or agent.
+* :class:`MemoryRetriever`: recalled memories as ``Document``s.
+* :func:`memory_context`: LCEL step placing memory context into a prompt's messages.
+* :class:`MemoryMiddleware`: ``create_agent`` middleware (``agents`` extra).
+* :class:`MemoryChatMessageHistory`: a session's messages for ``RunnableWithMessageHistory``.
+* :func:`as_llm`: a chat model as the core's extraction LLM (also automatic through the
+  ``memtrellis.llm_adapters`` entry point).
+
+Example:
+    >>> import tempfile
+    >>> from langchain_core.language_models import GenericFakeChatModel
+    >>> from memtrellis import Memory
+    >>> from memtrellis.testing import HashingEmbedder
+    >>> memory = Memory(tempfile.mkdtemp(), embedder=HashingEmbedder())
+    >>> chat = memory.register(langchain=GenericFakeChatModel(messages=iter(["ok"])))
+    >>> type(chat).__name__
+    'ChatMemoryWrapper'
+    >>> memory.close()
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from langchain_memtrellis._bridge import AdapterStats
+from langchain_memtrellis.adapters import LangChainLLM, as_llm
+from langchain_memtrellis.callbacks import AsyncMemoryCallbackHandler, MemoryCallbackHandler
+from langchain_memtrellis.history import MemoryChatMessageHistory
+from langchain_memtrellis.middleware import MemoryContextRunnable, memory_context
+from langchain_memtrellis.retriever import MemoryRetriever
+from langchain_memtrellis.wrapper import ChatMemoryWrapper
+
+if TYPE_CHECKING:
+    from langchain_memtrellis.agent import MemoryMiddleware
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AdapterStats",
+    "AsyncMemoryCallbackHandler",
+    "ChatMemoryWrapper",
+    "LangChainLLM",
+    "MemoryCallbackHandler",
+    "MemoryChatMessageHistory",
+    "MemoryContextRunnable",
+    "MemoryMiddleware",
+    "MemoryRetriever",
+    "__version__",
+    "as_llm",
+    "memory_context",
+]
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy: the agent middleware needs `langchain` (the `agents` extra), the rest only
+    # langchain-core.
+    if name == "MemoryMiddleware":
+        from langchain_memtrellis.agent import MemoryMiddleware
+
+        return MemoryMiddleware
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

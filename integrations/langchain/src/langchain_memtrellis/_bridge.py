@@ -1,0 +1,261 @@
+"""What every LangChain adapter does with memory, written once: scope, recall, render, capture.
+
+The wrapper, the LCEL middleware, the agent middleware and the callback handlers differ
+only in where they get messages from and where they put the context; they all call a
+:class:`MemoryBridge`. Sync and async differ only in the memory call they await.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+from memtrellis import Memory, RecallResult
+from memtrellis.context import DEFAULT_TOKEN_BUDGET, MemoryContext, build_context
+
+from langchain_memtrellis._defaults import default_memory
+from langchain_memtrellis._messages import Position, last_user_text, new_turn, place
+
+__all__ = ["SCOPE_KEYS", "AdapterStats", "MemoryBridge", "Prepared", "scope_from"]
+
+log = logging.getLogger("langchain_memtrellis")
+
+#: Run metadata keys that choose the scope of one call.
+SCOPE_KEYS = {
+    "entity_id": "memtrellis_entity_id",
+    "process_id": "memtrellis_process_id",
+    "session_id": "memtrellis_session_id",
+}
+EMPTY = MemoryContext("", 0, 0)
+
+
+def scope_from(metadata: Mapping[str, Any] | None) -> dict[str, str]:
+    """The scope a call's metadata asks for (``{"memtrellis_entity_id": "bob"}`` -> entity).
+
+    Without ``memtrellis_session_id`` the session is the metadata's ``session_id`` or
+    ``thread_id`` (LangGraph puts the thread there), when present.
+    """
+    if not metadata:
+        return {}
+    scope = {
+        name: value
+        for name, key in SCOPE_KEYS.items()
+        if isinstance(value := metadata.get(key), str) and value
+    }
+    if "session_id" not in scope:
+        for key in ("session_id", "thread_id"):
+            value = metadata.get(key)
+            if isinstance(value, str) and value:
+                scope["session_id"] = value
+                break
+    return scope
+
+
+@dataclass
+class AdapterStats:
+    """Counters of what an adapter did with memory; thread-safe.
+
+    Attributes:
+        recalls: Recalls run for a call.
+        placed: Calls that got a non-empty memory-context block.
+        captured: Turns handed to ``Memory.capture``.
+        recall_failures: Recalls that failed (the call went on without memory).
+        capture_failures: Captures that failed (the call's answer was still returned).
+    """
+
+    recalls: int = 0
+    placed: int = 0
+    captured: int = 0
+    recall_failures: int = 0
+    capture_failures: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def count(self, name: str) -> None:
+        """Add one to the counter ``name``."""
+        with self._lock:
+            setattr(self, name, getattr(self, name) + 1)
+
+    def as_dict(self) -> dict[str, int]:
+        """The counters by name."""
+        with self._lock:
+            return {
+                "recalls": self.recalls,
+                "placed": self.placed,
+                "captured": self.captured,
+                "recall_failures": self.recall_failures,
+                "capture_failures": self.capture_failures,
+            }
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """One call's messages with memory context placed, and what capture needs later."""
+
+    messages: list[BaseMessage]
+    original: list[BaseMessage]
+    context: MemoryContext
+    scope: dict[str, str]
+
+
+class MemoryBridge:
+    """Recall, render, place and capture for one adapter, under its defaults.
+
+    Args:
+        memory: The store; None for the shared default ``Memory()``.
+        entity_id: Default entity (else the memory's own default).
+        process_id: Default process.
+        session_id: Default session recorded on captured turns.
+        k: Memories recalled per call.
+        token_budget: Tokens the memory-context block may take.
+        position: ``"append"`` to the leading system message or ``"insert"`` one.
+        capture_mode: ``"fast"``/``"fine"`` for captured turns; None: the memory's default.
+        strict: Raise memory failures instead of logging and counting them.
+        stats: Counters to share; a new set when None.
+    """
+
+    def __init__(
+        self,
+        memory: Memory | None,
+        *,
+        entity_id: str | None = None,
+        process_id: str | None = None,
+        session_id: str | None = None,
+        k: int = 8,
+        token_budget: int = DEFAULT_TOKEN_BUDGET,
+        position: Position = "append",
+        capture_mode: str | None = None,
+        strict: bool = False,
+        stats: AdapterStats | None = None,
+    ) -> None:
+        self.memory = memory if memory is not None else default_memory()
+        self.defaults = {
+            name: value
+            for name, value in (
+                ("entity_id", entity_id),
+                ("process_id", process_id),
+                ("session_id", session_id),
+            )
+            if value is not None
+        }
+        self.k = k
+        self.token_budget = token_budget
+        self.position: Position = position
+        self.capture_mode = capture_mode
+        self.strict = strict
+        self.stats = stats if stats is not None else AdapterStats()
+
+    def scope(self, metadata: Mapping[str, Any] | None = None) -> dict[str, str]:
+        """Defaults overridden by the call's metadata."""
+        return {**self.defaults, **scope_from(metadata)}
+
+    # -- failures ------------------------------------------------------------------------
+    def failed(self, what: str, exc: BaseException) -> None:
+        """Count a memory failure and log it, or raise it when strict."""
+        self.stats.count(f"{what}_failures")
+        if self.strict:
+            raise exc
+        log.warning("memtrellis %s failed; the model call goes on without it: %r", what, exc)
+
+    # -- before the model ----------------------------------------------------------------
+    def _recall_args(self, messages: Sequence[BaseMessage], scope: dict[str, str]) -> Any:
+        query = last_user_text(messages)
+        if query is None:
+            return None
+        where = {k: v for k, v in scope.items() if k != "session_id"}  # recall spans sessions
+        return {"query": query, "k": self.k, "token_budget": self.token_budget, **where}
+
+    def _placed(
+        self,
+        messages: Sequence[BaseMessage],
+        scope: dict[str, str],
+        result: RecallResult | None,
+    ) -> Prepared:
+        context = EMPTY
+        if result is not None:
+            try:
+                context = build_context(result, token_budget=self.token_budget)
+            except Exception as exc:
+                self.failed("recall", exc)
+        if not context.empty:
+            self.stats.count("placed")
+        original = list(messages)
+        return Prepared(place(original, context, self.position), original, context, scope)
+
+    def prepare(
+        self, messages: Sequence[BaseMessage], metadata: Mapping[str, Any] | None = None
+    ) -> Prepared:
+        """Recall for the last user message and place the memory context."""
+        scope = self.scope(metadata)
+        args = self._recall_args(messages, scope)
+        result = None
+        if args is not None:
+            self.stats.count("recalls")
+            try:
+                result = self.memory.recall(**args)
+            except Exception as exc:
+                self.failed("recall", exc)
+        return self._placed(messages, scope, result)
+
+    async def aprepare(
+        self, messages: Sequence[BaseMessage], metadata: Mapping[str, Any] | None = None
+    ) -> Prepared:
+        """Async :meth:`prepare`: recall runs off the event loop (``Memory.arecall``)."""
+        scope = self.scope(metadata)
+        args = self._recall_args(messages, scope)
+        result = None
+        if args is not None:
+            self.stats.count("recalls")
+            try:
+                result = await self.memory.arecall(**args)
+            except Exception as exc:
+                self.failed("recall", exc)
+        return self._placed(messages, scope, result)
+
+    # -- after the model -----------------------------------------------------------------
+    def _capture_args(
+        self, messages: Sequence[BaseMessage], reply: BaseMessage | None, scope: dict[str, str]
+    ) -> dict[str, Any] | None:
+        turn = new_turn(messages, reply)
+        if not turn:
+            return None
+        return {"data": turn, "mode": self.capture_mode, **scope}
+
+    def capture(
+        self,
+        messages: Sequence[BaseMessage],
+        reply: BaseMessage | None,
+        scope: dict[str, str] | None = None,
+    ) -> str | None:
+        """Queue the turn for the background worker; returns its capture id (or None)."""
+        try:
+            args = self._capture_args(messages, reply, self.scope() if scope is None else scope)
+            if args is None:
+                return None
+            capture_id = self.memory.capture(**args)
+        except Exception as exc:
+            self.failed("capture", exc)
+            return None
+        self.stats.count("captured")
+        return capture_id
+
+    async def acapture(
+        self,
+        messages: Sequence[BaseMessage],
+        reply: BaseMessage | None,
+        scope: dict[str, str] | None = None,
+    ) -> str | None:
+        """Async :meth:`capture` (``Memory.acapture`` only spools, so it is quick)."""
+        try:
+            args = self._capture_args(messages, reply, self.scope() if scope is None else scope)
+            if args is None:
+                return None
+            capture_id = await self.memory.acapture(**args)
+        except Exception as exc:
+            self.failed("capture", exc)
+            return None
+        self.stats.count("captured")
+        return capture_id

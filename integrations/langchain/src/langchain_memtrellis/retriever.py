@@ -1,0 +1,106 @@
+"""``MemoryRetriever``: recalled memories as LangChain ``Document``s.
+
+Example:
+    >>> import tempfile
+    >>> from memtrellis import Memory
+    >>> from memtrellis.testing import HashingEmbedder
+    >>> from langchain_memtrellis import MemoryRetriever
+    >>> memory = Memory(tempfile.mkdtemp(), entity_id="alice", embedder=HashingEmbedder())
+    >>> _ = memory.add("Alice's cat is called Miso")
+    >>> [doc] = MemoryRetriever(memory=memory, k=1).invoke("what is the cat called?")
+    >>> doc.page_content, doc.metadata["type"]
+    ("Alice's cat is called Miso", 'fact')
+    >>> memory.close()
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForRetrieverRun,
+    CallbackManagerForRetrieverRun,
+)
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+from memtrellis import Memory, RecalledMemory, RecallResult
+from pydantic import Field
+
+from langchain_memtrellis._defaults import default_memory
+
+__all__ = ["MemoryRetriever", "to_document"]
+
+
+def to_document(hit: RecalledMemory) -> Document:
+    """One recalled memory as a ``Document``: its text, and why and whence in metadata."""
+    item = hit.memory
+    why = hit.explanation
+    return Document(
+        id=item.id,
+        page_content=item.text,
+        metadata={
+            "id": item.id,
+            "type": item.memory_type.value,
+            "confidence": item.confidence,
+            "score": hit.score,
+            "scores": {
+                "dense": why.dense_score,
+                "keyword": why.keyword_score,
+                "fused": why.fused_score,
+                "final": why.final_score,
+            },
+            "explanation": why.model_dump(mode="json"),
+            "sources": [s.model_dump(mode="json", exclude_none=True) for s in item.sources],
+            "tags": list(item.tags),
+            "entities": list(item.entities),
+            "scope": item.scope.model_dump(exclude_none=True),
+            "created_at": item.created_at.isoformat(),
+            "valid_until": item.valid_until.isoformat() if item.valid_until else None,
+        },
+    )
+
+
+class MemoryRetriever(BaseRetriever):
+    """A retriever over memtrellis recall: fused dense, keyword and graph scores.
+
+    ``invoke(query, k=..., token_budget=...)`` overrides the defaults for one call. The
+    async path awaits ``Memory.arecall``, which runs recall off the event loop.
+
+    Args:
+        memory: The store; default the shared ``Memory()``.
+        k: Documents returned at most.
+        token_budget: Stop before the memories' rendered lines exceed this many tokens.
+        entity_id: Whose memories (default: the memory's default entity).
+        process_id: Only this app's or agent's memories.
+        session_id: Only this session's memories (default: every session).
+    """
+
+    memory: Memory = Field(default_factory=default_memory, exclude=True)
+    k: int = Field(default=4, ge=1, le=1000)
+    token_budget: int | None = Field(default=None, ge=0)
+    entity_id: str | None = None
+    process_id: str | None = None
+    session_id: str | None = None
+
+    def _args(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "k": kwargs.get("k", self.k),
+            "token_budget": kwargs.get("token_budget", self.token_budget),
+            "entity_id": self.entity_id,
+            "process_id": self.process_id,
+            "session_id": self.session_id,
+        }
+
+    @staticmethod
+    def _documents(result: RecallResult) -> list[Document]:
+        return [to_document(hit) for hit in result.items]
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
+    ) -> list[Document]:
+        return self._documents(self.memory.recall(query, **self._args(kwargs)))
+
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
+    ) -> list[Document]:
+        return self._documents(await self.memory.arecall(query, **self._args(kwargs)))
