@@ -13,34 +13,42 @@ nox.options.reuse_existing_virtualenvs = True
 nox.options.error_on_missing_interpreters = True
 
 DEV = ".[dev]"
+# The LangChain integration: its own distribution, installed and checked with the core.
+LANGCHAIN = "integrations/langchain"
+LANGCHAIN_DEV = f"{LANGCHAIN}[dev]"
+LINTED = ["src", "tests", "benchmarks", "integrations", "noxfile.py"]
 
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """The whole test suite, including a real `chroma run` server on loopback."""
-    session.install("-e", DEV)
-    session.run("pytest", "-q", "-ra", *session.posargs, env={"ANONYMIZED_TELEMETRY": "False"})
+    """The whole test suite, including a real `chroma run` server on loopback, then the
+    LangChain integration's suite (its own pytest configuration)."""
+    session.install("-e", DEV, "-e", LANGCHAIN_DEV)
+    env = {"ANONYMIZED_TELEMETRY": "False"}
+    session.run("pytest", "-q", "-ra", *session.posargs, env=env)
+    session.run("pytest", "-q", "-ra", LANGCHAIN, *session.posargs, env=env)
 
 
 @nox.session
 def lint(session: nox.Session) -> None:
     """ruff: lint (with the core's banned framework imports) and format check."""
     session.install("ruff>=0.6")
-    session.run("ruff", "check", "src", "tests", "benchmarks", "noxfile.py")
-    session.run("ruff", "format", "--check", "src", "tests", "benchmarks", "noxfile.py")
+    session.run("ruff", "check", *LINTED)
+    session.run("ruff", "format", "--check", *LINTED)
 
 
 @nox.session
 def typecheck(session: nox.Session) -> None:
-    """mypy --strict over src/."""
-    session.install("-e", DEV)
+    """mypy --strict over src/ and the LangChain integration's package."""
+    session.install("-e", DEV, "-e", LANGCHAIN_DEV)
     session.run("mypy", "src")
+    session.run("mypy", f"{LANGCHAIN}/src")
 
 
 @nox.session
 def bench(session: nox.Session) -> None:
     """Every benchmark; figures to benchmarks/results/ (LoCoMo needs ../shared/bench/)."""
-    session.install(".[bench]")
+    session.install(".[bench]", LANGCHAIN)
     session.run("python", "benchmarks/locomo.py", "--json", "benchmarks/results/locomo.json")
     session.run("python", "benchmarks/latency.py")
     session.run("python", "benchmarks/overhead.py")
