@@ -4,11 +4,11 @@
     python benchmarks/overhead.py
     python benchmarks/overhead.py --memories 2000 --calls 200 --model-ms 50
 
-The chat wrapper and callback (issue 4, item 3) do not exist yet, so this measures the
-two calls they will make, on a store of ``--memories`` synthetic chat memories of one
-user (``_synth.py``; built once through ``Memory.add`` in fast mode, one session per call
-with its people and places as entities, vectors from the shared embedding cache of
-``latency.py`` when present), reopened with the plain default embedder:
+It measures the two calls a chat adapter makes, then the LangChain wrapper itself, on a
+store of ``--memories`` synthetic chat memories of one user (``_synth.py``; built once
+through ``Memory.add`` in fast mode, one session per call with its people and places as
+entities, vectors from the shared embedding cache of ``latency.py`` when present),
+reopened with the plain default embedder:
 
 a. ``Memory.recall(question, k=10)`` alone (graph context on, the default, and off):
    p50/p99 in ms, query embedding included;
@@ -23,6 +23,12 @@ c. a chat loop around a fake model that takes ``--model-ms`` (a ``time.sleep``, 
    back to back (the worker still stores the previous turn while the next call recalls),
    then with a pause of ``--think-ms`` between calls (a user reading and typing), which
    lets the worker finish first.
+d. ``langchain_memtrellis.ChatMemoryWrapper`` around LangChain's fake chat model with a
+   fixed ``--model-ms`` latency, against the bare fake model (``_wrapper_overhead.py``):
+   the added latency per call (the wrapper's call minus the inner model's time in it),
+   p50/p99, split into memory-context placement (recall, render, place) and capture,
+   back to back and with the pause. Skipped when ``langchain-memtrellis`` is not
+   installed (``pip install -e integrations/langchain``).
 
 Figures go to ``benchmarks/results/overhead.json``. Target (issue 4): capture under 1 ms
 p50.
@@ -132,6 +138,25 @@ def chat_loop(
     }, cursor
 
 
+def wrapper_loops(
+    memory: Any, questions: Sequence[str], replies: Sequence[Message], cursor: int, args: Any
+) -> dict[str, dict[str, Any]]:
+    """Section d: the LangChain wrapper, back to back and with the pause between calls."""
+    try:
+        from _wrapper_overhead import wrapper_loop
+    except ImportError as exc:
+        print(f"langchain wrapper loop skipped: {exc}")
+        return {}
+    out: dict[str, dict[str, Any]] = {}
+    for name, think_ms in (("back_to_back", 0.0), ("with_think_time", args.think_ms)):
+        if name == "with_think_time" and think_ms <= 0:
+            continue
+        texts = [reply.text for reply in replies[cursor : cursor + args.calls]]
+        cursor += args.calls
+        out[name] = wrapper_loop(memory, questions, texts, args.model_ms, think_ms, summary)
+    return out
+
+
 def build_store(path: Path, messages: Sequence[Message], cache_dir: Path) -> float:
     """Store the messages through ``Memory.add`` with cached document vectors."""
     from memtrellis import Memory
@@ -229,6 +254,7 @@ def main() -> None:
                 memory, questions, replies, cursor, args.calls, args.model_ms, think_ms
             )
             loops[name] = loop
+        wrapper = wrapper_loops(memory, questions, replies, cursor, args)
         health = memory.health()
         memory.close()
     finally:
@@ -252,6 +278,7 @@ def main() -> None:
             "captures_per_mode": args.captures,
         },
         "chat_loop": loops,
+        "langchain_wrapper": wrapper,
         "store_after": {
             "memories": health.total_memories,
             "capture_failures": health.capture_failures,
@@ -281,6 +308,16 @@ def main() -> None:
         line("    of which recall before the model", loop["recall_part_ms"], "ms")
         line("    of which capture after the model", loop["capture_part_ms"], "ms")
         line("    (the model's sleep itself took)", loop["model_actual_ms"], "ms")
+    if not wrapper:
+        print("  langchain wrapper: skipped (pip install -e integrations/langchain)")
+    for name, loop in wrapper.items():
+        print(f"  ChatMemoryWrapper, {name.replace('_', ' ')} (pause {loop['think_ms']:g} ms):")
+        line(f"  bare fake model call ({args.model_ms:g} ms)", loop["bare_call_ms"], "ms")
+        line("  wrapper call", loop["wrapper_call_ms"], "ms")
+        line("  added per call (call - inner model)", loop["added_ms"], "ms")
+        line("    of which memory-context placement", loop["placement_ms"], "ms")
+        line("    of which capture", loop["capture_ms"], "ms")
+        line("    of which LangChain's extra run", loop["langchain_other_ms"], "ms")
     target = figures["targets"]["capture_p50_us"]
     verdict = "met" if target["met"] else "MISSED"
     print(f"target capture p50 < 1000 us: {target['value']} us {verdict}")
