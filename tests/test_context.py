@@ -273,3 +273,20 @@ def test_anthropic_system_and_responses_instructions() -> None:
     assert blocks == [{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}]
     assert place_in_instructions(None, BLOCK) == BLOCK.text
     assert place_in_instructions("Be brief.", MemoryContext("", 0, 9)) == "Be brief."
+
+
+def test_facts_show_the_confidence_recall_ranked_by(tmp_path: object) -> None:
+    from pathlib import Path
+
+    from memtrellis.testing import HashingEmbedder
+
+    with Memory(Path(str(tmp_path)), entity_id="alice", embedder=HashingEmbedder()) as memory:
+        old = datetime.now(timezone.utc) - timedelta(days=1460)  # two half-lives ago
+        memory.add(
+            [{"role": "user", "content": "I keep bees", "timestamp": old}], memory_type="fact"
+        )
+        result = memory.recall("bees")
+    [hit] = result.items
+    assert hit.explanation.confidence == pytest.approx(0.8 * 0.5, abs=1e-3)  # decayed to floor
+    context = build_context(result, token_budget=300)
+    assert "confidence 0.40" in context.text and "confidence 0.80" not in context.text

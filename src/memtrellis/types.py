@@ -304,8 +304,8 @@ class RecallExplanation(_Model):
     graph_path: list[str] = Field(default_factory=list)
     fused_score: float = 0.0
     relevance: float = 0.0
-    confidence: float = 1.0
-    decay: float = 1.0
+    confidence: float | None = None
+    decay: float | None = None
     supports: int = 0
     heat: float = 1.0
     replaces: list[str] = Field(default_factory=list)

@@ -113,17 +113,17 @@ def _statement(item: MemoryItem) -> str:
     return f"{escape_line(who)}: {escape_line(item.text)}" if who else escape_line(item.text)
 
 
-def _fact_line(item: MemoryItem, now: datetime) -> str:
-    notes = [f"confidence {item.confidence:.2f}", _date(item)]
+def _fact_line(item: MemoryItem, now: datetime, confidence: float) -> str:
+    notes = [f"confidence {confidence:.2f}", _date(item)]
     if item.valid_until is not None and item.valid_until <= now:
         notes.append(f"expired {item.valid_until.date().isoformat()}")
     return f"- {_statement(item)} ({', '.join(notes)})"
 
 
-def _open_line(item: MemoryItem, now: datetime) -> str:
+def _open_line(item: MemoryItem, now: datetime, confidence: float) -> str:
     kind = "Decision" if item.memory_type is MemoryType.DECISION else "Action item"
     due = f"due {item.valid_until.date().isoformat()}" if item.valid_until else "no deadline"
-    return f"- {kind}: {_statement(item)} ({due}, confidence {item.confidence:.2f})"
+    return f"- {kind}: {_statement(item)} ({due}, confidence {confidence:.2f})"
 
 
 def _excerpt_lines(item: MemoryItem, excerpt_chars: int) -> list[str]:
@@ -232,6 +232,12 @@ def build_context(
         raise InvalidInputError("token_budget must be a non-negative integer")
     moment = now or utcnow()
     recalled = [hit.memory for hit in result.items] if result is not None else []
+    # The confidence recall ranked by (support and time decay included), else the stored one.
+    weighed = {
+        hit.memory.id: hit.explanation.confidence
+        for hit in (result.items if result is not None else [])
+        if hit.explanation.confidence is not None
+    }
     facts = [m for m in recalled if not _is_open(m, moment)]
     seen = {m.id for m in facts}
     pending: list[MemoryItem] = []
@@ -247,7 +253,8 @@ def build_context(
     # place of a higher-ranked one that did not fit.
     for section, items, line_of in (("facts", facts, _fact_line), ("open", pending, _open_line)):
         for item in items:
-            if not budget.admit(section, line_of(item, moment)):
+            confidence = weighed.get(item.id, item.confidence)
+            if not budget.admit(section, line_of(item, moment, confidence)):
                 break
             admitted[section].append(item.id)
     complete = not budget.truncated
