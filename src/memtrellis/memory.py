@@ -120,7 +120,8 @@ class Memory:
             index, for several processes or machines.
         lock_timeout: Seconds to wait for another process's write before giving up.
         llm: A chat model for fine-mode extraction and for judging how a new memory
-            relates to the closest existing ones.
+            relates to the closest existing ones: anything with ``complete(messages)``,
+            or a framework model an installed integration adapts (LangChain, LlamaIndex).
         lifecycle: Validity by kind, confidence, decay and matching thresholds
             (:class:`~memtrellis.lifecycle.LifecycleConfig`).
 
@@ -143,7 +144,7 @@ class Memory:
         embedder: Embedder | Any | None = None,
         chroma_url: str | None = None,
         lock_timeout: float = 60.0,
-        llm: LLM | None = None,
+        llm: LLM | Any | None = None,
         extraction: ExtractionConfig | None = None,
         drain_timeout: float = 60.0,
         lifecycle: LifecycleConfig | None = None,
@@ -154,7 +155,10 @@ class Memory:
         if lifecycle is not None and not isinstance(lifecycle, LifecycleConfig):
             raise InvalidInputError("lifecycle must be a LifecycleConfig")
         self.lifecycle = lifecycle or LifecycleConfig()
-        self._judge = llm_judge(llm) if llm is not None else None
+        # The extractor adapted the llm (a LangChain or LlamaIndex model, say) to the LLM
+        # protocol; the judge asks the same adapted model.
+        chat = self.extractor.llm
+        self._judge = llm_judge(chat) if chat is not None else None
         # One plan-and-commit at a time in this process, so that two adds never both
         # miss the duplicate the other is storing.
         self._writing = threading.Lock()
