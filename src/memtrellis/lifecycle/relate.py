@@ -123,6 +123,18 @@ def _lead(item: MemoryItem) -> str | None:
     return normalize_entity(item.entities[first])
 
 
+def _valued(text: str, entity: str) -> bool:
+    """Whether ``entity`` stands as the value of a single-valued attribute word."""
+    words = "|".join(
+        re.escape(w) for w, names in _ATTRIBUTE_OF.items() if w.isascii() and names & _SINGLE_VALUED
+    )
+    pattern = (
+        rf"\b(?:{words})\s+(?:(?:in|to|at|for|with|from|as|on|by)\s+)?(?:the\s+|a\s+|an\s+)?"
+        + re.escape(entity)
+    )
+    return re.search(pattern, text, re.IGNORECASE) is not None
+
+
 def _attributes(text: str) -> set[str]:
     found: set[str] = set()
     for word in set(_WORDS.findall(text.casefold())):
@@ -184,9 +196,25 @@ def relate(
     cue = _CHANGE_CUES.search(new.text)
     # A cue with nothing changed ("lives in Lyon", then "moved to Lyon") is not a conflict.
     changed = bool(gained or lost or new_values != old_values)
-    if cue and (same_claim or attribute or overlap >= 0.3) and changed:
+    if cue and (same_claim or attribute) and changed:
         return Relation(RelationKind.CONTRADICTS, f"change cue {cue.group(0)!r}")
-    if (same_claim or attribute) and gained and lost:
+    # Another named value ("works at Acme" / "works at IBM") when the rest is the same
+    # claim, or when both names stand right after words of one single-valued attribute
+    # ("lives in Lyon" / "moved to Porto"); attribute words met in passing ("plays
+    # Overcooked with her partner") are not enough.
+    swapped = (
+        gained
+        and lost
+        and (
+            same_claim
+            or (
+                attribute
+                and any(_valued(new.text, e) for e in new.entities if normalize_entity(e) in gained)
+                and any(_valued(old.text, e) for e in old.entities if normalize_entity(e) in lost)
+            )
+        )
+    )
+    if swapped:
         return Relation(RelationKind.CONTRADICTS, f"{sorted(lost)[0]} -> {sorted(gained)[0]}")
     if same_key and new.text != old.text and similarity < config.duplicate_similarity:
         return Relation(RelationKind.CONTRADICTS, f"new value for key {new.key!r}")
