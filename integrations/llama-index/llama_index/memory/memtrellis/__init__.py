@@ -1,0 +1,37 @@
+"""LlamaIndex integration of memtrellis: long-term memory for any LlamaIndex LLM, offline.
+
+* :class:`MemtrellisMemoryBlock`: a block of ``llama_index.core.memory.Memory`` that
+  recalls memory context for the latest message and captures flushed messages.
+* :class:`MemoryRetriever`: memtrellis recall as a ``BaseRetriever`` (nodes with
+  provenance, confidence and the explanation of each score).
+* :class:`MemtrellisEventHandler`: captures the chat turns of any pipeline from
+  instrumentation events.
+* :class:`MemtrellisLLM`: wraps any LLM, placing memory context and capturing turns.
+* :class:`LlamaIndexExtractionLLM`: a LlamaIndex LLM as memtrellis' extraction model
+  (``Memory(llm=llamaindex_llm)`` uses it through the ``memtrellis.llm_adapters`` entry
+  point).
+
+Example:
+    >>> import tempfile
+    >>> from llama_index.core.llms import MockLLM
+    >>> from memtrellis import Memory
+    >>> from memtrellis.testing import HashingEmbedder
+    >>> memory = Memory(tempfile.mkdtemp(), embedder=HashingEmbedder())
+    >>> llm = MemtrellisLLM(llm=MockLLM(), memory=memory)
+    >>> retriever = MemoryRetriever(memory)
+    >>> memory.close()
+"""
+
+from llama_index.memory.memtrellis.adapters import LlamaIndexExtractionLLM
+from llama_index.memory.memtrellis.block import MemtrellisMemoryBlock
+from llama_index.memory.memtrellis.events import MemtrellisEventHandler
+from llama_index.memory.memtrellis.llm import MemtrellisLLM
+from llama_index.memory.memtrellis.retriever import MemoryRetriever
+
+__all__ = [
+    "LlamaIndexExtractionLLM",
+    "MemoryRetriever",
+    "MemtrellisEventHandler",
+    "MemtrellisLLM",
+    "MemtrellisMemoryBlock",
+]

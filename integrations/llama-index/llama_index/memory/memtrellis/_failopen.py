@@ -1,0 +1,56 @@
+"""Fail-open: a memory failure is logged and counted, and never breaks the user's call.
+
+Every adapter runs its memory work (recall, rendering, capture) inside
+:meth:`FailOpen.guard`. With ``strict=True`` the failure is raised instead, which is
+what tests and applications that would rather stop than answer without memory want.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+__all__ = ["FailOpen"]
+
+log = logging.getLogger("llama_index.memory.memtrellis")
+
+
+class FailOpen:
+    """Counts and logs the memory failures of one adapter.
+
+    Example:
+        >>> guard = FailOpen("demo", strict=False)
+        >>> with guard.guard("recall"):
+        ...     raise RuntimeError("store offline")
+        >>> guard.failures, guard.last_error
+        (1, 'recall: RuntimeError: store offline')
+    """
+
+    def __init__(self, owner: str, *, strict: bool) -> None:
+        self.owner = owner
+        self.strict = strict
+        self.failures = 0
+        self.last_error: str | None = None
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def guard(self, what: str) -> Iterator[None]:
+        """Run the block; on an exception log it, count it, and re-raise only if strict."""
+        try:
+            yield
+        except Exception as exc:
+            with self._lock:
+                self.failures += 1
+                self.last_error = f"{what}: {type(exc).__name__}: {exc}"
+            log.warning(
+                "memtrellis %s failed in %s (%s): %s",
+                what,
+                self.owner,
+                "raised: strict" if self.strict else "the call goes on without memory",
+                exc,
+                exc_info=log.isEnabledFor(logging.DEBUG),
+            )
+            if self.strict:
+                raise

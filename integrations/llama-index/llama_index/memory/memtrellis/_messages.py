@@ -1,0 +1,170 @@
+"""LlamaIndex chat messages as memtrellis turns, and memory context placed in and taken out.
+
+Memory context is data the adapters put into a prompt; it must never come back as
+something the user said. Every turn built here has its memory-context blocks stripped
+(:func:`memtrellis.context.strip_blocks`), and placement never changes the caller's
+messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from llama_index.core.base.llms.types import ChatMessage, ChatResponse, MessageRole, TextBlock
+from llama_index_instrumentation.dispatcher import active_instrument_tags, instrument_tags
+from memtrellis.context import strip_blocks
+
+__all__ = [
+    "INTERNAL_TAG",
+    "StreamedReply",
+    "flushed_turn",
+    "internal_call",
+    "is_internal",
+    "latest_query",
+    "new_turn",
+    "place_context",
+    "text_of",
+]
+
+#: Instrumentation tag on the events of LLM calls that memtrellis itself makes or
+#: already captures (the wrapper's delegate, fine-mode extraction), so that the event
+#: handler does not capture them a second time.
+INTERNAL_TAG = "memtrellis.internal"
+
+_ROLES = {MessageRole.USER: "user", MessageRole.ASSISTANT: "assistant"}
+
+
+@contextmanager
+def internal_call(kind: str) -> Any:
+    """Tag the LlamaIndex events fired inside this block with :data:`INTERNAL_TAG`."""
+    with instrument_tags({**active_instrument_tags.get(), INTERNAL_TAG: kind}):
+        yield
+
+
+def is_internal(tags: dict[str, Any]) -> bool:
+    """Whether an event's tags mark it as fired inside :func:`internal_call`."""
+    return INTERNAL_TAG in tags
+
+
+def _is_memory_template(text: str) -> bool:
+    # llama_index.core.memory.Memory renders its memory blocks as one text block
+    # "<memory>...</memory>" and puts it into the system or the latest user message.
+    text = text.strip()
+    return text.startswith("<memory>") and text.endswith("</memory>")
+
+
+def text_of(message: ChatMessage | None) -> str:
+    """The text of a message without memory context; ``""`` when it has none.
+
+    Left out: memory-context blocks, and a whole text block that is the ``<memory>``
+    section LlamaIndex's ``Memory`` renders from its memory blocks.
+    """
+    if message is None:
+        return ""
+    parts = [
+        block.text
+        for block in message.blocks
+        if isinstance(block, TextBlock) and block.text and not _is_memory_template(block.text)
+    ]
+    return strip_blocks("\n".join(parts)).strip()
+
+
+def latest_query(messages: Sequence[ChatMessage] | None) -> str:
+    """The text of the latest user message, the question recall should answer."""
+    for message in reversed(messages or ()):
+        if message.role == MessageRole.USER:
+            text = text_of(message)
+            if text:
+                return text
+    return ""
+
+
+def new_turn(messages: Sequence[ChatMessage], reply: str) -> list[dict[str, str]]:
+    """What one LLM call adds to a conversation: the user's new messages and the reply.
+
+    The new messages are the user messages after the model's last reply with text; an
+    assistant message that only calls tools does not count as a reply, so an agent's
+    question, its tool calls and its final answer make one turn. A call whose reply has
+    no text (only tool calls) adds nothing yet: the turn is captured with the answer.
+    """
+    if not reply.strip():
+        return []
+    start = 0
+    for index, message in enumerate(messages):
+        if message.role == MessageRole.ASSISTANT and text_of(message):
+            start = index + 1
+    turn = [
+        {"role": "user", "content": text}
+        for message in messages[start:]
+        if message.role == MessageRole.USER and (text := text_of(message))
+    ]
+    turn.append({"role": "assistant", "content": strip_blocks(reply).strip() or reply})
+    return turn
+
+
+def flushed_turn(messages: Sequence[ChatMessage]) -> list[dict[str, str]]:
+    """User and assistant messages with text, as memtrellis message dicts.
+
+    System messages (instructions, placed memory context) and tool results are left out.
+    """
+    turn: list[dict[str, str]] = []
+    for message in messages:
+        role = _ROLES.get(MessageRole(message.role))
+        text = text_of(message) if role else ""
+        if role and text:
+            turn.append({"role": role, "content": text})
+    return turn
+
+
+def place_context(messages: Sequence[ChatMessage], block: str) -> list[ChatMessage]:
+    """A copy of ``messages`` with the memory-context ``block`` in the system message.
+
+    The block is appended to the first message when it is a system message, else a
+    system message holding it is inserted first. An empty block changes nothing.
+    """
+    out = list(messages)
+    if not block:
+        return out
+    if out and out[0].role == MessageRole.SYSTEM:
+        first = out[0].model_copy(deep=True)
+        first.blocks = [*first.blocks, TextBlock(text="\n\n" + block)]
+        out[0] = first
+    else:
+        out.insert(0, ChatMessage(role=MessageRole.SYSTEM, content=block))
+    return out
+
+
+class StreamedReply:
+    """The text of a streamed reply, from its chunks.
+
+    Most LLMs put the message so far in each chunk and the new piece in ``delta``; some
+    put only the new piece in both. The reply is whichever of the last message and the
+    joined deltas says more.
+
+    Example:
+        >>> reply = StreamedReply()
+        >>> for piece in ("Hel", "lo"):
+        ...     reply.add(ChatResponse(message=ChatMessage(role="assistant", content=piece),
+        ...                            delta=piece))
+        >>> reply.text()
+        'Hello'
+    """
+
+    def __init__(self) -> None:
+        self.deltas: list[str] = []
+        self.last: ChatResponse | None = None
+
+    def add(self, chunk: ChatResponse) -> None:
+        """Record one streamed chunk."""
+        if chunk.delta:
+            self.deltas.append(chunk.delta)
+        self.last = chunk
+
+    def text(self, final: ChatResponse | None = None) -> str:
+        """The reply's text; ``final`` is the response the stream ended with, if known."""
+        response = final or self.last
+        last = text_of(response.message) if response is not None else ""
+        joined = "".join(self.deltas)
+        return joined if len(joined) > len(last) else last

@@ -1,0 +1,40 @@
+"""Recall for a query and render it as a memory-context block: the one step every adapter
+that puts memory into a prompt shares (the block, the LLM wrapper)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memtrellis import Memory, RecallResult
+from memtrellis.context import MemoryContext, build_context
+
+__all__ = ["RecallSettings", "Recalled", "arecall_context", "recall_context"]
+
+
+@dataclass(frozen=True)
+class RecallSettings:
+    """Whose memory to search and how much of it to place."""
+
+    entity_id: str | None = None
+    process_id: str | None = None
+    k: int = 8
+    token_budget: int = 600
+
+
+Recalled = tuple[RecallResult, MemoryContext]
+
+
+def recall_context(memory: Memory, query: str, settings: RecallSettings) -> Recalled:
+    """Recall for ``query`` and render the block (its ``text`` is ``""`` when nothing fits)."""
+    result = memory.recall(
+        query, entity_id=settings.entity_id, process_id=settings.process_id, k=settings.k
+    )
+    return result, build_context(result, token_budget=settings.token_budget)
+
+
+async def arecall_context(memory: Memory, query: str, settings: RecallSettings) -> Recalled:
+    """Async :func:`recall_context`: recall runs off the event loop."""
+    result = await memory.arecall(
+        query, entity_id=settings.entity_id, process_id=settings.process_id, k=settings.k
+    )
+    return result, build_context(result, token_budget=settings.token_budget)

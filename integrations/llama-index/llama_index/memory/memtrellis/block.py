@@ -1,0 +1,141 @@
+"""``MemtrellisMemoryBlock``: long-term memory as a block of LlamaIndex's ``Memory``."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+from llama_index.core.base.llms.types import ChatMessage
+from llama_index.core.bridge.pydantic import Field, PrivateAttr
+from llama_index.core.memory.memory import BaseMemoryBlock
+from memtrellis import Memory, RecallResult
+from memtrellis.context import DEFAULT_TOKEN_BUDGET, build_context
+
+from llama_index.memory.memtrellis._failopen import FailOpen
+from llama_index.memory.memtrellis._messages import flushed_turn, latest_query
+from llama_index.memory.memtrellis._recall import RecallSettings, arecall_context
+
+__all__ = ["MemtrellisMemoryBlock"]
+
+_KEEP_RENDERED = 16  # recent renderings kept so that atruncate can re-render smaller
+
+
+class MemtrellisMemoryBlock(BaseMemoryBlock[str]):
+    """memtrellis as a memory block of ``llama_index.core.memory.Memory``.
+
+    Reading the block (:meth:`aget`) recalls the memories relevant to the latest user
+    message and returns them rendered as a memory-context block within
+    ``token_budget`` tokens; ``Memory`` places it in the system message (or the latest
+    user message). Messages that ``Memory`` flushes out of its short-term queue are
+    captured (:meth:`aput`): they go to memtrellis' background extraction and are stored
+    under this block's scope and the LlamaIndex session id.
+
+    A memory failure is logged and counted in :attr:`failures` and the block reads as
+    empty, so the agent still answers; ``strict=True`` raises instead.
+
+    Args:
+        memory: The memtrellis :class:`~memtrellis.Memory` to read and write.
+        name: The block's name in the ``<memory>`` section (default ``"memtrellis"``).
+        entity_id: Whose memory (default: the ``Memory``'s own).
+        process_id: Which app or agent (default: the ``Memory``'s own).
+        k: Most memories recalled per read.
+        token_budget: Most tokens (``o200k_base``) the rendered block may take.
+        mode: Extraction mode of captured messages (``"fast"``/``"fine"``; default: fine
+            when the ``Memory`` has an LLM).
+        strict: Raise memory failures instead of reading as empty.
+
+    Example:
+        >>> import asyncio, tempfile
+        >>> from llama_index.core.llms import ChatMessage
+        >>> from memtrellis import Memory
+        >>> from memtrellis.testing import HashingEmbedder
+        >>> memory = Memory(tempfile.mkdtemp(), embedder=HashingEmbedder())
+        >>> _ = memory.add("Alice is allergic to peanuts")
+        >>> block = MemtrellisMemoryBlock(memory=memory)
+        >>> text = asyncio.run(block.aget([ChatMessage(role="user", content="peanuts?")]))
+        >>> "allergic to peanuts" in text, text.startswith("<memory_context>")
+        (True, True)
+        >>> memory.close()
+    """
+
+    name: str = Field(default="memtrellis", description="The block's name.")
+    description: str | None = Field(
+        default="Long-term memories recalled for the latest user message (memtrellis)."
+    )
+    memory: Memory = Field(exclude=True, description="The memtrellis Memory.")
+    entity_id: str | None = Field(default=None, description="Whose memory.")
+    process_id: str | None = Field(default=None, description="Which app or agent.")
+    k: int = Field(default=8, ge=1, le=1000, description="Most memories recalled per read.")
+    token_budget: int = Field(
+        default=DEFAULT_TOKEN_BUDGET, ge=0, description="Most tokens of the rendered block."
+    )
+    mode: str | None = Field(default=None, description="Extraction mode of captured turns.")
+    strict: bool = Field(default=False, description="Raise memory failures.")
+
+    _guard: FailOpen = PrivateAttr()
+    _rendered: OrderedDict[str, RecallResult] = PrivateAttr(default_factory=OrderedDict)
+
+    def model_post_init(self, context: Any, /) -> None:
+        """Set up the failure counter."""
+        self._guard = FailOpen(f"MemtrellisMemoryBlock({self.name})", strict=self.strict)
+
+    @property
+    def failures(self) -> int:
+        """Memory failures so far (logged; raised only when ``strict``)."""
+        return self._guard.failures
+
+    @property
+    def _settings(self) -> RecallSettings:
+        return RecallSettings(self.entity_id, self.process_id, self.k, self.token_budget)
+
+    async def _aget(self, messages: list[ChatMessage] | None = None, **block_kwargs: Any) -> str:
+        query = latest_query(messages)
+        if not query:
+            return ""
+        with self._guard.guard("recall"):
+            result, context = await arecall_context(self.memory, query, self._settings)
+            if context.text:
+                self._rendered[context.text] = result
+                while len(self._rendered) > _KEEP_RENDERED:
+                    self._rendered.popitem(last=False)
+            return context.text
+        return ""
+
+    async def _aput(self, messages: list[ChatMessage]) -> None:
+        turn = flushed_turn(messages)
+        if not turn:
+            return
+        session = next(
+            (
+                str(m.additional_kwargs["session_id"])
+                for m in messages
+                if m.additional_kwargs.get("session_id")
+            ),
+            None,
+        )
+        with self._guard.guard("capture"):
+            await self.memory.acapture(
+                turn,
+                entity_id=self.entity_id,
+                process_id=self.process_id,
+                session_id=session,
+                mode=self.mode,
+                tags=["llama_index"],
+            )
+
+    async def atruncate(self, content: str, tokens_to_truncate: int) -> str | None:
+        """The block rendered again within fewer tokens, or ``None`` to drop it.
+
+        ``Memory`` calls this for blocks with a ``priority`` above 0 when the blocks and
+        the chat history exceed its token limit.
+        """
+        result = self._rendered.get(content)
+        if result is None:
+            return None
+        with self._guard.guard("truncate"):
+            current = build_context(result, token_budget=self.token_budget)
+            smaller = build_context(
+                result, token_budget=max(0, current.tokens - max(tokens_to_truncate, 1))
+            )
+            return smaller.text or None
+        return None

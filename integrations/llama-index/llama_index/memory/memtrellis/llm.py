@@ -1,0 +1,297 @@
+"""``MemtrellisLLM``: any LlamaIndex LLM with long-term memory."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Generator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from llama_index.core.base.llms.types import (
+    ChatMessage,
+    ChatResponse,
+    ChatResponseAsyncGen,
+    ChatResponseGen,
+    CompletionResponse,
+    CompletionResponseAsyncGen,
+    CompletionResponseGen,
+    LLMMetadata,
+)
+from llama_index.core.bridge.pydantic import Field, PrivateAttr, SerializeAsAny
+from llama_index.core.llms.function_calling import FunctionCallingLLM
+from llama_index.core.llms.llm import LLM, ToolSelection
+from memtrellis import InvalidInputError, Memory
+from memtrellis.context import DEFAULT_TOKEN_BUDGET
+
+from llama_index.memory.memtrellis._failopen import FailOpen
+from llama_index.memory.memtrellis._messages import (
+    StreamedReply,
+    internal_call,
+    latest_query,
+    new_turn,
+    place_context,
+    text_of,
+)
+from llama_index.memory.memtrellis._recall import (
+    RecallSettings,
+    arecall_context,
+    recall_context,
+)
+
+if TYPE_CHECKING:
+    from llama_index.core.tools.types import BaseTool
+
+__all__ = ["MemtrellisLLM"]
+
+
+class MemtrellisLLM(FunctionCallingLLM):
+    """Wrap any LlamaIndex LLM: memory context in, captured turns out.
+
+    Each ``chat``/``achat``/``stream_chat``/``astream_chat`` recalls the memories
+    relevant to the latest user message, places them as a memory-context block in the
+    system message (a copy: the caller's messages are left alone), delegates to the
+    wrapped LLM, and captures the turn (the user's new messages and the reply, without
+    the memory context) with ``Memory.capture``, which returns at once. Tool calling
+    (``chat_with_tools``, ``predict_and_call``, agents) goes through the wrapped LLM's
+    own tool support; a reply that only calls tools is captured with the final answer.
+    Completion calls (``complete`` and its variants) pass through without memory.
+
+    A memory failure is logged and counted in :attr:`failures` and the call goes on
+    without memory; ``strict=True`` raises instead.
+
+    Args:
+        llm: The LlamaIndex LLM to wrap (a ``FunctionCallingLLM`` for tool calling).
+        memory: The memtrellis :class:`~memtrellis.Memory`.
+        entity_id: Whose memory (default: the ``Memory``'s own).
+        process_id: Which app or agent (default: the ``Memory``'s own).
+        session_id: Session recorded on captured memories.
+        k: Most memories recalled per call.
+        token_budget: Most tokens (``o200k_base``) of the memory-context block.
+        recall: Place memory context (``False``: capture only).
+        capture: Capture turns (``False``: read-only memory).
+        mode: Extraction mode of captured turns (``"fast"``/``"fine"``).
+        strict: Raise memory failures instead of answering without memory.
+
+    Example:
+        >>> import tempfile
+        >>> from llama_index.core.llms import ChatMessage, MockLLM
+        >>> from memtrellis import Memory
+        >>> from memtrellis.testing import HashingEmbedder
+        >>> memory = Memory(tempfile.mkdtemp(), embedder=HashingEmbedder())
+        >>> _ = memory.add("Alice is allergic to peanuts")
+        >>> llm = MemtrellisLLM(llm=MockLLM(), memory=memory)
+        >>> reply = llm.chat([ChatMessage(role="user", content="A snack without peanuts?")])
+        >>> "allergic to peanuts" in reply.message.content  # MockLLM echoes its prompt
+        True
+        >>> memory.close()
+    """
+
+    llm: SerializeAsAny[LLM] = Field(description="The wrapped LLM.")
+    memory: Memory = Field(exclude=True, description="The memtrellis Memory.")
+    entity_id: str | None = Field(default=None, description="Whose memory.")
+    process_id: str | None = Field(default=None, description="Which app or agent.")
+    session_id: str | None = Field(default=None, description="Session of captured turns.")
+    k: int = Field(default=8, ge=1, le=1000, description="Most memories recalled per call.")
+    token_budget: int = Field(
+        default=DEFAULT_TOKEN_BUDGET, ge=0, description="Most tokens of memory context."
+    )
+    recall: bool = Field(default=True, description="Place memory context.")
+    capture: bool = Field(default=True, description="Capture turns.")
+    mode: str | None = Field(default=None, description="Extraction mode of captured turns.")
+    strict: bool = Field(default=False, description="Raise memory failures.")
+
+    _guard: FailOpen = PrivateAttr()
+
+    def model_post_init(self, context: Any, /) -> None:
+        """Set up the failure counter."""
+        super().model_post_init(context)
+        self._guard = FailOpen(f"MemtrellisLLM({self.llm.class_name()})", strict=self.strict)
+
+    @classmethod
+    def class_name(cls) -> str:
+        """The class name LlamaIndex serialises LLMs by."""
+        return "MemtrellisLLM"
+
+    @property
+    def metadata(self) -> LLMMetadata:
+        """The wrapped LLM's metadata (context window, chat and function-calling support)."""
+        return self.llm.metadata
+
+    @property
+    def failures(self) -> int:
+        """Memory failures so far (logged; raised only when ``strict``)."""
+        return self._guard.failures
+
+    # -- memory in and out ------------------------------------------------------------------
+    @property
+    def _settings(self) -> RecallSettings:
+        return RecallSettings(self.entity_id, self.process_id, self.k, self.token_budget)
+
+    def _place(self, messages: Sequence[ChatMessage]) -> list[ChatMessage]:
+        query = latest_query(messages) if self.recall else ""
+        if query:
+            with self._guard.guard("recall"):
+                _, context = recall_context(self.memory, query, self._settings)
+                return place_context(messages, context.text)
+        return list(messages)
+
+    async def _aplace(self, messages: Sequence[ChatMessage]) -> list[ChatMessage]:
+        query = latest_query(messages) if self.recall else ""
+        if query:
+            with self._guard.guard("recall"):
+                _, context = await arecall_context(self.memory, query, self._settings)
+                return place_context(messages, context.text)
+        return list(messages)
+
+    def _capture(self, messages: Sequence[ChatMessage], reply: str) -> None:
+        turn = new_turn(messages, reply) if self.capture else []
+        if turn:
+            with self._guard.guard("capture"):
+                self.memory.capture(
+                    turn,
+                    entity_id=self.entity_id,
+                    process_id=self.process_id,
+                    session_id=self.session_id,
+                    mode=self.mode,
+                    tags=["llama_index"],
+                )
+
+    # -- chat -------------------------------------------------------------------------------
+    def chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
+        """Chat with memory context placed; the turn is captured."""
+        placed = self._place(messages)
+        with internal_call("wrapper"):
+            response = self.llm.chat(placed, **kwargs)
+        self._capture(messages, text_of(response.message))
+        return response
+
+    async def achat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
+        """Async :meth:`chat`; recall runs off the event loop."""
+        placed = await self._aplace(messages)
+        with internal_call("wrapper"):
+            response = await self.llm.achat(placed, **kwargs)
+        self._capture(messages, text_of(response.message))
+        return response
+
+    def stream_chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponseGen:
+        """Stream with memory context placed; the turn is captured when the stream ends."""
+        placed = self._place(messages)
+        with internal_call("wrapper"):
+            stream = self.llm.stream_chat(placed, **kwargs)
+        return self._relay(messages, stream)
+
+    async def astream_chat(
+        self, messages: Sequence[ChatMessage], **kwargs: Any
+    ) -> ChatResponseAsyncGen:
+        """Async :meth:`stream_chat`."""
+        placed = await self._aplace(messages)
+        with internal_call("wrapper"):
+            stream = await self.llm.astream_chat(placed, **kwargs)
+        return self._arelay(messages, stream)
+
+    def _relay(
+        self, messages: Sequence[ChatMessage], stream: ChatResponseGen
+    ) -> Generator[ChatResponse, None, None]:
+        # The delegate's events fire while it runs, i.e. inside next(): tag only that, so
+        # the tag never leaks into the caller's code between chunks.
+        reply = StreamedReply()
+        try:
+            while True:
+                with internal_call("wrapper"):
+                    try:
+                        chunk = next(stream)
+                    except StopIteration:
+                        break
+                reply.add(chunk)
+                yield chunk
+        finally:
+            with internal_call("wrapper"):
+                stream.close()
+        self._capture(messages, reply.text())
+
+    async def _arelay(
+        self, messages: Sequence[ChatMessage], stream: ChatResponseAsyncGen
+    ) -> AsyncGenerator[ChatResponse, None]:
+        reply = StreamedReply()
+        try:
+            while True:
+                with internal_call("wrapper"):
+                    try:
+                        chunk = await stream.__anext__()
+                    except StopAsyncIteration:
+                        break
+                reply.add(chunk)
+                yield chunk
+        finally:
+            with internal_call("wrapper"):
+                await stream.aclose()
+        self._capture(messages, reply.text())
+
+    # -- completion: passed through ------------------------------------------------------------
+    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
+        """The wrapped LLM's ``complete``, without memory."""
+        return self.llm.complete(prompt, formatted=formatted, **kwargs)
+
+    async def acomplete(
+        self, prompt: str, formatted: bool = False, **kwargs: Any
+    ) -> CompletionResponse:
+        """The wrapped LLM's ``acomplete``, without memory."""
+        return await self.llm.acomplete(prompt, formatted=formatted, **kwargs)
+
+    def stream_complete(
+        self, prompt: str, formatted: bool = False, **kwargs: Any
+    ) -> CompletionResponseGen:
+        """The wrapped LLM's ``stream_complete``, without memory."""
+        return self.llm.stream_complete(prompt, formatted=formatted, **kwargs)
+
+    async def astream_complete(
+        self, prompt: str, formatted: bool = False, **kwargs: Any
+    ) -> CompletionResponseAsyncGen:
+        """The wrapped LLM's ``astream_complete``, without memory."""
+        return await self.llm.astream_complete(prompt, formatted=formatted, **kwargs)
+
+    # -- tool calling: the wrapped LLM's own ----------------------------------------------------
+    def _tool_llm(self) -> FunctionCallingLLM:
+        if not isinstance(self.llm, FunctionCallingLLM):
+            raise InvalidInputError(
+                f"{type(self.llm).__name__} does not support tool calling "
+                "(it is not a FunctionCallingLLM)"
+            )
+        return self.llm
+
+    def _prepare_chat_with_tools(
+        self,
+        tools: Sequence[BaseTool],
+        user_msg: str | ChatMessage | None = None,
+        chat_history: list[ChatMessage] | None = None,
+        verbose: bool = False,
+        allow_parallel_tool_calls: bool = False,
+        tool_required: bool = False,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
+        return self._tool_llm()._prepare_chat_with_tools_compat(
+            tools,
+            user_msg=user_msg,
+            chat_history=chat_history,
+            verbose=verbose,
+            allow_parallel_tool_calls=allow_parallel_tool_calls,
+            tool_required=tool_required,
+            **kwargs,
+        )
+
+    def _validate_chat_with_tools_response(
+        self,
+        response: ChatResponse,
+        tools: Sequence[BaseTool],
+        allow_parallel_tool_calls: bool = False,
+        **kwargs: Any,
+    ) -> ChatResponse:
+        return self._tool_llm()._validate_chat_with_tools_response(
+            response, tools, allow_parallel_tool_calls=allow_parallel_tool_calls, **kwargs
+        )
+
+    def get_tool_calls_from_response(
+        self, response: ChatResponse, error_on_no_tool_call: bool = True, **kwargs: Any
+    ) -> list[ToolSelection]:
+        """The wrapped LLM's tool calls in ``response``."""
+        return self._tool_llm().get_tool_calls_from_response(
+            response, error_on_no_tool_call=error_on_no_tool_call, **kwargs
+        )
