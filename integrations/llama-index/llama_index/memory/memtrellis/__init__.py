@@ -22,11 +22,15 @@ Example:
     >>> memory.close()
 """
 
-from llama_index.memory.memtrellis.adapters import LlamaIndexExtractionLLM
-from llama_index.memory.memtrellis.block import MemtrellisMemoryBlock
-from llama_index.memory.memtrellis.events import MemtrellisEventHandler
-from llama_index.memory.memtrellis.llm import MemtrellisLLM
-from llama_index.memory.memtrellis.retriever import MemoryRetriever
+from llama_index.memory.memtrellis._tokenizer import ensure_offline_tokenizer
+
+ensure_offline_tokenizer()
+
+from llama_index.memory.memtrellis.adapters import LlamaIndexExtractionLLM  # noqa: E402
+from llama_index.memory.memtrellis.block import MemtrellisMemoryBlock  # noqa: E402
+from llama_index.memory.memtrellis.events import MemtrellisEventHandler  # noqa: E402
+from llama_index.memory.memtrellis.llm import MemtrellisLLM  # noqa: E402
+from llama_index.memory.memtrellis.retriever import MemoryRetriever  # noqa: E402
 
 __all__ = [
     "LlamaIndexExtractionLLM",

@@ -8,19 +8,19 @@ from typing import Any
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.memory.memory import BaseMemoryBlock
-from memtrellis import Memory, RecallResult
-from memtrellis.context import DEFAULT_TOKEN_BUDGET, build_context
+from memtrellis import RecallResult
+from memtrellis.context import build_context
 
-from llama_index.memory.memtrellis._failopen import FailOpen
 from llama_index.memory.memtrellis._messages import flushed_turn, latest_query
-from llama_index.memory.memtrellis._recall import RecallSettings, arecall_context
+from llama_index.memory.memtrellis._recall import arecall_context
+from llama_index.memory.memtrellis._settings import RecallFields
 
 __all__ = ["MemtrellisMemoryBlock"]
 
 _KEEP_RENDERED = 16  # recent renderings kept so that atruncate can re-render smaller
 
 
-class MemtrellisMemoryBlock(BaseMemoryBlock[str]):
+class MemtrellisMemoryBlock(RecallFields, BaseMemoryBlock[str]):
     """memtrellis as a memory block of ``llama_index.core.memory.Memory``.
 
     Reading the block (:meth:`aget`) recalls the memories relevant to the latest user
@@ -62,31 +62,8 @@ class MemtrellisMemoryBlock(BaseMemoryBlock[str]):
     description: str | None = Field(
         default="Long-term memories recalled for the latest user message (memtrellis)."
     )
-    memory: Memory = Field(exclude=True, description="The memtrellis Memory.")
-    entity_id: str | None = Field(default=None, description="Whose memory.")
-    process_id: str | None = Field(default=None, description="Which app or agent.")
-    k: int = Field(default=8, ge=1, le=1000, description="Most memories recalled per read.")
-    token_budget: int = Field(
-        default=DEFAULT_TOKEN_BUDGET, ge=0, description="Most tokens of the rendered block."
-    )
-    mode: str | None = Field(default=None, description="Extraction mode of captured turns.")
-    strict: bool = Field(default=False, description="Raise memory failures.")
 
-    _guard: FailOpen = PrivateAttr()
     _rendered: OrderedDict[str, RecallResult] = PrivateAttr(default_factory=OrderedDict)
-
-    def model_post_init(self, context: Any, /) -> None:
-        """Set up the failure counter."""
-        self._guard = FailOpen(f"MemtrellisMemoryBlock({self.name})", strict=self.strict)
-
-    @property
-    def failures(self) -> int:
-        """Memory failures so far (logged; raised only when ``strict``)."""
-        return self._guard.failures
-
-    @property
-    def _settings(self) -> RecallSettings:
-        return RecallSettings(self.entity_id, self.process_id, self.k, self.token_budget)
 
     async def _aget(self, messages: list[ChatMessage] | None = None, **block_kwargs: Any) -> str:
         query = latest_query(messages)

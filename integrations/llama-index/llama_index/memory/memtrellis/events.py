@@ -19,10 +19,9 @@ from llama_index.core.instrumentation.events.llm import (
 )
 from llama_index_instrumentation import get_dispatcher
 from llama_index_instrumentation.dispatcher import Dispatcher
-from memtrellis import Memory
 
-from llama_index.memory.memtrellis._failopen import FailOpen
 from llama_index.memory.memtrellis._messages import StreamedReply, is_internal, new_turn
+from llama_index.memory.memtrellis._settings import CaptureFields
 
 __all__ = ["ENTITY_TAG", "PROCESS_TAG", "SESSION_TAG", "MemtrellisEventHandler"]
 
@@ -42,7 +41,7 @@ class _Call:
     tags: dict[str, Any] = field(default_factory=dict)
 
 
-class MemtrellisEventHandler(BaseEventHandler):
+class MemtrellisEventHandler(CaptureFields, BaseEventHandler):
     """Capture every chat turn of a LlamaIndex pipeline through instrumentation events.
 
     ``LLMChatStartEvent`` opens a call under its span id, ``LLMChatInProgressEvent``
@@ -85,16 +84,11 @@ class MemtrellisEventHandler(BaseEventHandler):
         >>> memory.close()
     """
 
-    memory: Memory = Field(exclude=True, description="The memtrellis Memory.")
-    entity_id: str | None = Field(default=None, description="Whose memory.")
-    process_id: str | None = Field(default=None, description="Which app or agent.")
     session_id: str | None = Field(default=None, description="Session of captured turns.")
-    mode: str | None = Field(default=None, description="Extraction mode of captured turns.")
     max_open_calls: int = Field(default=1024, ge=1, description="Calls tracked at once.")
 
     _calls: OrderedDict[str, _Call] = PrivateAttr(default_factory=OrderedDict)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
-    _guard: FailOpen = PrivateAttr(default_factory=lambda: FailOpen("event handler", strict=False))
     _dispatchers: list[Dispatcher] = PrivateAttr(default_factory=list)
     _captured: int = PrivateAttr(default=0)
 
@@ -102,11 +96,6 @@ class MemtrellisEventHandler(BaseEventHandler):
     def class_name(cls) -> str:
         """The class name LlamaIndex serialises handlers by."""
         return "MemtrellisEventHandler"
-
-    @property
-    def failures(self) -> int:
-        """Capture failures so far (logged)."""
-        return self._guard.failures
 
     @property
     def captured(self) -> int:

@@ -15,13 +15,11 @@ from llama_index.core.base.llms.types import (
     CompletionResponseGen,
     LLMMetadata,
 )
-from llama_index.core.bridge.pydantic import Field, PrivateAttr, SerializeAsAny
+from llama_index.core.bridge.pydantic import Field, SerializeAsAny
 from llama_index.core.llms.function_calling import FunctionCallingLLM
 from llama_index.core.llms.llm import LLM, ToolSelection
-from memtrellis import InvalidInputError, Memory
-from memtrellis.context import DEFAULT_TOKEN_BUDGET
+from memtrellis import InvalidInputError
 
-from llama_index.memory.memtrellis._failopen import FailOpen
 from llama_index.memory.memtrellis._messages import (
     StreamedReply,
     internal_call,
@@ -30,11 +28,8 @@ from llama_index.memory.memtrellis._messages import (
     place_context,
     text_of,
 )
-from llama_index.memory.memtrellis._recall import (
-    RecallSettings,
-    arecall_context,
-    recall_context,
-)
+from llama_index.memory.memtrellis._recall import arecall_context, recall_context
+from llama_index.memory.memtrellis._settings import RecallFields
 
 if TYPE_CHECKING:
     from llama_index.core.tools.types import BaseTool
@@ -42,7 +37,7 @@ if TYPE_CHECKING:
 __all__ = ["MemtrellisLLM"]
 
 
-class MemtrellisLLM(FunctionCallingLLM):
+class MemtrellisLLM(RecallFields, FunctionCallingLLM):
     """Wrap any LlamaIndex LLM: memory context in, captured turns out.
 
     Each ``chat``/``achat``/``stream_chat``/``astream_chat`` recalls the memories
@@ -85,25 +80,9 @@ class MemtrellisLLM(FunctionCallingLLM):
     """
 
     llm: SerializeAsAny[LLM] = Field(description="The wrapped LLM.")
-    memory: Memory = Field(exclude=True, description="The memtrellis Memory.")
-    entity_id: str | None = Field(default=None, description="Whose memory.")
-    process_id: str | None = Field(default=None, description="Which app or agent.")
     session_id: str | None = Field(default=None, description="Session of captured turns.")
-    k: int = Field(default=8, ge=1, le=1000, description="Most memories recalled per call.")
-    token_budget: int = Field(
-        default=DEFAULT_TOKEN_BUDGET, ge=0, description="Most tokens of memory context."
-    )
     recall: bool = Field(default=True, description="Place memory context.")
     capture: bool = Field(default=True, description="Capture turns.")
-    mode: str | None = Field(default=None, description="Extraction mode of captured turns.")
-    strict: bool = Field(default=False, description="Raise memory failures.")
-
-    _guard: FailOpen = PrivateAttr()
-
-    def model_post_init(self, context: Any, /) -> None:
-        """Set up the failure counter."""
-        super().model_post_init(context)
-        self._guard = FailOpen(f"MemtrellisLLM({self.llm.class_name()})", strict=self.strict)
 
     @classmethod
     def class_name(cls) -> str:
@@ -115,16 +94,7 @@ class MemtrellisLLM(FunctionCallingLLM):
         """The wrapped LLM's metadata (context window, chat and function-calling support)."""
         return self.llm.metadata
 
-    @property
-    def failures(self) -> int:
-        """Memory failures so far (logged; raised only when ``strict``)."""
-        return self._guard.failures
-
     # -- memory in and out ------------------------------------------------------------------
-    @property
-    def _settings(self) -> RecallSettings:
-        return RecallSettings(self.entity_id, self.process_id, self.k, self.token_budget)
-
     def _place(self, messages: Sequence[ChatMessage]) -> list[ChatMessage]:
         query = latest_query(messages) if self.recall else ""
         if query:
