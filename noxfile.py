@@ -16,17 +16,21 @@ DEV = ".[dev]"
 # The LangChain integration: its own distribution, installed and checked with the core.
 LANGCHAIN = "integrations/langchain"
 LANGCHAIN_DEV = f"{LANGCHAIN}[dev]"
+# The LlamaIndex integration, likewise.
+LLAMA_INDEX = "integrations/llama-index"
+LLAMA_INDEX_DEV = f"{LLAMA_INDEX}[dev]"
 LINTED = ["src", "tests", "benchmarks", "integrations", "noxfile.py"]
 
 
 @nox.session
 def tests(session: nox.Session) -> None:
     """The whole test suite, including a real `chroma run` server on loopback, then the
-    LangChain integration's suite (its own pytest configuration)."""
-    session.install("-e", DEV, "-e", LANGCHAIN_DEV)
+    LangChain and LlamaIndex integrations' suites (each with its own pytest configuration)."""
+    session.install("-e", DEV, "-e", LANGCHAIN_DEV, "-e", LLAMA_INDEX_DEV)
     env = {"ANONYMIZED_TELEMETRY": "False"}
     session.run("pytest", "-q", "-ra", *session.posargs, env=env)
     session.run("pytest", "-q", "-ra", LANGCHAIN, *session.posargs, env=env)
+    session.run("pytest", "-q", "-ra", LLAMA_INDEX, *session.posargs, env=env)
 
 
 @nox.session
@@ -39,10 +43,12 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def typecheck(session: nox.Session) -> None:
-    """mypy --strict over src/ and the LangChain integration's package."""
-    session.install("-e", DEV, "-e", LANGCHAIN_DEV)
+    """mypy --strict over src/ and the LangChain and LlamaIndex integrations' packages."""
+    session.install("-e", DEV, "-e", LANGCHAIN_DEV, "-e", LLAMA_INDEX_DEV)
     session.run("mypy", "src")
     session.run("mypy", f"{LANGCHAIN}/src")
+    with session.chdir(LLAMA_INDEX):  # its own settings: a namespace package
+        session.run("mypy")
 
 
 @nox.session
