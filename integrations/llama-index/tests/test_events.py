@@ -9,11 +9,16 @@ from fakes import TOOL, scripted_llm
 from llama_index.core.agent.workflow import FunctionAgent
 from llama_index.core.chat_engine import SimpleChatEngine
 from llama_index.core.llms import ChatMessage, MockLLM
+from llama_index.core.memory import Memory as ChatMemory
 from llama_index.core.tools import FunctionTool
 from llama_index_instrumentation.dispatcher import instrument_tags
 from memtrellis import Memory, MemoryItem
 
-from llama_index.memory.memtrellis import MemtrellisEventHandler, MemtrellisLLM
+from llama_index.memory.memtrellis import (
+    MemtrellisEventHandler,
+    MemtrellisLLM,
+    MemtrellisMemoryBlock,
+)
 from llama_index.memory.memtrellis.events import ENTITY_TAG, SESSION_TAG
 
 
@@ -52,6 +57,25 @@ def test_chat_engine_turns_are_captured_with_the_configured_scope(
     }
     assert memory.list(entity_id="alice") == []  # the Memory's default entity is untouched
     assert handler.captured == 1
+
+
+def test_memory_placed_in_the_user_message_is_not_captured_back(
+    memory: Memory, handler: MemtrellisEventHandler
+) -> None:
+    memory.add("Bob always books a window seat", entity_id="bob")
+    llm, script = scripted_llm("Window seat it is.")
+    chat_memory = ChatMemory.from_defaults(
+        insert_method="user",
+        memory_blocks=[MemtrellisMemoryBlock(memory=memory, entity_id="bob")],
+    )
+    SimpleChatEngine.from_defaults(llm=llm, memory=chat_memory).chat("Which seat for me?")
+
+    sent = script.calls[0][-1]
+    assert "window seat" in (sent.content or "") and "<memory>" in (sent.content or "")
+    assert _said(_stored(memory))[1:] == [
+        ("user", "Which seat for me?"),
+        ("assistant", "Window seat it is."),
+    ]
 
 
 def test_only_the_new_messages_of_each_call_are_captured(

@@ -17,7 +17,7 @@ from llama_index.memory.memtrellis._settings import RecallFields
 
 __all__ = ["MemtrellisMemoryBlock"]
 
-_KEEP_RENDERED = 16  # recent renderings kept so that atruncate can re-render smaller
+_KEEP_RENDERED = 16
 
 
 class MemtrellisMemoryBlock(RecallFields, BaseMemoryBlock[str]):
@@ -63,7 +63,9 @@ class MemtrellisMemoryBlock(RecallFields, BaseMemoryBlock[str]):
         default="Long-term memories recalled for the latest user message (memtrellis)."
     )
 
-    _rendered: OrderedDict[str, RecallResult] = PrivateAttr(default_factory=OrderedDict)
+    # Recent renderings (text -> what was recalled, its tokens), so that atruncate can
+    # render the same recall again within fewer tokens.
+    _rendered: OrderedDict[str, tuple[RecallResult, int]] = PrivateAttr(default_factory=OrderedDict)
 
     async def _aget(self, messages: list[ChatMessage] | None = None, **block_kwargs: Any) -> str:
         query = latest_query(messages)
@@ -72,7 +74,7 @@ class MemtrellisMemoryBlock(RecallFields, BaseMemoryBlock[str]):
         with self._guard.guard("recall"):
             result, context = await arecall_context(self.memory, query, self._settings)
             if context.text:
-                self._rendered[context.text] = result
+                self._rendered[context.text] = (result, context.tokens)
                 while len(self._rendered) > _KEEP_RENDERED:
                     self._rendered.popitem(last=False)
             return context.text
@@ -106,13 +108,11 @@ class MemtrellisMemoryBlock(RecallFields, BaseMemoryBlock[str]):
         ``Memory`` calls this for blocks with a ``priority`` above 0 when the blocks and
         the chat history exceed its token limit.
         """
-        result = self._rendered.get(content)
-        if result is None:
+        rendered = self._rendered.get(content)
+        if rendered is None:
             return None
+        result, tokens = rendered
         with self._guard.guard("truncate"):
-            current = build_context(result, token_budget=self.token_budget)
-            smaller = build_context(
-                result, token_budget=max(0, current.tokens - max(tokens_to_truncate, 1))
-            )
-            return smaller.text or None
+            budget = max(0, tokens - max(tokens_to_truncate, 1))
+            return build_context(result, token_budget=budget).text or None
         return None
