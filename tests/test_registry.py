@@ -11,7 +11,7 @@ import pytest
 from memtrellis import InvalidInputError, Memory, UnknownIntegrationError
 from memtrellis.llm import as_llm
 from memtrellis.registry import integration_names, load_integration, register
-from memtrellis.testing import HashingEmbedder
+from memtrellis.testing import HashingEmbedder, ScriptedLLM
 
 PLUGIN = '''
 class Wrapped:
@@ -36,6 +36,18 @@ class Adapted:
 
 def adapt(obj):
     return Adapted(obj) if isinstance(obj, Framework) else None
+
+class FrameworkWithItsOwnComplete:
+    """A framework model whose complete() takes a prompt, not messages (as LlamaIndex's)."""
+    def complete(self, prompt):
+        raise AssertionError("the framework's own complete must not be called")
+
+class OwnAdapted:
+    def complete(self, messages):
+        return "adapted"
+
+def adapt_own(obj):
+    return OwnAdapted() if isinstance(obj, FrameworkWithItsOwnComplete) else None
 
 def adapt_badly(obj):
     return "not an llm" if isinstance(obj, str) else None
@@ -64,6 +76,7 @@ def plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
             demo = demo_plugin:adapt
             demo_bad = demo_plugin:adapt_badly
             demo_missing = demo_plugin_missing:nothing
+            demo_plugin = demo_plugin:adapt_own
             """
         )
     )
@@ -126,3 +139,17 @@ def test_objects_no_adapter_takes_are_refused(plugin: Path) -> None:
         as_llm(object())
     with pytest.raises(InvalidInputError, match="adapt_badly"):
         as_llm("a string the bad adapter claims")
+
+
+def test_the_adapter_named_after_a_models_package_is_asked_first(plugin: Path) -> None:
+    from demo_plugin import FrameworkWithItsOwnComplete  # type: ignore[import-not-found]
+
+    model = FrameworkWithItsOwnComplete()  # it has complete(), but not the protocol's
+    assert as_llm(model).complete([{"role": "user", "content": "hi"}]) == "adapted"
+
+    class Subclassed(FrameworkWithItsOwnComplete):  # a user's subclass, in another module
+        pass
+
+    assert as_llm(Subclassed()).complete([]) == "adapted"
+    plain = ScriptedLLM(["{}"])
+    assert as_llm(plain) is plain

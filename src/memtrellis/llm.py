@@ -72,7 +72,10 @@ def as_llm(obj: Any) -> LLM:
 
     Adapters come from the ``memtrellis.llm_adapters`` entry-point group (see
     :mod:`memtrellis.registry`); installing ``langchain-memtrellis`` makes any LangChain
-    chat model usable as ``Memory(llm=chat_model)``.
+    chat model usable as ``Memory(llm=chat_model)``, installing
+    ``llama-index-memory-memtrellis`` any LlamaIndex LLM. An adapter named after a package
+    that ``obj``'s class (or a base class) comes from is asked first, because a framework
+    model may have a ``complete`` method that is not this protocol's.
 
     Raises:
         InvalidInputError: Neither ``obj`` nor any adapter provides ``complete``.
@@ -83,20 +86,34 @@ def as_llm(obj: Any) -> LLM:
         >>> as_llm(llm) is llm
         True
     """
-    if isinstance(obj, LLM):
-        return obj
     from memtrellis.registry import llm_adapters
 
-    for adapter in llm_adapters():
+    # A framework's model can have a complete() of another shape (a LlamaIndex LLM's takes
+    # a prompt string): the adapter named after a package its class comes from is asked
+    # before the object is taken as it is. Only those adapters load here, so a plain LLM
+    # never imports a framework.
+    packages = {cls.__module__.partition(".")[0] for cls in type(obj).__mro__}
+    for adapter in llm_adapters(packages):
         adapted = adapter(obj)
         if adapted is not None:
-            if not isinstance(adapted, LLM):
-                raise InvalidInputError(
-                    f"the llm adapter {adapter!r} returned {type(adapted).__name__}, "
-                    "which has no complete(messages) method"
-                )
-            return adapted
+            return _checked(adapter, adapted)
+    if isinstance(obj, LLM):
+        return obj
+    for adapter in llm_adapters(skip=packages):
+        adapted = adapter(obj)
+        if adapted is not None:
+            return _checked(adapter, adapted)
     raise InvalidInputError(
         f"llm must have a complete(messages) -> str method; got {type(obj).__name__} "
-        "(LangChain chat models work once langchain-memtrellis is installed)"
+        "(LangChain chat models and LlamaIndex LLMs work once their memtrellis "
+        "integration is installed)"
     )
+
+
+def _checked(adapter: Any, adapted: Any) -> LLM:
+    if not isinstance(adapted, LLM):
+        raise InvalidInputError(
+            f"the llm adapter {adapter!r} returned {type(adapted).__name__}, "
+            "which has no complete(messages) method"
+        )
+    return adapted

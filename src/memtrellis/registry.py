@@ -9,7 +9,10 @@ imports them:
 * group ``memtrellis.llm_adapters``: each entry point loads a callable
   ``(obj) -> LLM | None`` that returns an adapter with ``complete(messages) -> str`` for
   the objects it recognises and ``None`` for the others. :func:`memtrellis.llm.as_llm`
-  tries them when ``Memory(llm=...)`` gets something that is not already an LLM.
+  tries them when ``Memory(llm=...)`` gets something that is not already an LLM. An
+  adapter named after a framework's top-level package (``llama_index``) is asked first
+  for objects whose classes come from that package, even when they have a ``complete``
+  method of another shape.
 
 Example:
     >>> from memtrellis.registry import integration_names
@@ -20,7 +23,7 @@ Example:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
@@ -81,10 +84,19 @@ def register(memory: Any, name: str, obj: Any, **options: Any) -> Any:
     return load_integration(name)(memory, obj, **options)
 
 
-def llm_adapters() -> list[Callable[[Any], Any]]:
-    """The installed LLM adapter callables, by entry-point name; broken ones are logged."""
+def llm_adapters(
+    only: Collection[str] | None = None, *, skip: Collection[str] = ()
+) -> list[Callable[[Any], Any]]:
+    """The installed LLM adapter callables, by entry-point name; broken ones are logged.
+
+    Args:
+        only: Load only the adapters of these names (``None``: all of them).
+        skip: Leave out the adapters of these names.
+    """
     adapters: list[Callable[[Any], Any]] = []
     for name, ep in _entry_points(LLM_ADAPTERS_GROUP).items():
+        if (only is not None and name not in only) or name in skip:
+            continue
         try:
             adapters.append(ep.load())
         except Exception as exc:  # a broken plug-in must not stop the others
