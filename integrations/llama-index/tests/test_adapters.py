@@ -9,7 +9,7 @@ import pytest
 from fakes import scripted_llm
 from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.llms import ChatMessage, MockLLM
-from memtrellis import InvalidInputError, Memory
+from memtrellis import InvalidInputError, Memory, UnknownIntegrationError
 from memtrellis.testing import HashingEmbedder
 
 from llama_index.memory.memtrellis import (
@@ -51,6 +51,16 @@ def test_a_llamaindex_llm_runs_fine_mode_extraction(tmp_path: Path) -> None:
     assert item.text == "Alice moved to Porto"
     assert [s.message_id for s in item.sources] == ["m1"]
     assert "Porto" in (script.calls[0][-1].content or "")  # the window reached the model
+
+
+def test_memory_takes_any_llamaindex_llm_directly(tmp_path: Path) -> None:
+    # A LlamaIndex LLM has a complete() of its own (it takes a prompt string): the core
+    # asks this package's adapter first (entry point memtrellis.llm_adapters:llama_index).
+    inner, script = scripted_llm(_EXTRACTED)
+    with Memory(tmp_path / "s", embedder=HashingEmbedder(), llm=inner) as memory:
+        assert isinstance(memory.extractor.llm, LlamaIndexExtractionLLM)
+        [item] = memory.add(_conversation())
+    assert item.text == "Alice moved to Porto" and len(script.calls) == 1
 
 
 async def test_async_extraction_uses_the_native_achat(tmp_path: Path) -> None:
@@ -103,3 +113,13 @@ def test_register_wraps_an_llm_with_memory(memory: Memory) -> None:
     assert (wrapped.memory, wrapped.session_id, wrapped.token_budget) == (memory, "s1", 200)
     with pytest.raises(InvalidInputError, match="LlamaIndex LLMs"):
         register(memory, object())
+
+
+def test_memory_register_llama_index(memory: Memory) -> None:
+    wrapped = memory.register(llama_index=MockLLM())
+    assert isinstance(wrapped, MemtrellisLLM) and wrapped.memory is memory
+    with pytest.raises(InvalidInputError, match="LlamaIndex LLMs"):
+        memory.register(llama_index="gpt-4o")
+    with pytest.raises(UnknownIntegrationError) as caught:
+        memory.register(llamaindex=MockLLM())
+    assert "llama_index" in caught.value.known

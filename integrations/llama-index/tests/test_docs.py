@@ -54,7 +54,8 @@ def test_guide_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
         "True",
         "['I moved to Porto last week']",
         "True",
-        "MockEmbedding:unknown",
+        "MemtrellisLLM",
+        "LlamaIndexExtractionLLM MockEmbedding:unknown",
     ]
 
 

@@ -77,8 +77,9 @@ def register(memory: Memory, obj: Any, **options: Any) -> MemtrellisLLM:
     """The ``memtrellis.integrations`` entry point ``llama_index``.
 
     ``memory.register(llama_index=llm)`` returns ``llm`` wrapped in a
-    :class:`~llama_index.memory.memtrellis.MemtrellisLLM` over ``memory``; ``options``
-    are its settings (``entity_id``, ``session_id``, ``token_budget``, ``strict``...).
+    :class:`~llama_index.memory.memtrellis.MemtrellisLLM` over ``memory``.
+    ``memtrellis.registry.register(memory, "llama_index", llm, **options)`` passes
+    ``options`` on as its settings (``entity_id``, ``session_id``, ``token_budget``...).
 
     Raises:
         InvalidInputError: ``obj`` is not a LlamaIndex LLM.
