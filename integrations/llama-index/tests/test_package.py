@@ -104,3 +104,20 @@ def test_a_full_cycle_makes_no_network_attempt(tmp_path: Path) -> None:
     assert "NETWORK ATTEMPT" not in result.stderr, result.stderr[-3000:]
     assert result.returncode == 0, result.stderr[-3000:]
     assert "OFFLINE OK" in result.stdout
+
+
+def test_an_unusable_tiktoken_cache_is_logged_not_raised(tmp_path: Path) -> None:
+    code = """
+import logging, os
+logging.basicConfig(level=logging.WARNING)
+os.environ["TIKTOKEN_CACHE_DIR"] = ""  # tiktoken's cache off: memtrellis refuses to fill it
+import llama_index.memory.memtrellis
+from llama_index.memory.memtrellis._tokenizer import ensure_offline_tokenizer
+print("imported", ensure_offline_tokenizer())
+"""
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip() == "imported False"
+    assert "may download cl100k_base" in result.stderr

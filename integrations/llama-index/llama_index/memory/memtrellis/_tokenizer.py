@@ -10,20 +10,32 @@ own cache (which holds ``o200k_base``) the first time it counts tokens, after wh
 
 from __future__ import annotations
 
+import logging
 import threading
 
+from memtrellis import TokenizerUnavailableError
 from memtrellis.tokens import get_encoding
 
 __all__ = ["ensure_offline_tokenizer"]
 
+log = logging.getLogger("llama_index.memory.memtrellis")
 _lock = threading.Lock()
 _done = False
 
 
-def ensure_offline_tokenizer() -> None:
-    """Make ``cl100k_base`` loadable offline from ``$TIKTOKEN_CACHE_DIR``. Idempotent."""
+def ensure_offline_tokenizer() -> bool:
+    """Make ``cl100k_base`` loadable offline from ``$TIKTOKEN_CACHE_DIR``. Idempotent.
+
+    Returns False (and logs why) when the file cannot be provided, e.g. an unwritable
+    cache directory: importing the package must not fail for that.
+    """
     global _done
     with _lock:
         if not _done:
-            get_encoding("cl100k_base")
+            try:
+                get_encoding("cl100k_base")
+            except TokenizerUnavailableError as exc:
+                log.warning("LlamaIndex's tokenizer may download cl100k_base: %s", exc)
+                return False
             _done = True
+    return True
