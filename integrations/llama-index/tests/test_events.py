@@ -10,16 +10,18 @@ from llama_index.core.agent.workflow import FunctionAgent
 from llama_index.core.chat_engine import SimpleChatEngine
 from llama_index.core.llms import ChatMessage, MockLLM
 from llama_index.core.memory import Memory as ChatMemory
+from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.tools import FunctionTool
 from llama_index_instrumentation.dispatcher import instrument_tags
 from memtrellis import Memory, MemoryItem
 
 from llama_index.memory.memtrellis import (
+    MemoryRetriever,
     MemtrellisEventHandler,
     MemtrellisLLM,
     MemtrellisMemoryBlock,
 )
-from llama_index.memory.memtrellis.events import ENTITY_TAG, SESSION_TAG
+from llama_index.memory.memtrellis.events import ENTITY_TAG, SESSION_TAG, skip_capture
 
 
 @pytest.fixture
@@ -178,3 +180,16 @@ def test_attach_and_detach(memory: Memory) -> None:
     handler.detach()
     llm.chat([ChatMessage(role="user", content="two")])
     assert handler.captured == 1
+
+
+def test_calls_inside_skip_capture_are_not_captured(
+    memory: Memory, handler: MemtrellisEventHandler
+) -> None:
+    memory.add("Bob's locker is number 12", entity_id="bob")
+    llm, script = scripted_llm("Locker 12.")
+    engine = RetrieverQueryEngine.from_args(MemoryRetriever(memory, entity_id="bob"), llm=llm)
+    with skip_capture():
+        assert str(engine.query("Which locker is Bob's?")) == "Locker 12."
+    assert "Context information" in (script.calls[0][-1].content or "")  # a templated prompt
+    assert handler.captured == 0
+    assert [i.text for i in _stored(memory)] == ["Bob's locker is number 12"]

@@ -8,7 +8,7 @@ messages.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -37,7 +37,7 @@ _ROLES = {MessageRole.USER: "user", MessageRole.ASSISTANT: "assistant"}
 
 
 @contextmanager
-def internal_call(kind: str) -> Any:
+def internal_call(kind: str) -> Iterator[None]:
     """Tag the LlamaIndex events fired inside this block with :data:`INTERNAL_TAG`."""
     with instrument_tags({**active_instrument_tags.get(), INTERNAL_TAG: kind}):
         yield

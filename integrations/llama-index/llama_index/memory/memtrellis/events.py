@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,16 +21,34 @@ from llama_index.core.instrumentation.events.llm import (
 from llama_index_instrumentation import get_dispatcher
 from llama_index_instrumentation.dispatcher import Dispatcher
 
-from llama_index.memory.memtrellis._messages import StreamedReply, is_internal, new_turn
+from llama_index.memory.memtrellis._messages import (
+    StreamedReply,
+    internal_call,
+    is_internal,
+    new_turn,
+)
 from llama_index.memory.memtrellis._settings import CaptureFields
 
-__all__ = ["ENTITY_TAG", "PROCESS_TAG", "SESSION_TAG", "MemtrellisEventHandler"]
+__all__ = ["ENTITY_TAG", "PROCESS_TAG", "SESSION_TAG", "MemtrellisEventHandler", "skip_capture"]
 
 #: Instrumentation tags that set the scope of the calls made inside them, e.g.
 #: ``with instrument_tags({ENTITY_TAG: "bob"}): agent.run(...)`` in a multi-user server.
 ENTITY_TAG = "memtrellis.entity_id"
 PROCESS_TAG = "memtrellis.process_id"
 SESSION_TAG = "memtrellis.session_id"
+
+
+def skip_capture() -> AbstractContextManager[None]:
+    """Calls made inside ``with skip_capture():`` are not captured by any handler.
+
+    For LLM calls that are not conversation, e.g. a query engine's answer synthesis with
+    a chat model, whose prompt is a template filled with retrieved text.
+
+    Example:
+        >>> with skip_capture():
+        ...     pass  # query_engine.query(...)
+    """
+    return internal_call("skipped")
 
 
 @dataclass
