@@ -269,17 +269,26 @@ async def forget_entity(
     return ForgetResponse(forgotten=await state.memory.aforget(entity_id=tenant))
 
 
+async def _found(
+    memory_id: MemoryId, caller: Caller, state: State, entity_id: EntityQuery = None
+) -> MemoryItem:
+    item: MemoryItem = await _find(state, caller, memory_id, entity_id)
+    return item
+
+
+#: The memory a ``/v1/memories/{memory_id}`` route names, found in the caller's scope.
+Found = Annotated[MemoryItem, Depends(_found)]
+
+
 @router.get(
     "/v1/memories/{memory_id}",
     response_model=MemoryItem,
     responses=_errors(403, 404),
     summary="Get one memory",
 )
-async def get_memory(
-    memory_id: MemoryId, caller: Caller, state: State, entity_id: EntityQuery = None
-) -> Any:
+async def get_memory(item: Found) -> Any:
     """One memory with its sources and lifecycle fields."""
-    return await _find(state, caller, memory_id, entity_id)
+    return item
 
 
 @router.patch(
@@ -288,18 +297,10 @@ async def get_memory(
     responses=_errors(400, 403, 404, 413),
     summary="Change fields of a memory",
 )
-async def update_memory(
-    memory_id: MemoryId,
-    body: PatchRequest,
-    caller: Caller,
-    state: State,
-    entity_id: EntityQuery = None,
-) -> Any:
+async def update_memory(item: Found, body: PatchRequest, state: State) -> Any:
     """Fields given replace the stored ones; the change is kept in the history."""
-    item = await _find(state, caller, memory_id, entity_id)
-    return await state.memory.aupdate(
-        item.id, entity_id=item.scope.entity_id, **body.model_dump(exclude_none=True)
-    )
+    changes = body.model_dump(exclude_none=True)
+    return await state.memory.aupdate(item.id, entity_id=item.scope.entity_id, **changes)
 
 
 @router.delete(
@@ -308,14 +309,10 @@ async def update_memory(
     responses=_errors(403, 404),
     summary="Forget one memory",
 )
-async def forget_memory(
-    memory_id: MemoryId, caller: Caller, state: State, entity_id: EntityQuery = None
-) -> Any:
+async def forget_memory(item: Found, state: State) -> Any:
     """Delete one memory from graph and index."""
-    item = await _find(state, caller, memory_id, entity_id)
-    return ForgetResponse(
-        forgotten=await state.memory.aforget(item.id, entity_id=item.scope.entity_id)
-    )
+    forgotten = await state.memory.aforget(item.id, entity_id=item.scope.entity_id)
+    return ForgetResponse(forgotten=forgotten)
 
 
 @router.get(
@@ -324,11 +321,8 @@ async def forget_memory(
     responses=_errors(403, 404),
     summary="What happened to a memory",
 )
-async def memory_history(
-    memory_id: MemoryId, caller: Caller, state: State, entity_id: EntityQuery = None
-) -> Any:
+async def memory_history(item: Found, state: State) -> Any:
     """Created, merged, updated, superseded: oldest first."""
-    item = await _find(state, caller, memory_id, entity_id)
     events = await state.memory.ahistory(item.id, entity_id=item.scope.entity_id)
     return HistoryResponse(memory_id=item.id, events=events)
 
