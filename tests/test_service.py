@@ -385,3 +385,24 @@ async def test_concurrent_clients_share_one_memory(tmp_path: Path) -> None:
             await asyncio.gather(*(worker(name, n) for name in keys for n in range(8)))
         assert len(memory.list(entity_id="alice")) == 8
         assert len(memory.list(entity_id="bob")) == 8
+
+
+def test_a_keys_file_broken_while_serving_keeps_the_keys_read_before(
+    service: Running, client: httpx.Client
+) -> None:
+    assert service.keys is not None
+    key = service.key("alice")
+    assert client.get("/v1/memories", headers=auth(key)).status_code == 200
+    service.keys.path.write_text('{"keys": 7}')
+    assert client.get("/v1/memories", headers=auth(key)).status_code == 200
+    assert_error(client.get("/v1/memories", headers=auth("mtk_x_y")), 401, "unauthorized")
+
+
+def test_a_single_valued_query_parameter_given_twice_is_refused(
+    service: Running, client: httpx.Client
+) -> None:
+    key = service.key("alice")
+    twice = client.get("/v1/memories?session_id=a&session_id=b", headers=auth(key))
+    assert "session_id" in assert_error(twice, 422, "validation_error")["message"]
+    tags = client.get("/v1/memories?tags=a&tags=b", headers=auth(key))
+    assert tags.status_code == 200

@@ -147,3 +147,11 @@ def test_serve_without_auth_on_loopback(tmp_path: Path) -> None:
             assert http.get("/health").json()["total_memories"] == 1
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(120) in (0, -signal.SIGTERM)
+
+
+def test_serve_refuses_a_corrupt_keys_file(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / "service-keys.json").write_text("{not json")
+    code, _, err = cli(store, "serve")
+    assert code == 2 and "cannot read the keys file" in err

@@ -40,7 +40,12 @@ from memtrellis.errors import (
 from memtrellis.memory import Memory
 from memtrellis.service._render import render_context
 from memtrellis.service.auth import KeyRing, Principal
-from memtrellis.service.errors import ForbiddenScopeError, NotAuthenticatedError, ServiceError
+from memtrellis.service.errors import (
+    ForbiddenScopeError,
+    NotAuthenticatedError,
+    RepeatedParameterError,
+    ServiceError,
+)
 from memtrellis.service.metrics import CONTENT_TYPE, ServiceMetrics
 from memtrellis.service.middleware import BodyLimitMiddleware, MetricsMiddleware
 from memtrellis.service.schemas import (
@@ -138,7 +143,20 @@ async def _find(state: ServiceState, caller: Principal, memory_id: str, entity: 
     raise MemoryNotFoundError(memory_id)
 
 
-router = APIRouter()
+#: Query parameters that may be repeated; every other one takes a single value.
+_LIST_PARAMETERS = frozenset({"memory_type", "tags"})
+
+
+async def _single_values(request: Request) -> None:
+    """Refuse ``?session_id=a&session_id=b`` rather than silently keep one of them."""
+    seen: set[str] = set()
+    for name, _ in request.query_params.multi_items():
+        if name in seen and name not in _LIST_PARAMETERS:
+            raise RepeatedParameterError(f"query parameter {name!r} takes one value")
+        seen.add(name)
+
+
+router = APIRouter(dependencies=[Depends(_single_values)])
 
 
 @router.post(

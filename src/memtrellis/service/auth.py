@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import logging
 import os
 import secrets
 import threading
@@ -43,6 +44,8 @@ from memtrellis.store._files import atomic_write_bytes
 from memtrellis.types import Scope, utcnow
 
 __all__ = ["KEYS_FILE", "ApiKey", "KeyRing", "Principal", "default_keys_path"]
+
+log = logging.getLogger("memtrellis.service")
 
 #: The keys file's name inside the store directory.
 KEYS_FILE = "service-keys.json"
@@ -121,10 +124,15 @@ class KeyRing:
         except (OSError, ValueError) as exc:
             raise InvalidInputError(f"cannot read the keys file {self.path}: {exc}") from exc
         keys: dict[str, ApiKey] = {}
-        for entry in raw.get("keys", []):
-            entry["entity_ids"] = tuple(entry.get("entity_ids", ()))
-            record = ApiKey(**entry)
-            keys[record.key_id] = record
+        try:
+            for entry in raw["keys"]:
+                entry["entity_ids"] = tuple(entry.get("entity_ids", ()))
+                record = ApiKey(**entry)
+                keys[record.key_id] = record
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise InvalidInputError(
+                f"the keys file {self.path} is not a memtrellis keys file"
+            ) from exc
         return keys
 
     def _write(self, keys: dict[str, ApiKey]) -> None:
@@ -144,7 +152,13 @@ class KeyRing:
             stamp = None
         with self._lock:
             if stamp != self._stamp:
-                self._keys = self._read() if stamp is not None else {}
+                try:
+                    self._keys = self._read() if stamp is not None else {}
+                except InvalidInputError as exc:
+                    # A file being edited by hand or half-copied: keep the keys last read
+                    # (none at first, so every request is refused) and try again next time.
+                    log.error("%s; keeping the keys read before", exc)
+                    return self._keys
                 self._stamp = stamp
             return self._keys
 
@@ -189,8 +203,12 @@ class KeyRing:
         return record, key
 
     def list(self) -> list[ApiKey]:
-        """Every key record, oldest first (hashes only; keys cannot be shown again)."""
-        return list(self._current().values())
+        """Every key record, oldest first (hashes only; keys cannot be shown again).
+
+        Raises:
+            InvalidInputError: The keys file cannot be read or parsed.
+        """
+        return list(self._read().values())
 
     def revoke(self, key_id: str) -> bool:
         """Remove a key by its id; False when there was none."""

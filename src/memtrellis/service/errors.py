@@ -17,6 +17,7 @@ __all__ = [
     "ForbiddenScopeError",
     "NotAuthenticatedError",
     "PayloadTooLargeError",
+    "RepeatedParameterError",
     "ServiceError",
 ]
 
@@ -54,6 +55,13 @@ class ForbiddenScopeError(ServiceError):
 
     status = 403
     error_type = "forbidden"
+
+
+class RepeatedParameterError(ServiceError):
+    """A query parameter that takes one value was given several (422)."""
+
+    status = 422
+    error_type = "validation_error"
 
 
 class PayloadTooLargeError(ServiceError):

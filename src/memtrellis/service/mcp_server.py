@@ -19,7 +19,6 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from datetime import datetime
 from typing import Annotated, Any, TypeVar
 
 from mcp.server.mcpserver import MCPServer
@@ -36,6 +35,7 @@ from memtrellis.service.schemas import (
     ListResponse,
     Message,
     RecallResponse,
+    UtcDatetime,
 )
 from memtrellis.types import MemoryItem, MemoryType
 
@@ -126,7 +126,7 @@ def create_mcp_server(
         query: Annotated[str, Field(min_length=1, description="What to recall memories about.")],
         k: Annotated[int, Field(ge=1, le=100)] = 10,
         token_budget: Annotated[int | None, Field(ge=0)] = None,
-        as_of: Annotated[datetime | None, Field(description="Recall as of this time.")] = None,
+        as_of: Annotated[UtcDatetime | None, Field(description="Recall as of this time.")] = None,
     ) -> RecallResponse:
         """Recall the user's memories most relevant to a query, best first, with why each
         was chosen; `context` holds them ready to put in a prompt."""
