@@ -59,6 +59,7 @@ def bench(session: nox.Session) -> None:
     session.run("python", "benchmarks/latency.py")
     session.run("python", "benchmarks/overhead.py")
     session.run("python", "benchmarks/ingest.py")
+    session.run("python", "benchmarks/service.py")
 
 
 @nox.session

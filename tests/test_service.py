@@ -291,6 +291,11 @@ def test_bad_input_gets_typed_json_errors_and_nothing_is_lost(
             422,
         ),
         (client.post("/v1/recall", json={"query": "x", "k": 0}, headers=auth(key)), 422),
+        (client.post("/v1/recall", json={"query": "x", "k": "5"}, headers=auth(key)), 422),
+        (
+            client.post("/v1/recall", json={"query": "x", "include_expired": 1}, headers=auth(key)),
+            422,
+        ),
         (
             client.post("/v1/recall", json={"query": "x", "as_of": "yesterday"}, headers=auth(key)),
             422,
@@ -398,7 +403,7 @@ def test_a_keys_file_broken_while_serving_keeps_the_keys_read_before(
     assert_error(client.get("/v1/memories", headers=auth("mtk_x_y")), 401, "unauthorized")
 
 
-def test_a_single_valued_query_parameter_given_twice_is_refused(
+def test_unknown_or_repeated_query_parameters_are_refused(
     service: Running, client: httpx.Client
 ) -> None:
     key = service.key("alice")
@@ -406,3 +411,5 @@ def test_a_single_valued_query_parameter_given_twice_is_refused(
     assert "session_id" in assert_error(twice, 422, "validation_error")["message"]
     tags = client.get("/v1/memories?tags=a&tags=b", headers=auth(key))
     assert tags.status_code == 200
+    unknown = client.get("/v1/memories?sesion_id=a", headers=auth(key))
+    assert "sesion_id" in assert_error(unknown, 422, "validation_error")["message"]

@@ -60,7 +60,12 @@ schema = schemathesis.openapi.from_path(
     config=SchemathesisConfig.from_dict(
         {
             "seed": int(os.environ.get("MEMTRELLIS_FUZZ_SEED", "20261130")),
-            "generation": {"mode": "all", "max-examples": EXAMPLES},
+            # the test sends a valid key itself; the fuzzer leaves auth alone
+            "generation": {
+                "mode": "all",
+                "max-examples": EXAMPLES,
+                "with-security-parameters": False,
+            },
             "checks": {
                 "negative_data_rejection": {
                     "expected-statuses": [400, 401, 403, 404, 405, 413, 422]
@@ -121,5 +126,8 @@ def test_the_fuzzer_reached_every_endpoint(live: tuple[Running, str]) -> None:
             counts[op] = counts.get(op, 0) + float(value)
     paths = json.loads(DOC.read_text(encoding="utf-8"))["paths"]
     for path, ops in paths.items():
-        for method in ops:
-            assert counts.get((method.upper(), path), 0) >= EXAMPLES // 2, (method, path, counts)
+        for method, op in ops.items():
+            # an operation with inputs gets many cases; one without (/health) a few
+            varied = "parameters" in op or "requestBody" in op
+            least = EXAMPLES // 2 if varied else 1
+            assert counts.get((method.upper(), path), 0) >= least, (method, path, counts)

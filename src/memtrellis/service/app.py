@@ -27,6 +27,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, FastAPI, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -43,7 +44,7 @@ from memtrellis.service.auth import KeyRing, Principal
 from memtrellis.service.errors import (
     ForbiddenScopeError,
     NotAuthenticatedError,
-    RepeatedParameterError,
+    QueryParameterError,
     ServiceError,
 )
 from memtrellis.service.metrics import CONTENT_TYPE, ServiceMetrics
@@ -147,16 +148,38 @@ async def _find(state: ServiceState, caller: Principal, memory_id: str, entity: 
 _LIST_PARAMETERS = frozenset({"memory_type", "tags"})
 
 
-async def _single_values(request: Request) -> None:
-    """Refuse ``?session_id=a&session_id=b`` rather than silently keep one of them."""
+_QUERY_NAMES: dict[tuple[str, frozenset[str]], frozenset[str]] = {}
+
+
+def _query_names(route: APIRoute) -> frozenset[str]:
+    key = (route.path, frozenset(route.methods or ()))
+    if key in _QUERY_NAMES:
+        return _QUERY_NAMES[key]
+    names: set[str] = set()
+    pending = [route.dependant]
+    while pending:  # the route's own parameters and those of its dependencies
+        dependant = pending.pop()
+        names.update(field.alias for field in dependant.query_params)
+        pending.extend(dependant.dependencies)
+    _QUERY_NAMES[key] = frozenset(names)
+    return _QUERY_NAMES[key]
+
+
+async def _strict_query(request: Request) -> None:
+    """Refuse unknown query parameters, and ``?session_id=a&session_id=b`` rather than
+    silently keep one of the two."""
+    route = request.scope.get("route")
+    known = _query_names(route) if isinstance(route, APIRoute) else frozenset()
     seen: set[str] = set()
     for name, _ in request.query_params.multi_items():
+        if name not in known:
+            raise QueryParameterError(f"unknown query parameter {name!r}")
         if name in seen and name not in _LIST_PARAMETERS:
-            raise RepeatedParameterError(f"query parameter {name!r} takes one value")
+            raise QueryParameterError(f"query parameter {name!r} takes one value")
         seen.add(name)
 
 
-router = APIRouter(dependencies=[Depends(_single_values)])
+router = APIRouter(dependencies=[Depends(_strict_query)])
 
 
 @router.post(

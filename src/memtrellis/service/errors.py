@@ -17,7 +17,7 @@ __all__ = [
     "ForbiddenScopeError",
     "NotAuthenticatedError",
     "PayloadTooLargeError",
-    "RepeatedParameterError",
+    "QueryParameterError",
     "ServiceError",
 ]
 
@@ -57,8 +57,8 @@ class ForbiddenScopeError(ServiceError):
     error_type = "forbidden"
 
 
-class RepeatedParameterError(ServiceError):
-    """A query parameter that takes one value was given several (422)."""
+class QueryParameterError(ServiceError):
+    """An unknown query parameter, or several values for one that takes one (422)."""
 
     status = 422
     error_type = "validation_error"

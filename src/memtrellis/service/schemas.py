@@ -19,7 +19,16 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    Strict,
+    StrictBool,
+    StrictInt,
+    StringConstraints,
+)
 from pydantic import model_validator as _model_validator
 
 from memtrellis.extraction.model import Mode
@@ -70,6 +79,8 @@ UtcDatetime = Annotated[datetime, AfterValidator(_to_utc)]
 
 
 class _Body(BaseModel):
+    # Unknown fields are refused, and numbers and booleans are taken as JSON types only
+    # ("5" is not a k, 1 is not a boolean), as the OpenAPI document says.
     model_config = ConfigDict(extra="forbid")
 
 
@@ -106,7 +117,7 @@ class AddRequest(_Body):
     mode: Mode | None = Field(
         default=None, description="fast (one memory per message) or fine (needs an LLM)."
     )
-    background: bool = False
+    background: StrictBool = False
 
     @_model_validator(mode="after")
     def _one_input(self) -> AddRequest:
@@ -137,15 +148,15 @@ class RecallRequest(_Body):
     """Recall the memories most relevant to ``query``."""
 
     query: Annotated[str, StringConstraints(min_length=1, max_length=10_000, pattern=r"\S")]
-    k: int = Field(default=10, ge=1, le=1000)
-    token_budget: int | None = Field(default=None, ge=0, le=1_000_000)
+    k: StrictInt = Field(default=10, ge=1, le=1000)
+    token_budget: StrictInt | None = Field(default=None, ge=0, le=1_000_000)
     as_of: UtcDatetime | None = Field(default=None, description="Recall as of this time.")
     entity_id: ScopeId | None = None
     process_id: ScopeId | None = None
     session_id: ScopeId | None = None
-    include_superseded: bool = False
-    include_expired: bool = False
-    graph_context: bool = True
+    include_superseded: StrictBool = False
+    include_expired: StrictBool = False
+    graph_context: StrictBool = True
 
 
 class RecallResponse(RecallResult):
@@ -164,7 +175,7 @@ class PatchRequest(_Body):
     memory_type: MemoryType | None = None
     tags: list[Label] | None = Field(default=None, max_length=50)
     entities: list[Label] | None = Field(default=None, max_length=50)
-    confidence: float | None = Field(default=None, ge=0.0, le=1.0)
+    confidence: Annotated[float, Strict()] | None = Field(default=None, ge=0.0, le=1.0)
     valid_from: UtcDatetime | None = None
     valid_until: UtcDatetime | None = None
     metadata: dict[str, Any] | None = None
