@@ -419,3 +419,9 @@ def test_hub_entities_are_not_walked(memory: Memory, monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(graph_module, "HUB_MENTIONS", 2)
     neighbours = {o for _, o in memory._store.graph.neighbours_by_entity(seed.id)}
     assert neighbours == {other.id}  # "Common" (4 mentions) is a hub now; "Zed" (2) is not
+
+
+def test_recall_with_an_invalid_session_id_is_a_typed_error(memory: Memory) -> None:
+    memory.add("Alice likes tea")
+    with pytest.raises(InvalidInputError, match="session_id"):
+        memory.recall("tea", session_id="\x0fbad")

@@ -667,6 +667,8 @@ class Memory:
                 as_of = as_of.replace(tzinfo=timezone.utc)  # naive times are UTC throughout
         started = time.perf_counter()
         scope = self._scope(entity_id, process_id, None)
+        if session_id is not None:  # a filter here, but it must be a valid scope id
+            self._make_scope(scope.entity_id, None, session_id)
         self._store.refresh()
         request = RecallRequest(
             query=query,
