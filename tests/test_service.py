@@ -293,6 +293,10 @@ def test_bad_input_gets_typed_json_errors_and_nothing_is_lost(
         (client.post("/v1/recall", json={"query": "x", "k": 0}, headers=auth(key)), 422),
         (client.post("/v1/recall", json={"query": "x", "k": "5"}, headers=auth(key)), 422),
         (
+            client.post("/v1/recall", json={"query": "x", "as_of": 1700000000}, headers=auth(key)),
+            422,
+        ),
+        (
             client.post("/v1/recall", json={"query": "x", "include_expired": 1}, headers=auth(key)),
             422,
         ),
@@ -301,6 +305,13 @@ def test_bad_input_gets_typed_json_errors_and_nothing_is_lost(
             422,
         ),
         (client.get("/v1/memories", params={"limit": -1}, headers=auth(key)), 422),
+        (client.get("/v1/memories", params={"include_expired": 1}, headers=auth(key)), 422),
+        (
+            client.post(
+                "/v1/recall", json={"query": "x", "session_id": "\x0fa"}, headers=auth(key)
+            ),
+            422,
+        ),
         (
             client.patch(f"/v1/memories/{kept['id']}", json={"confidence": 2}, headers=auth(key)),
             422,

@@ -58,6 +58,7 @@ from memtrellis.service.schemas import (
     HistoryResponse,
     ListResponse,
     PatchRequest,
+    QueryBool,
     RecallRequest,
     RecallResponse,
     ScopeId,
@@ -264,8 +265,8 @@ async def list_memories(
     memory_type: Annotated[list[MemoryType] | None, Query(description="Any of these.")] = None,
     tags: Annotated[list[str] | None, Query(description="Any of these tags.")] = None,
     key: Annotated[str | None, Query(max_length=200)] = None,
-    include_superseded: bool = True,
-    include_expired: bool = True,
+    include_superseded: QueryBool = True,
+    include_expired: QueryBool = True,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     offset: Annotated[int, Query(ge=0, le=1_000_000_000)] = 0,
 ) -> Any:

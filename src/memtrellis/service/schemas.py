@@ -22,6 +22,7 @@ from typing import Annotated, Any
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     Strict,
@@ -45,6 +46,7 @@ __all__ = [
     "ListResponse",
     "Message",
     "PatchRequest",
+    "QueryBool",
     "RecallRequest",
     "RecallResponse",
     "ScopeId",
@@ -55,7 +57,9 @@ __all__ = [
 ScopeId = Annotated[
     str,
     StringConstraints(
-        min_length=1, max_length=256, pattern=r"^[^\x00-\x1f\x7f]*\S[^\x00-\x1f\x7f]*$"
+        min_length=1,
+        max_length=256,
+        pattern=r"^[^\x00-\x1f\x7f]*[^\s\x00-\x1f\x7f][^\x00-\x1f\x7f]*$",
     ),
 ]
 #: Text that is not blank.
@@ -74,8 +78,25 @@ def _to_utc(value: datetime) -> datetime:
         raise ValueError("date-time out of range") from exc
 
 
-#: A date-time, moved to UTC (naive values are taken as UTC).
-UtcDatetime = Annotated[datetime, AfterValidator(_to_utc)]
+def _iso_text(value: object) -> object:
+    # JSON carries a date-time as an ISO 8601 string; a bare number is not one.
+    if not isinstance(value, (str, datetime)):
+        raise ValueError("expected an ISO 8601 date-time string")
+    return value
+
+
+def _bool_text(value: object) -> object:
+    # A boolean query parameter is spelt true or false; 1, yes and on are not guessed at.
+    if isinstance(value, str) and value not in ("true", "false"):
+        raise ValueError("expected true or false")
+    return value
+
+
+#: A boolean query parameter: ``true`` or ``false``.
+QueryBool = Annotated[bool, BeforeValidator(_bool_text)]
+
+#: An ISO 8601 date-time, moved to UTC (naive values are taken as UTC).
+UtcDatetime = Annotated[datetime, BeforeValidator(_iso_text), AfterValidator(_to_utc)]
 
 
 class _Body(BaseModel):
