@@ -49,6 +49,7 @@ from memtrellis.service.errors import (
 )
 from memtrellis.service.metrics import CONTENT_TYPE, ServiceMetrics
 from memtrellis.service.middleware import BodyLimitMiddleware, MetricsMiddleware
+from memtrellis.service.openapi import tidy
 from memtrellis.service.schemas import (
     AddRequest,
     AddResponse,
@@ -514,6 +515,9 @@ def create_app(
     if memory is not None:
         app.state.service = ServiceState(memory, keys, default_entity, metrics)
     app.include_router(router)
+    generate = app.openapi
+    # FastAPI caches the document on the app: tidy it once, on first use.
+    setattr(app, "openapi", lambda: app.openapi_schema or tidy(generate()))  # noqa: B010
     _install_error_handlers(app)
     app.add_middleware(BodyLimitMiddleware, max_bytes=max_body_bytes)
     app.add_middleware(MetricsMiddleware, metrics=metrics)

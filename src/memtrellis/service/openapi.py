@@ -18,13 +18,38 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from memtrellis.service.app import create_app
+__all__ = ["main", "openapi_document", "render", "tidy"]
 
-__all__ = ["main", "openapi_document", "render"]
+
+def tidy(document: dict[str, Any]) -> dict[str, Any]:
+    """Say what a query or path parameter really is: a value, or absent — never null.
+
+    FastAPI writes an optional parameter as ``anyOf: [<type>, {"type": "null"}]``; a URL
+    cannot carry a null, and the parameter is already marked not required. Changes
+    ``document`` in place and returns it.
+
+    Example:
+        >>> doc = {"paths": {"/x": {"get": {"parameters": [{"in": "query", "schema": {
+        ...     "anyOf": [{"type": "string"}, {"type": "null"}], "title": "Key"}}]}}}}
+        >>> tidy(doc)["paths"]["/x"]["get"]["parameters"][0]["schema"]
+        {'type': 'string', 'title': 'Key'}
+    """
+    for operations in document.get("paths", {}).values():
+        for operation in operations.values():
+            for parameter in operation.get("parameters", []):
+                schema = parameter.get("schema", {})
+                options = schema.get("anyOf", [])
+                kept = [option for option in options if option != {"type": "null"}]
+                if len(kept) == 1 and len(options) == 2:
+                    del schema["anyOf"]
+                    parameter["schema"] = {**kept[0], **schema}
+    return document
 
 
 def openapi_document() -> dict[str, Any]:
     """The OpenAPI 3.1 document of the HTTP API, generated from the routes and schemas."""
+    from memtrellis.service.app import create_app
+
     document: dict[str, Any] = create_app(None, keys=None).openapi()
     return document
 
