@@ -70,8 +70,10 @@ def test_messages_are_stored_with_provenance_and_recalled_with_context(
     ]
     explanation = result["items"][0]["explanation"]
     assert explanation["final_score"] > 0 and "dense_score" in explanation
-    assert result["context"].startswith("<memory_context>\n- My sister Clara moved to Lisbon.")
-    assert result["context"].endswith("</memory_context>")
+    context = result["context"]
+    assert context.startswith("<memory_context>\n") and context.endswith("\n</memory_context>")
+    assert "- user: My sister Clara moved to Lisbon. (confidence " in context
+    assert result["context_tokens"] > 0
 
 
 def test_memory_text_cannot_close_the_context_block(service: Running, client: httpx.Client) -> None:
@@ -105,6 +107,12 @@ def test_recall_honours_budget_and_as_of(service: Running, client: httpx.Client)
         "/v1/recall", json={"query": "Where do I live?", "token_budget": 0}, headers=auth(key)
     ).json()
     assert tight["items"] == [] and tight["context"] == ""
+    assert tight["context_tokens"] == 0
+    assert "Lyon" in june["context"] and "Porto" not in june["context"]
+    small = client.post(
+        "/v1/recall", json={"query": "Where do I live?", "token_budget": 60}, headers=auth(key)
+    ).json()
+    assert 0 < small["context_tokens"] <= 60
 
 
 def test_list_filters_and_pages(service: Running, client: httpx.Client) -> None:

@@ -10,8 +10,8 @@ Example:
     >>> from memtrellis.testing import HashingEmbedder
     >>> memory = Memory(tempfile.mkdtemp(), embedder=HashingEmbedder())
     >>> app = create_app(memory, keys=None)
-    >>> sorted(r.path for r in app.routes if r.path.startswith("/v1/"))[:2]
-    ['/v1/memories', '/v1/memories']
+    >>> sorted(app.openapi()["paths"]["/v1/memories"])
+    ['delete', 'get', 'post']
     >>> memory.close()
 """
 
@@ -39,7 +39,6 @@ from memtrellis.errors import (
     StoreLockedError,
 )
 from memtrellis.memory import Memory
-from memtrellis.service._render import render_context
 from memtrellis.service.auth import KeyRing, Principal
 from memtrellis.service.errors import (
     ForbiddenScopeError,
@@ -246,7 +245,7 @@ async def recall(body: RecallRequest, caller: Caller, state: State) -> Any:
         include_expired=body.include_expired,
         graph_context=body.graph_context,
     )
-    answer = RecallResponse.model_construct(**dict(result), context=render_context(result))
+    answer = RecallResponse.of(result, token_budget=body.token_budget)
     # The hot path: serialise once with pydantic-core rather than validate and encode again.
     return Response(answer.model_dump_json(), media_type="application/json")
 

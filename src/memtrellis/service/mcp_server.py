@@ -27,7 +27,6 @@ from pydantic import Field
 
 from memtrellis.errors import MemtrellisError
 from memtrellis.memory import Memory
-from memtrellis.service._render import render_context
 from memtrellis.service.schemas import (
     AddResponse,
     ForgetResponse,
@@ -140,7 +139,7 @@ def create_mcp_server(
                 as_of=as_of,
             )
         )
-        return RecallResponse.model_construct(**dict(result), context=render_context(result))
+        return RecallResponse.of(result, token_budget=token_budget)
 
     async def list_memories(
         limit: Annotated[int, Field(ge=1, le=500)] = 50,

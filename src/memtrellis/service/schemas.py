@@ -32,6 +32,7 @@ from pydantic import (
 )
 from pydantic import model_validator as _model_validator
 
+from memtrellis.context import DEFAULT_TOKEN_BUDGET, build_context
 from memtrellis.extraction.model import Mode
 from memtrellis.types import HistoryEvent, MemoryItem, MemoryType, RecallResult
 
@@ -184,8 +185,34 @@ class RecallResponse(RecallResult):
     """The recall result plus ``context``: the memories rendered as a memory-context block."""
 
     context: str = Field(
-        description="The recalled memories as an escaped <memory_context> block for a prompt."
+        description="The recalled memories as an escaped <memory_context> block for a prompt "
+        "(empty when nothing was recalled or fitted)."
     )
+    context_tokens: int = Field(description="Length of context in o200k_base tokens.")
+
+    @classmethod
+    def of(cls, result: RecallResult, *, token_budget: int | None) -> RecallResponse:
+        """The answer for ``result``: its fields as they are, and its memory context.
+
+        The block is built by :func:`memtrellis.context.build_context` within
+        ``token_budget`` (the recall's own, else the block's default), as of the recall's
+        ``as_of``.
+
+        Example:
+            >>> from memtrellis.types import Scope
+            >>> empty = RecallResult(query="tea", scope=Scope(entity_id="a"))
+            >>> RecallResponse.of(empty, token_budget=None).context
+            ''
+        """
+        context = build_context(
+            result,
+            token_budget=DEFAULT_TOKEN_BUDGET if token_budget is None else token_budget,
+            now=result.as_of,
+        )
+        # Built from a validated result: nothing to check again on the hot path.
+        return cls.model_construct(
+            **dict(result), context=context.text, context_tokens=context.tokens
+        )
 
 
 class PatchRequest(_Body):
