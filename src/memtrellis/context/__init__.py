@@ -30,6 +30,7 @@ from memtrellis.context.place import (
     strip_messages,
 )
 from memtrellis.context.render import DEFAULT_TOKEN_BUDGET, MemoryContext, build_context
+from memtrellis.context.turn import last_user_text, new_turn
 
 __all__ = [
     "CLOSE_TAG",
@@ -42,6 +43,8 @@ __all__ = [
     "build_context",
     "escape_line",
     "has_block",
+    "last_user_text",
+    "new_turn",
     "place_in_anthropic_system",
     "place_in_instructions",
     "place_in_messages",

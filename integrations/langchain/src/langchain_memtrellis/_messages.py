@@ -19,7 +19,7 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
-from memtrellis.context import MemoryContext, place_in_messages, strip_content
+from memtrellis.context import MemoryContext, place_in_messages, strip_content, turn
 
 __all__ = ["last_user_text", "new_turn", "place", "role_of", "strip", "to_dict"]
 
@@ -59,11 +59,7 @@ def to_dict(message: BaseMessage) -> dict[str, Any]:
 
 def last_user_text(messages: Sequence[BaseMessage]) -> str | None:
     """Text of the last user message (what recall searches with), None if there is none."""
-    for message in reversed(messages):
-        if role_of(message) == "user":
-            text = strip_content(message.text)
-            return text if isinstance(text, str) and text.strip() else None
-    return None
+    return turn.last_user_text([to_dict(m) for m in messages])
 
 
 def new_turn(messages: Sequence[BaseMessage], reply: BaseMessage | None) -> list[dict[str, Any]]:
@@ -71,22 +67,12 @@ def new_turn(messages: Sequence[BaseMessage], reply: BaseMessage | None) -> list
 
     A chat model is sent the whole conversation every call; only what follows the last
     assistant message is new. System messages (instructions, placed memory context) and
-    messages without text (a tool call alone) are left out.
+    messages without text (a tool call alone) are left out
+    (:func:`memtrellis.context.new_turn`).
     """
-    start = 0
-    for index, message in enumerate(messages):
-        if isinstance(message, AIMessage):
-            start = index + 1
-    chosen = [m for m in messages[start:] if not isinstance(m, SystemMessage)]
-    if reply is not None:
-        chosen.append(reply)
-    turn = []
-    for message in chosen:
-        data = to_dict(message)
-        data["content"] = strip_content(data["content"])
-        if isinstance(data["content"], str) and data["content"].strip():
-            turn.append(data)
-    return turn
+    return turn.new_turn(
+        [to_dict(m) for m in messages], to_dict(reply) if reply is not None else None
+    )
 
 
 def place(

@@ -1,0 +1,66 @@
+"""What one model call adds to a conversation, and what recall searches with.
+
+Every adapter (LangChain, LlamaIndex, SDK clients) sends a model the whole
+conversation on each call, with memory context placed in it. Capture must store only
+what is new, as the people in the conversation said it: the messages after the last
+assistant message, without instructions (system/developer messages, where memory
+context is placed) and without memory-context blocks. Written once here, on plain
+``{"role": ..., "content": ...}`` dicts with text content.
+
+Example:
+    >>> history = [
+    ...     {"role": "system", "content": "Be brief."},
+    ...     {"role": "user", "content": "Hi"},
+    ...     {"role": "assistant", "content": "Hello!"},
+    ...     {"role": "user", "content": "I moved to Porto"},
+    ... ]
+    >>> new_turn(history, {"role": "assistant", "content": "Nice!"})
+    [{'role': 'user', 'content': 'I moved to Porto'}, {'role': 'assistant', 'content': 'Nice!'}]
+    >>> last_user_text(history)
+    'I moved to Porto'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from memtrellis.context.place import INSTRUCTION_ROLES, strip_content
+
+__all__ = ["last_user_text", "new_turn"]
+
+_KEPT = ("role", "content", "id", "name")
+
+
+def new_turn(
+    messages: Sequence[Mapping[str, Any]], reply: Mapping[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """The messages a call added (after the last assistant message) and the reply.
+
+    Instruction messages, memory-context blocks and messages left without text are
+    dropped; each kept message has ``role``, text ``content`` and its ``id``/``name``
+    when it had one.
+    """
+    start = 0
+    for index, message in enumerate(messages):
+        if message.get("role") == "assistant":
+            start = index + 1
+    chosen = [m for m in messages[start:] if m.get("role") not in INSTRUCTION_ROLES]
+    if reply is not None:
+        chosen.append(reply)
+    turn: list[dict[str, Any]] = []
+    for message in chosen:
+        content = strip_content(message.get("content"))
+        if isinstance(content, str) and content.strip():
+            kept = {key: message[key] for key in _KEPT if message.get(key)}
+            turn.append({**kept, "content": content})
+    return turn
+
+
+def last_user_text(messages: Sequence[Mapping[str, Any]]) -> str | None:
+    """Text of the last user message without memory context; None when there is none."""
+    for message in reversed(messages):
+        if message.get("role") == "user":
+            text = strip_content(message.get("content"))
+            return text if isinstance(text, str) and text.strip() else None
+    return None
