@@ -38,11 +38,20 @@ def test_public_api_is_pinned() -> None:
             "StoreLockedError",
             "TokenizerUnavailableError",
             "UnknownIntegrationError",
+            "UnsupportedClientError",
             "__version__",
         ]
     )
     for name in memtrellis.__all__:
         assert hasattr(memtrellis, name), name
+
+
+def test_memory_methods_for_sdk_clients_are_public() -> None:
+    from memtrellis import Memory
+
+    for name in ("register", "unregister", "scope"):
+        method = getattr(Memory, name)
+        assert callable(method) and method.__doc__ and "Example:" in method.__doc__, name
 
 
 def test_every_error_is_a_memtrellis_error() -> None:
@@ -91,6 +100,16 @@ LAYER_BANS = {
         "memtrellis.graph_export",
     ),
     "registry.py": (*_ABOVE_EXTRACTION, "memtrellis.extraction", "memtrellis.lifecycle"),
+    # SDK clients: context, types and the registry; memory only through the Memory they get
+    "clients": (
+        "memtrellis.store",
+        "memtrellis.recall",
+        "memtrellis.extraction",
+        "memtrellis.lifecycle",
+        "memtrellis.capture",
+        "memtrellis.cli",
+        "memtrellis._health",
+    ),
 }
 # The graph export is core: it reads types and the store, never the layers above them.
 for _module in ("graph_export.py", "_graph_view.py", "_graph_html.py", "_graph_png.py"):
@@ -103,6 +122,13 @@ for _module in ("graph_export.py", "_graph_view.py", "_graph_html.py", "_graph_p
     )
 
 
+def _under(module: str, banned: str) -> bool:
+    """``module`` is ``banned`` or inside it (``memtrellis.cli`` is not ``memtrellis.clients``)."""
+    if banned.endswith("."):
+        return module.startswith(banned)
+    return module == banned or module.startswith(banned + ".")
+
+
 def test_core_never_imports_frameworks_and_layers_hold() -> None:
     for path in SRC.rglob("*.py"):
         imports = _imports(path)
@@ -110,4 +136,4 @@ def test_core_never_imports_frameworks_and_layers_hold() -> None:
             assert module.split(".")[0] not in FORBIDDEN_EVERYWHERE, (path, module)
         rel = path.relative_to(SRC).parts[0]
         for banned in LAYER_BANS.get(rel, ()):
-            assert not any(m.startswith(banned) for m in imports), (path, banned)
+            assert not any(_under(m, banned) for m in imports), (path, banned)

@@ -25,6 +25,7 @@ from memtrellis.errors import (  # noqa: E402
     StoreLockedError,
     TokenizerUnavailableError,
     UnknownIntegrationError,
+    UnsupportedClientError,
 )
 from memtrellis.extraction import ExtractionConfig, Mode  # noqa: E402
 from memtrellis.llm import LLM  # noqa: E402
@@ -71,5 +72,6 @@ __all__ = [
     "StoreLockedError",
     "TokenizerUnavailableError",
     "UnknownIntegrationError",
+    "UnsupportedClientError",
     "__version__",
 ]

@@ -11,7 +11,15 @@ from memtrellis.lifecycle.confidence import merged_count
 from memtrellis.store import Store
 from memtrellis.types import utcnow
 
-__all__ = ["FacadeStats", "store_figures"]
+__all__ = ["CLIENT_COUNTERS", "FacadeStats", "store_figures"]
+
+#: Counters of registered SDK clients, as named in :class:`memtrellis.types.Health`.
+CLIENT_COUNTERS = (
+    "client_calls",
+    "client_captures",
+    "client_recall_failures",
+    "client_capture_failures",
+)
 
 
 @dataclass
@@ -24,6 +32,8 @@ class FacadeStats:
     latency_total: float = 0.0
     skipped: int = 0
     fallbacks: int = 0
+    #: Calls, captures and fail-open failures of SDK clients given to ``Memory.register``.
+    clients: dict[str, int] = field(default_factory=lambda: dict.fromkeys(CLIENT_COUNTERS, 0))
 
     def record_recall(self, latency_ms: float) -> None:
         """Count one recall and its latency."""
@@ -38,6 +48,11 @@ class FacadeStats:
             self.skipped += skipped
             self.fallbacks += fallbacks
 
+    def count(self, counter: str) -> None:
+        """Add one to a client counter (one of :data:`CLIENT_COUNTERS`)."""
+        with self.lock:
+            self.clients[counter] += 1
+
     def figures(self) -> dict[str, Any]:
         """Recall count, average and p95 latency (over the last 2,048), skips, fallbacks."""
         with self.lock:
@@ -50,6 +65,7 @@ class FacadeStats:
                 "recall_latency_p95_ms": round(p95, 3),
                 "skipped_inputs": self.skipped,
                 "extraction_fallbacks": self.fallbacks,
+                **self.clients,
             }
 
 

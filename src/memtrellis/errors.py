@@ -20,6 +20,7 @@ __all__ = [
     "StoreLockedError",
     "TokenizerUnavailableError",
     "UnknownIntegrationError",
+    "UnsupportedClientError",
 ]
 
 
@@ -97,4 +98,30 @@ class UnknownIntegrationError(MemtrellisError, LookupError):
         return (
             f"no memtrellis integration named {self.name!r} is installed "
             f"(installed: {installed}); install its package, e.g. langchain-memtrellis"
+        )
+
+
+class UnsupportedClientError(InvalidInputError, TypeError):
+    """``Memory.register(client)`` got an object no client handler recognises.
+
+    The message lists the supported client types and the named forms
+    (``register(openai=...)`` and the other installed integrations).
+
+    Example:
+        >>> error = UnsupportedClientError("dict", ["openai.OpenAI"], ["openai"])
+        >>> "openai.OpenAI" in str(error), "register(openai=...)" in str(error)
+        (True, True)
+    """
+
+    def __init__(self, kind: str, supported: list[str], named: list[str]) -> None:
+        super().__init__(kind)
+        self.kind = kind
+        self.supported = supported
+        self.named = named
+
+    def __str__(self) -> str:
+        forms = ", ".join(f"register({name}=...)" for name in self.named) or "none installed"
+        return (
+            f"memtrellis cannot register a {self.kind}: supported clients are "
+            f"{', '.join(self.supported)}; or name the integration: {forms}"
         )

@@ -13,12 +13,15 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import logging
 import os
 import threading
 import time
 import uuid
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+import weakref
+from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
@@ -26,6 +29,8 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 from memtrellis._health import FacadeStats, store_figures
 from memtrellis.capture import CaptureService
 from memtrellis.capture.entry import build_entry
+from memtrellis.clients import register_client
+from memtrellis.clients.patch import uninstall
 from memtrellis.embeddings.base import Embedder, as_embedder
 from memtrellis.errors import InvalidInputError, MemoryNotFoundError
 from memtrellis.extraction.fine import FALLBACK_TAG
@@ -84,6 +89,11 @@ def conversation_edges(items: Sequence[MemoryItem]) -> list[tuple[str, str, Edge
             edges.append((item.id, previous.id, EdgeKind.FOLLOWS))
         previous = item if single else None
     return edges
+
+
+def _given(**values: Any) -> dict[str, Any]:
+    """The keyword arguments that were given (not None)."""
+    return {name: value for name, value in values.items() if value is not None}
 
 
 def default_store_path() -> Path:
@@ -150,6 +160,11 @@ class Memory:
         lifecycle: LifecycleConfig | None = None,
     ) -> None:
         self.default_scope = self._make_scope(entity_id, process_id, session_id)
+        # Memory.scope(): this memory's scope for the current thread or task only.
+        self._overrides: contextvars.ContextVar[dict[str, str] | None] = contextvars.ContextVar(
+            f"memtrellis_scope_{id(self)}", default=None
+        )
+        self._clients: weakref.WeakSet[Any] = weakref.WeakSet()
         # Everything that can reject an argument runs before the store takes its lock.
         self.extractor = Extractor(llm, extraction)
         if lifecycle is not None and not isinstance(lifecycle, LifecycleConfig):
@@ -200,12 +215,52 @@ class Memory:
     def _scope(
         self, entity_id: str | None, process_id: str | None, session_id: str | None
     ) -> Scope:
-        base = self.default_scope
+        # A call's own argument, else the active Memory.scope(), else the defaults.
+        base = {**self.default_scope.model_dump(), **self._scope_overrides()}
         return self._make_scope(
-            entity_id if entity_id is not None else base.entity_id,
-            process_id if process_id is not None else base.process_id,
-            session_id if session_id is not None else base.session_id,
+            entity_id if entity_id is not None else base["entity_id"],
+            process_id if process_id is not None else base["process_id"],
+            session_id if session_id is not None else base["session_id"],
         )
+
+    def _scope_overrides(self) -> dict[str, str]:
+        """What the innermost active :meth:`scope` sets, for this thread or task."""
+        return dict(self._overrides.get() or {})
+
+    @contextlib.contextmanager
+    def scope(
+        self,
+        *,
+        entity_id: str | None = None,
+        process_id: str | None = None,
+        session_id: str | None = None,
+    ) -> Iterator[Scope]:
+        """Use another entity, process or session inside a ``with`` block.
+
+        The scope holds for the current thread or asyncio task only (a context
+        variable), so concurrent requests of different users do not mix. Inside the
+        block it is the default of every method that takes a scope (an argument given
+        to a call still wins) and of every client registered with this memory, over
+        the scope given at registration. Blocks nest; the inner one wins per field.
+
+        Example:
+            >>> import tempfile
+            >>> from memtrellis.testing import HashingEmbedder
+            >>> memory = Memory(tempfile.mkdtemp(), embedder=HashingEmbedder())
+            >>> with memory.scope(entity_id="bob", session_id="s1") as scope:
+            ...     [item] = memory.add("Bob likes jazz")
+            >>> scope.entity_id, item.scope.entity_id, item.scope.session_id
+            ('bob', 'bob', 's1')
+            >>> memory.list()  # outside the block: the default entity again
+            []
+            >>> memory.close()
+        """
+        given = _given(entity_id=entity_id, process_id=process_id, session_id=session_id)
+        token = self._overrides.set({**self._scope_overrides(), **given})
+        try:
+            yield self._scope(None, None, None)  # checks the values before the block runs
+        finally:
+            self._overrides.reset(token)
 
     def _visible(self, memory_id: Any, entity_id: str | None) -> MemoryItem:
         if not isinstance(memory_id, str):
@@ -736,23 +791,106 @@ class Memory:
                 self._store.graph, path, format=format, tenant=tenant, max_memories=max_memories
             )
 
-    def register(self, **named: Any) -> Any:
-        """Wrap framework objects with this memory through installed integrations.
+    def register(
+        self,
+        client: Any = None,
+        /,
+        *,
+        entity_id: str | None = None,
+        process_id: str | None = None,
+        session_id: str | None = None,
+        k: int | None = None,
+        token_budget: int | None = None,
+        capture_mode: str | None = None,
+        strict: bool | None = None,
+        **named: Any,
+    ) -> Any:
+        """Give memory to an SDK client or a framework object, through one registry.
 
-        Each keyword names an integration (entry-point group ``memtrellis.integrations``)
-        and gives the object to wrap: ``memory.register(langchain=chat_model)`` returns
-        the chat model with memory. One keyword returns the wrapped object, several a
-        dict by name.
+        * ``memory.register(client)``: an ``OpenAI``, ``AsyncOpenAI``, ``Anthropic`` or
+          ``AsyncAnthropic`` client is patched in place and returned. Its calls
+          (``chat.completions.create``/``parse``, ``responses.create``,
+          ``messages.create``/``stream``) recall memories, place the memory context
+          and capture each turn in the background; nothing else in your code changes.
+          Registering twice wraps once; :meth:`unregister` restores the client.
+        * ``memory.register(openai=client)``, ``register(anthropic=...)``,
+          ``register(langchain=chat_model)``...: the integration of that name (entry-point
+          group ``memtrellis.integrations``); one keyword returns the wrapped object,
+          several a dict by name.
+
+        Args:
+            client: A supported SDK client (positional).
+            entity_id: Whose memory this registration's calls use (``Memory.scope``
+                overrides it per call).
+            process_id: Which app or agent.
+            session_id: Recorded on captured turns.
+            k: Memories recalled per call.
+            token_budget: Tokens the memory-context block may take.
+            capture_mode: ``"fast"`` or ``"fine"`` extraction of captured turns.
+            strict: Raise memory failures instead of logging and counting them in
+                :meth:`health` (the default never breaks the user's call).
+            **named: ``integration_name=object``.
+
+        Example:
+            >>> import tempfile
+            >>> from memtrellis.testing import HashingEmbedder
+            >>> memory = Memory(tempfile.mkdtemp(), embedder=HashingEmbedder())
+            >>> memory.register(object())  # doctest: +ELLIPSIS
+            Traceback (most recent call last):
+            ...
+            memtrellis.errors.UnsupportedClientError: memtrellis cannot register a builtins...
+            >>> memory.close()
 
         Raises:
-            UnknownIntegrationError: A name no installed package registers; the error
-                lists the installed ones.
-            InvalidInputError: No keyword given.
+            UnsupportedClientError: ``client`` is of no supported type (the message lists
+                the supported types and the named forms).
+            UnknownIntegrationError: A name no installed package registers.
+            InvalidInputError: Nothing to register, or a client and names together.
         """
+        options = _given(
+            entity_id=entity_id,
+            process_id=process_id,
+            session_id=session_id,
+            k=k,
+            token_budget=token_budget,
+            capture_mode=capture_mode,
+            strict=strict,
+        )
+        if client is not None:
+            if named:
+                raise InvalidInputError("register() takes a client or name=object, not both")
+            return register_client(self, client, **options)
         if not named:
-            raise InvalidInputError("register() takes integration=object, e.g. langchain=llm")
-        wrapped = {name: register_integration(self, name, obj) for name, obj in named.items()}
+            raise InvalidInputError(
+                "register() takes a client, or integration=object, e.g. langchain=llm"
+            )
+        wrapped = {
+            name: register_integration(self, name, obj, **options) for name, obj in named.items()
+        }
         return next(iter(wrapped.values())) if len(wrapped) == 1 else wrapped
+
+    def unregister(self, client: Any) -> bool:
+        """Restore the original methods of a client registered with this memory.
+
+        Returns False when the client is not registered with this memory. :meth:`close`
+        unregisters every client still registered.
+
+        Example:
+            >>> import tempfile
+            >>> from memtrellis.testing import HashingEmbedder
+            >>> with Memory(tempfile.mkdtemp(), embedder=HashingEmbedder()) as memory:
+            ...     memory.unregister(object())
+            False
+        """
+        if not uninstall(client, self):
+            return False
+        self._clients.discard(client)
+        return True
+
+    def _registered(self, client: Any) -> None:
+        """Remember a patched client, so that :meth:`close` can restore it."""
+        with contextlib.suppress(TypeError):  # no weak references: close() cannot restore it
+            self._clients.add(client)
 
     def health(self) -> Health:
         """Counts, edges by kind, recall latency since open, capture queue and disk size."""
@@ -782,8 +920,10 @@ class Memory:
         """Drain captured turns (up to ``drain_timeout``), flush and release the store.
 
         Turns still queued when the timeout runs out stay in the spool and are extracted
-        on the next open. Safe to call twice.
+        on the next open. Safe to call twice. Registered clients are unregistered.
         """
+        for client in list(self._clients):
+            self.unregister(client)
         try:
             if not self._capture.close(self._drain_timeout):
                 log.warning("capture queue not drained on close; the rest stays spooled")

@@ -378,6 +378,10 @@ class Health(_Model):
     capture_spooled: int = 0
     capture_retries: int = 0
     capture_failures: int = 0
+    client_calls: int = 0
+    client_captures: int = 0
+    client_recall_failures: int = 0
+    client_capture_failures: int = 0
     pending_index_writes: int
     repaired_on_open: int
     size_on_disk_bytes: int

@@ -1,0 +1,21 @@
+"""Memory for raw OpenAI and Anthropic SDK clients: ``memory.register(client)``.
+
+Registering a client patches its own methods (never the SDK's classes, never imported
+here): each call recalls memories for the last user message, places the memory context
+where the API reads instructions, calls the original method and captures the new turn
+in the background, streams included. See ``docs/sdk-clients.md``.
+
+Modules: :mod:`~memtrellis.clients.matchers` (which SDK a client is),
+:mod:`~memtrellis.clients.registry` (handlers, entry points),
+:mod:`~memtrellis.clients.patch` (idempotent, reversible patching),
+:mod:`~memtrellis.clients.calls` (one call's memory steps),
+:mod:`~memtrellis.clients.streams` (pass-through streams captured at their end),
+:mod:`~memtrellis.clients.payload` (what is captured; never secrets),
+:mod:`~memtrellis.clients.openai` and :mod:`~memtrellis.clients.anthropic` (the APIs).
+"""
+
+from memtrellis.clients.matchers import match_client, supported_clients
+from memtrellis.clients.patch import registration_of
+from memtrellis.clients.registry import register_client
+
+__all__ = ["match_client", "register_client", "registration_of", "supported_clients"]

@@ -1,0 +1,77 @@
+"""Anthropic clients (``Anthropic``, ``AsyncAnthropic``): the Messages API.
+
+``messages.create`` and ``messages.stream``: memory context is added to ``system``
+(a string, or a list of text blocks). ``messages.stream`` returns a stream manager; the
+recall runs when its ``with`` block is entered, the user gets the SDK's own
+``MessageStream``, and the turn is captured from its message snapshot when the block
+ends (used up or left early). ``create(stream=True)`` streams are captured from their
+events. The SDK is never imported.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memtrellis.clients.calls import Api
+from memtrellis.clients.payload import (
+    Reply,
+    TextCollector,
+    field_of,
+    given,
+    reply_from,
+    request_messages,
+    text_of,
+    usage_of,
+)
+from memtrellis.context import MemoryContext, place_in_anthropic_system
+
+__all__ = ["ANTHROPIC_APIS", "MESSAGES"]
+
+
+def place_system(kwargs: dict[str, Any], context: MemoryContext) -> dict[str, Any]:
+    """``system`` with the block added (as text, or as one more text block)."""
+    return {**kwargs, "system": place_in_anthropic_system(given(kwargs.get("system")), context)}
+
+
+def _text_blocks(content: Any) -> str:
+    blocks = [b for b in content or () if field_of(b, "type") == "text"]
+    return text_of(blocks)
+
+
+def message_reply(message: Any) -> Reply | None:
+    """A ``Message`` (or a stream's message snapshot): its text blocks, model and usage."""
+    if field_of(message, "content") is None:
+        return None
+    text = _text_blocks(field_of(message, "content"))
+    return reply_from(message, text, complete=field_of(message, "stop_reason") is not None)
+
+
+class EventCollector(TextCollector):
+    """Gathers text deltas, the model and usage from raw Messages stream events."""
+
+    def feed(self, event: Any) -> None:
+        """Take one stream event."""
+        kind = field_of(event, "type")
+        if kind == "message_start":
+            self.note(field_of(event, "message"))
+        elif kind == "content_block_delta":
+            delta = field_of(event, "delta")
+            if field_of(delta, "type") == "text_delta":
+                self.parts.append(str(field_of(delta, "text") or ""))
+        elif kind == "message_delta":
+            self.gathered.usage.update(usage_of(field_of(event, "usage")))
+
+
+MESSAGES = Api(
+    provider="anthropic",
+    name="messages",
+    path=("messages",),
+    methods={"create": "call", "stream": "manager"},
+    conversation=request_messages,
+    place=place_system,
+    reply=message_reply,
+    collector=EventCollector,
+)
+
+#: The Anthropic APIs a registration patches.
+ANTHROPIC_APIS = (MESSAGES,)

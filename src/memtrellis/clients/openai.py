@@ -1,0 +1,157 @@
+"""OpenAI clients (``OpenAI``, ``AsyncOpenAI``): Chat Completions and Responses.
+
+* ``chat.completions.create`` and ``.parse``: memory context joins the leading system
+  (or developer) message, or comes in a system message of its own; the request's other
+  messages are passed on as they were given.
+* ``responses.create``: memory context is added after the ``instructions``.
+
+The SDK is never imported: requests are read as the dicts (or SDK objects) users pass,
+responses and stream chunks by attribute. ``chat.completions.stream`` calls ``create``
+and so gets memory through it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from memtrellis.clients.calls import Api
+from memtrellis.clients.payload import (
+    Reply,
+    TextCollector,
+    field_of,
+    given,
+    message_of,
+    reply_from,
+    request_messages,
+    text_of,
+)
+from memtrellis.context import MemoryContext, place_in_instructions, place_in_messages
+
+__all__ = ["CHAT", "OPENAI_APIS", "RESPONSES"]
+
+
+# -- Chat Completions ---------------------------------------------------------------------
+def _as_dict(message: Any) -> dict[str, Any]:
+    if isinstance(message, Mapping):
+        return dict(message)
+    return dict(message.model_dump(exclude_none=True))
+
+
+def place_chat(kwargs: dict[str, Any], context: MemoryContext) -> dict[str, Any]:
+    """``messages`` with the block in the leading system message or a new one."""
+    messages = list(given(kwargs.get("messages")) or ())
+    views = [{"role": field_of(m, "role"), "content": field_of(m, "content")} for m in messages]
+    placed = place_in_messages(views, context)
+    if placed.index is None:
+        return kwargs
+    content = placed.messages[placed.index]["content"]
+    if placed.inserted:
+        messages.insert(placed.index, {"role": "system", "content": content})
+    else:
+        messages[placed.index] = {**_as_dict(messages[placed.index]), "content": content}
+    return {**kwargs, "messages": messages}
+
+
+def chat_reply(response: Any) -> Reply | None:
+    """A ``ChatCompletion`` (or ``ParsedChatCompletion``): the first choice's text."""
+    choices = field_of(response, "choices")
+    if not choices:
+        return None
+    choice = choices[0]
+    message = field_of(choice, "message")
+    text = text_of(field_of(message, "content"))
+    return reply_from(response, text, complete=field_of(choice, "finish_reason") is not None)
+
+
+class ChatCollector(TextCollector):
+    """Gathers the first choice's text, the model and usage from ``ChatCompletionChunk``s."""
+
+    def feed(self, chunk: Any) -> None:
+        """Take one chunk."""
+        self.note(chunk)
+        for choice in field_of(chunk, "choices") or ():
+            if field_of(choice, "index") not in (0, None):
+                continue
+            text = field_of(field_of(choice, "delta"), "content")
+            if isinstance(text, str):
+                self.parts.append(text)
+
+
+CHAT = Api(
+    provider="openai",
+    name="chat.completions",
+    path=("chat", "completions"),
+    methods={"create": "call", "parse": "call"},
+    conversation=request_messages,
+    place=place_chat,
+    reply=chat_reply,
+    collector=ChatCollector,
+)
+
+
+# -- Responses ----------------------------------------------------------------------------
+def responses_conversation(kwargs: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The request's ``input``: a string is one user message; items with a role are kept."""
+    given_input = given(kwargs.get("input"))
+    if isinstance(given_input, str):
+        return [{"role": "user", "content": given_input}]
+    found = (message_of(item) for item in given_input or ())
+    return [m for m in found if m is not None]
+
+
+def place_responses(kwargs: dict[str, Any], context: MemoryContext) -> dict[str, Any]:
+    """``instructions`` with the block after them."""
+    instructions = given(kwargs.get("instructions"))
+    return {**kwargs, "instructions": place_in_instructions(instructions, context)}
+
+
+def _output_text(response: Any) -> str:
+    text = field_of(response, "output_text")
+    if isinstance(text, str):
+        return text
+    parts = [
+        text_of(field_of(item, "content"))
+        for item in field_of(response, "output") or ()
+        if field_of(item, "type") == "message"
+    ]
+    return "".join(parts)
+
+
+def responses_reply(response: Any) -> Reply | None:
+    """A ``Response``: its output text, model, usage and status."""
+    if field_of(response, "output") is None:
+        return None
+    complete = field_of(response, "status") == "completed"
+    return reply_from(response, _output_text(response), complete=complete)
+
+
+class ResponsesCollector(TextCollector):
+    """Gathers output text deltas and the final response's model and usage."""
+
+    def feed(self, event: Any) -> None:
+        """Take one stream event."""
+        kind = field_of(event, "type")
+        if kind == "response.output_text.delta":
+            delta = field_of(event, "delta")
+            if isinstance(delta, str):
+                self.parts.append(delta)
+            return
+        response = field_of(event, "response")
+        if response is not None:
+            self.note(response)
+
+
+RESPONSES = Api(
+    provider="openai",
+    name="responses",
+    path=("responses",),
+    methods={"create": "call"},
+    conversation=responses_conversation,
+    place=place_responses,
+    reply=responses_reply,
+    collector=ResponsesCollector,
+)
+
+#: The OpenAI APIs a registration patches.
+OPENAI_APIS = (CHAT, RESPONSES)

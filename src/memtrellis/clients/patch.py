@@ -1,0 +1,128 @@
+"""Patching a client's methods in place: idempotent, reversible and thread-safe.
+
+Each patched method is set on the client's own resource object (``client.chat.
+completions``, ``client.messages``...), which the SDKs create once per client, so other
+clients of the same class are untouched. The registration is kept on the client; a
+second registration with the same client only replaces its settings (the methods are
+wrapped once), and :func:`uninstall` puts the original methods back. One lock
+serialises installing and uninstalling across threads.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from memtrellis.clients.calls import Api, Settings, patched_method
+
+if TYPE_CHECKING:
+    from memtrellis.memory import Memory
+
+__all__ = ["Registration", "install", "registration_of", "uninstall"]
+
+log = logging.getLogger("memtrellis")
+
+_ATTR = "_memtrellis_registration"
+_LOCK = threading.RLock()
+
+
+@dataclass
+class _Patch:
+    target: Any
+    name: str
+    had_own: bool
+    previous: Any
+    replacement: Any
+
+
+@dataclass
+class Registration:
+    """A registered client's settings and the methods patched for it."""
+
+    settings: Settings
+    patches: list[_Patch] = field(default_factory=list)
+
+
+def registration_of(client: Any) -> Registration | None:
+    """The client's registration, None when it is not registered."""
+    found = getattr(client, "__dict__", {}).get(_ATTR)
+    return found if isinstance(found, Registration) else None
+
+
+def _resource(client: Any, path: Sequence[str]) -> Any:
+    target = client
+    for name in path:
+        target = getattr(target, name, None)
+        if target is None:
+            return None
+    return target
+
+
+def _restore(registration: Registration) -> None:
+    for patch in reversed(registration.patches):
+        current = vars(patch.target).get(patch.name)
+        if current is not patch.replacement:
+            # Someone wrapped the method after us; taking ours out would drop theirs.
+            log.warning("memtrellis left %s patched: it was wrapped again since", patch.name)
+            continue
+        if patch.had_own:
+            setattr(patch.target, patch.name, patch.previous)
+        else:
+            delattr(patch.target, patch.name)
+    registration.patches.clear()
+
+
+def install(
+    client: Any, apis: Sequence[Api], *, is_async: bool, settings: Settings
+) -> Registration:
+    """Patch the methods of ``apis`` on ``client`` (once); returns its registration."""
+    with _LOCK:
+        current = registration_of(client)
+        if current is not None:
+            current.settings = settings
+            return current
+        registration = Registration(settings)
+        try:
+            for api in apis:
+                resource = _resource(client, api.path)
+                if resource is None:  # an SDK version without this API
+                    continue
+                for name, kind in api.methods.items():
+                    original = getattr(resource, name, None)
+                    if original is None:
+                        continue
+                    replacement = patched_method(
+                        original,
+                        api=api,
+                        kind=kind,
+                        is_async=is_async,
+                        client=client,
+                        settings=lambda: registration.settings,
+                    )
+                    own = vars(resource)
+                    registration.patches.append(
+                        _Patch(resource, name, name in own, own.get(name), replacement)
+                    )
+                    setattr(resource, name, replacement)
+        except BaseException:
+            _restore(registration)
+            raise
+        vars(client)[_ATTR] = registration
+        return registration
+
+
+def uninstall(client: Any, memory: Memory | None = None) -> bool:
+    """Put back the original methods; False when ``client`` is not registered (with
+    ``memory``, when given)."""
+    with _LOCK:
+        registration = registration_of(client)
+        if registration is None or (
+            memory is not None and registration.settings.memory is not memory
+        ):
+            return False
+        _restore(registration)
+        del vars(client)[_ATTR]
+        return True
