@@ -70,7 +70,9 @@ def settings_for(
     strict: bool = False,
 ) -> Settings:
     """Checked settings of one registration (the options of ``Memory.register``)."""
-    scope = memory._make_scope(entity_id or "default", process_id, session_id)
+    scope = memory._make_scope(
+        "default" if entity_id is None else entity_id, process_id, session_id
+    )
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 1000:
         raise InvalidInputError("k must be an integer from 1 to 1000")
     if isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget < 0:
