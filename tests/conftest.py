@@ -28,6 +28,13 @@ def memory(store_path: Path) -> Iterator[Memory]:
         yield mem
 
 
+@pytest.fixture
+def seeded(memory: Memory) -> Memory:
+    """Alice's memory holding one fact that a question about snacks recalls."""
+    memory.add("Alice is allergic to peanuts")
+    return memory
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

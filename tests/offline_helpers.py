@@ -39,7 +39,11 @@ _SCRUBBED = (
 
 
 def run_offline(
-    code: str, *, env: dict[str, str | None] | None = None, timeout: float = 180
+    code: str,
+    *,
+    env: dict[str, str | None] | None = None,
+    timeout: float = 180,
+    cwd: str | os.PathLike[str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run ``code`` under the no-network guard; ``env`` values of None unset a variable."""
     full_env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED}
@@ -55,6 +59,7 @@ def run_offline(
         env=full_env,
         timeout=timeout,
         check=False,
+        cwd=cwd,
     )
 
 

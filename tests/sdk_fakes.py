@@ -15,6 +15,8 @@ from typing import Any
 
 import httpx2
 
+from memtrellis import Memory, MemoryItem
+
 OPENAI_KEY = "sk-test-4f1d9c0a7be2SECRET"
 ANTHROPIC_KEY = "sk-ant-test-9e8d7c6bSECRET"
 CHAT_MODEL = "gpt-4o-mini-2024-07-18"
@@ -128,38 +130,29 @@ def response(text: str, status: str = "completed") -> dict[str, Any]:
 
 
 def response_events(text: str) -> bytes:
-    events: list[tuple[str | None, Any]] = [
-        (
-            "response.created",
-            {
-                "type": "response.created",
-                "sequence_number": 0,
-                "response": response("", "in_progress"),
-            },
-        )
+    item = response(text)["output"][0]
+    part = {"type": "output_text", "text": "", "annotations": []}
+    where = {"item_id": item["id"], "output_index": 0, "content_index": 0}
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": response("", "in_progress")},
+        {
+            "type": "response.output_item.added",
+            "output_index": 0,
+            "item": {**item, "status": "in_progress", "content": []},
+        },
+        {"type": "response.content_part.added", **where, "part": part},
     ]
-    for number, word in enumerate(_words(text), start=1):
-        events.append(
-            (
-                "response.output_text.delta",
-                {
-                    "type": "response.output_text.delta",
-                    "sequence_number": number,
-                    "item_id": "msg_68b1",
-                    "output_index": 0,
-                    "content_index": 0,
-                    "delta": word,
-                    "logprobs": [],
-                },
-            )
-        )
-    events.append(
-        (
-            "response.completed",
-            {"type": "response.completed", "sequence_number": 99, "response": response(text)},
-        )
-    )
-    return _sse(events)
+    events += [
+        {"type": "response.output_text.delta", **where, "delta": word, "logprobs": []}
+        for word in _words(text)
+    ]
+    events += [
+        {"type": "response.output_text.done", **where, "text": text, "logprobs": []},
+        {"type": "response.content_part.done", **where, "part": {**part, "text": text}},
+        {"type": "response.output_item.done", "output_index": 0, "item": item},
+        {"type": "response.completed", "response": response(text)},
+    ]
+    return _sse((e["type"], {**e, "sequence_number": n}) for n, e in enumerate(events))
 
 
 # -- Anthropic Messages ---------------------------------------------------------------------
@@ -295,3 +288,9 @@ def anthropic_client(model: ScriptedModel, *, asynchronous: bool = False) -> Any
         http_client=httpx2.Client(transport=httpx2.MockTransport(model)),
         max_retries=0,
     )
+
+
+def captured(memory: Memory, **scope: str) -> list[MemoryItem]:
+    """What the background worker stored from captured client turns, in capture order."""
+    assert memory.flush(30)
+    return [m for m in memory.list(**scope) if m.metadata.get("capture") == "sdk_client"]

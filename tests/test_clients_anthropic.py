@@ -3,24 +3,12 @@
 from __future__ import annotations
 
 import anthropic
-import pytest
 
-from memtrellis import Memory, MemoryItem
+from memtrellis import Memory
 from memtrellis.context import OPEN_TAG
-from sdk_fakes import CLAUDE_MODEL, ScriptedModel, anthropic_client
+from sdk_fakes import CLAUDE_MODEL, ScriptedModel, anthropic_client, captured
 
 QUESTION = "Which snack is safe with my peanut allergy?"
-
-
-def captured(memory: Memory, **scope: str) -> list[MemoryItem]:
-    assert memory.flush(30)
-    return [m for m in memory.list(**scope) if m.metadata.get("capture") == "sdk_client"]
-
-
-@pytest.fixture
-def seeded(memory: Memory) -> Memory:
-    memory.add("Alice is allergic to peanuts")
-    return memory
 
 
 def test_messages_create_places_context_in_system(seeded: Memory) -> None:

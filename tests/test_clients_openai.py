@@ -8,23 +8,11 @@ import openai
 import pytest
 from pydantic import BaseModel
 
-from memtrellis import Memory, MemoryItem
+from memtrellis import Memory
 from memtrellis.context import OPEN_TAG
-from sdk_fakes import CHAT_MODEL, RESPONSES_MODEL, ScriptedModel, openai_client
+from sdk_fakes import CHAT_MODEL, RESPONSES_MODEL, ScriptedModel, captured, openai_client
 
 QUESTION = "Which snack is safe with my peanut allergy?"
-
-
-def captured(memory: Memory, **scope: str) -> list[MemoryItem]:
-    """What the background worker stored from captured turns (in capture order)."""
-    assert memory.flush(30)
-    return [m for m in memory.list(**scope) if m.metadata.get("capture") == "sdk_client"]
-
-
-@pytest.fixture
-def seeded(memory: Memory) -> Memory:
-    memory.add("Alice is allergic to peanuts")
-    return memory
 
 
 def test_chat_completion_places_context_and_captures_the_turn(seeded: Memory) -> None:
@@ -241,3 +229,26 @@ def test_responses_api_stream_and_message_list_input(memory: Memory) -> None:
     items = captured(memory)
     assert [i.text for i in items] == ["I moved to Lisbon", "Noted, Lisbon it is"]
     assert items[1].metadata["usage"]["total_tokens"] == 36
+
+
+def test_the_stream_helpers_get_memory_through_create(seeded: Memory) -> None:
+    model = ScriptedModel("helper words", "more helper words")
+    client = seeded.register(openai_client(model))
+
+    with client.chat.completions.stream(
+        model="gpt-4o-mini", messages=[{"role": "user", "content": QUESTION}]
+    ) as stream:
+        kinds = {event.type for event in stream}
+        final = stream.get_final_completion()
+    with client.responses.stream(model="gpt-4.1-mini", input="Tell me more") as events:
+        response = events.get_final_response()
+
+    assert "content.delta" in kinds and final.choices[0].message.content == "helper words"
+    assert response.output_text == "more helper words"
+    assert "allergic to peanuts" in model.bodies[0]["messages"][0]["content"]
+    assert [i.text for i in captured(seeded)] == [
+        QUESTION,
+        "helper words",
+        "Tell me more",
+        "more helper words",
+    ]

@@ -10,7 +10,7 @@ from typing import Any
 import openai
 import pytest
 
-from memtrellis import InvalidInputError, Memory, MemoryItem, UnsupportedClientError
+from memtrellis import InvalidInputError, Memory, UnsupportedClientError
 from memtrellis.clients import match_client, registration_of
 from memtrellis.registry import integration_names
 from memtrellis.testing import HashingEmbedder
@@ -19,15 +19,11 @@ from sdk_fakes import (
     OPENAI_KEY,
     ScriptedModel,
     anthropic_client,
+    captured,
     openai_client,
 )
 
 USER = [{"role": "user", "content": "What do I like to drink?"}]
-
-
-def captured(memory: Memory, **scope: str) -> list[MemoryItem]:
-    assert memory.flush(30)
-    return [m for m in memory.list(**scope) if m.metadata.get("capture") == "sdk_client"]
 
 
 def ask(client: Any, content: str = "What do I like to drink?") -> str:
