@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import httpx2
+from pydantic import BaseModel
 
 from memtrellis import Memory, MemoryItem
 
@@ -23,6 +24,13 @@ CHAT_MODEL = "gpt-4o-mini-2024-07-18"
 RESPONSES_MODEL = "gpt-4.1-mini-2025-04-14"
 CLAUDE_MODEL = "claude-sonnet-5-5-20261015"
 CREATED = 1764460800
+
+
+class Snack(BaseModel):
+    """A structured-output schema for ``parse`` (a pydantic response format)."""
+
+    name: str
+    safe: bool
 
 
 def _sse(events: Iterable[tuple[str | None, Any]]) -> bytes:

@@ -6,7 +6,7 @@ import anthropic
 
 from memtrellis import Memory
 from memtrellis.context import OPEN_TAG
-from sdk_fakes import CLAUDE_MODEL, ScriptedModel, anthropic_client, captured
+from sdk_fakes import CLAUDE_MODEL, ScriptedModel, Snack, anthropic_client, captured
 
 QUESTION = "Which snack is safe with my peanut allergy?"
 
@@ -140,3 +140,20 @@ def test_create_with_stream_true_events(memory: Memory) -> None:
     items = captured(memory)
     assert [i.text for i in items] == ["Stream raw", "raw events work"]
     assert items[1].metadata["usage"] == {"input_tokens": 25, "output_tokens": 8}
+
+
+def test_messages_parse_with_a_pydantic_output_format(seeded: Memory) -> None:
+    model = ScriptedModel('{"name": "rice cakes", "safe": true}')
+    client = seeded.register(anthropic_client(model))
+
+    message = client.messages.parse(
+        model="claude-sonnet-5-5",
+        max_tokens=64,
+        messages=[{"role": "user", "content": QUESTION}],
+        output_format=Snack,
+    )
+
+    assert message.parsed_output == Snack(name="rice cakes", safe=True)
+    assert set(model.last) == {"model", "max_tokens", "messages", "output_config", "system"}
+    assert "allergic to peanuts" in model.last["system"]
+    assert [i.text for i in captured(seeded)] == [QUESTION, '{"name": "rice cakes", "safe": true}']

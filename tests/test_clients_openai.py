@@ -6,11 +6,10 @@ from typing import Any
 
 import openai
 import pytest
-from pydantic import BaseModel
 
 from memtrellis import Memory
 from memtrellis.context import OPEN_TAG
-from sdk_fakes import CHAT_MODEL, RESPONSES_MODEL, ScriptedModel, captured, openai_client
+from sdk_fakes import CHAT_MODEL, RESPONSES_MODEL, ScriptedModel, Snack, captured, openai_client
 
 QUESTION = "Which snack is safe with my peanut allergy?"
 
@@ -162,11 +161,6 @@ async def test_async_stream_full_and_closed_early(memory: Memory) -> None:
         "delta",
     ]
     assert [items[1].metadata["complete"], items[3].metadata["complete"]] == [True, False]
-
-
-class Snack(BaseModel):
-    name: str
-    safe: bool
 
 
 def test_parse_with_a_pydantic_response_format(seeded: Memory) -> None:

@@ -382,3 +382,20 @@ def test_no_key_or_auth_header_reaches_the_store_or_the_logs(
         assert secret.encode() not in stored, secret
         assert secret not in caplog.text, secret
     assert "capture for openai.chat.completions failed" in caplog.text
+
+
+def test_copies_made_with_with_options_are_registered_too(memory: Memory) -> None:
+    memory.add("Alice likes green tea")
+    model = ScriptedModel("Tea.")
+    client = memory.register(openai_client(model), entity_id="alice")
+
+    quick = client.with_options(timeout=5)
+    assert quick is not client
+    ask(quick)
+
+    assert "green tea" in model.last["messages"][0]["content"]
+    assert [i.text for i in captured(memory)] == [USER[0]["content"], "Tea."]
+    memory.unregister(client)
+    assert registration_of(quick) is not None  # a client of its own, unregistered by close()
+    memory.close()
+    assert registration_of(quick) is None

@@ -810,7 +810,7 @@ class Memory:
         * ``memory.register(client)``: an ``OpenAI``, ``AsyncOpenAI``, ``Anthropic`` or
           ``AsyncAnthropic`` client is patched in place and returned. Its calls
           (``chat.completions.create``/``parse``, ``responses.create``,
-          ``messages.create``/``stream``) recall memories, place the memory context
+          ``messages.create``/``parse``/``stream``) recall memories, place the memory context
           and capture each turn in the background; nothing else in your code changes.
           Registering twice wraps once; :meth:`unregister` restores the client.
         * ``memory.register(openai=client)``, ``register(anthropic=...)``,

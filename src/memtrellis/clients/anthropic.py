@@ -1,8 +1,8 @@
 """Anthropic clients (``Anthropic``, ``AsyncAnthropic``): the Messages API.
 
-``messages.create`` and ``messages.stream``: memory context is added to ``system``
-(a string, or a list of text blocks). ``messages.stream`` returns a stream manager; the
-recall runs when its ``with`` block is entered, the user gets the SDK's own
+``messages.create``, ``messages.parse`` and ``messages.stream``: memory context is added
+to ``system`` (a string, or a list of text blocks). ``messages.stream`` returns a stream
+manager; the recall runs when its ``with`` block is entered, the user gets the SDK's own
 ``MessageStream``, and the turn is captured from its message snapshot when the block
 ends (used up or left early). ``create(stream=True)`` streams are captured from their
 events. The SDK is never imported.
@@ -66,7 +66,7 @@ MESSAGES = Api(
     provider="anthropic",
     name="messages",
     path=("messages",),
-    methods={"create": "call", "stream": "manager"},
+    methods={"create": "call", "parse": "call", "stream": "manager"},
     conversation=request_messages,
     place=place_system,
     reply=message_reply,

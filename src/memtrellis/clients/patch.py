@@ -6,13 +6,18 @@ clients of the same class are untouched. The registration is kept on the client;
 second registration with the same client only replaces its settings (the methods are
 wrapped once), and :func:`uninstall` puts the original methods back. One lock
 serialises installing and uninstalling across threads.
+
+A copy made with ``client.with_options(...)`` or ``client.copy(...)`` is a new client
+with new resources; the registered client's ``copy``/``with_options`` are patched too,
+so that the copy is registered with the same settings.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +31,7 @@ __all__ = ["Registration", "install", "registration_of", "uninstall"]
 log = logging.getLogger("memtrellis")
 
 _ATTR = "_memtrellis_registration"
+_COPIES = ("copy", "with_options")
 _LOCK = threading.RLock()
 
 
@@ -75,6 +81,28 @@ def _restore(registration: Registration) -> None:
     registration.patches.clear()
 
 
+def _patch(registration: Registration, target: Any, name: str, replacement: Any) -> None:
+    own = vars(target)
+    registration.patches.append(_Patch(target, name, name in own, own.get(name), replacement))
+    setattr(target, name, replacement)
+
+
+def _copying(
+    original: Callable[..., Any], apis: Sequence[Api], is_async: bool, registration: Registration
+) -> Callable[..., Any]:
+    """``client.copy``/``with_options`` whose copy is registered with the same settings."""
+
+    @functools.wraps(original)
+    def copy(*args: Any, **kwargs: Any) -> Any:
+        made = original(*args, **kwargs)
+        settings = registration.settings
+        install(made, apis, is_async=is_async, settings=settings)
+        settings.memory._registered(made)
+        return made
+
+    return copy
+
+
 def install(
     client: Any, apis: Sequence[Api], *, is_async: bool, settings: Settings
 ) -> Registration:
@@ -102,11 +130,13 @@ def install(
                         client=client,
                         settings=lambda: registration.settings,
                     )
-                    own = vars(resource)
-                    registration.patches.append(
-                        _Patch(resource, name, name in own, own.get(name), replacement)
+                    _patch(registration, resource, name, replacement)
+            for name in _COPIES:
+                original = getattr(client, name, None)
+                if callable(original):
+                    _patch(
+                        registration, client, name, _copying(original, apis, is_async, registration)
                     )
-                    setattr(resource, name, replacement)
         except BaseException:
             _restore(registration)
             raise
