@@ -145,22 +145,17 @@ def _hidden(item: MemoryItem | None, req: RecallRequest) -> str | None:
         return _SCOPE
     if req.session_id is not None and item.scope.session_id != req.session_id:
         return _SCOPE
+    ended = item.valid_until is not None and item.valid_until <= req.now
+    # Superseded with no end date (replaced by a refined memory): out of date at any time.
+    # Superseded later: still valid before its ``valid_until`` (time travel with as_of).
+    replaced = item.superseded_by is not None and (item.valid_until is None or ended)
     if req.include_expired:
-        if item.superseded_by is not None and not req.include_superseded:
-            return "superseded"
-        return None
+        return "superseded" if replaced and not req.include_superseded else None
     # Valid from its stated start (or, lacking one, from when it was stored) until its end:
-    # with ``as_of`` in the past this is what was known and true then. A memory superseded
-    # later was still valid before its ``valid_until``; one superseded with no end date
-    # (replaced by a refined memory) is out of date at any time.
+    # with ``as_of`` in the past this is what was known and true then.
     if (item.valid_from or item.created_at) > req.now:
         return "not yet valid"
-    ended = item.valid_until is not None and item.valid_until <= req.now
-    if (
-        item.superseded_by is not None
-        and not req.include_superseded
-        and (item.valid_until is None or ended)
-    ):
+    if replaced and not req.include_superseded:
         return "superseded"
     if ended and item.superseded_by is None:
         return "expired"
