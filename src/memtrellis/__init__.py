@@ -1,6 +1,6 @@
 """memtrellis: long-term memory for any chat model, offline by default.
 
-Example:
+Examples:
     >>> import tempfile
     >>> from memtrellis import Memory
     >>> from memtrellis.testing import HashingEmbedder

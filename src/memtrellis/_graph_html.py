@@ -46,7 +46,7 @@ _PLACEHOLDER = re.compile("__(TITLE|NOTE|DATA)__")
 def script_json(value: Any) -> str:
     """JSON that is safe inside a ``<script>`` element: no ``<``, ``>`` or ``&`` at all.
 
-    Example:
+    Examples:
         >>> script_json({"text": "</script><b>&"})
         '{"text":"\\\\u003c/script\\\\u003e\\\\u003cb\\\\u003e\\\\u0026"}'
     """

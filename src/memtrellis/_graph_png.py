@@ -33,7 +33,7 @@ Positions = npt.NDArray[np.float64]
 def layout(count: int, links: list[tuple[int, int]], *, iterations: int = 200) -> Positions:
     """Deterministic force-directed positions for ``count`` nodes joined by ``links``.
 
-    Example:
+    Examples:
         >>> layout(3, [(0, 1), (1, 2)]).shape
         (3, 2)
     """

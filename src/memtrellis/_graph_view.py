@@ -127,7 +127,7 @@ def _iso(value: Any) -> str | None:
 def memory_attrs(item: MemoryItem) -> dict[str, Scalar]:
     """A memory's fields as scalars: ISO dates, joined lists, counts; empty ones left out.
 
-    Example:
+    Examples:
         >>> from memtrellis.types import Scope
         >>> item = MemoryItem(text="hi", tags=["a", "b"], scope=Scope(entity_id="u"))
         >>> attrs = memory_attrs(item)

@@ -45,7 +45,7 @@ def prepare_offline_env() -> None:
     ``ORT_DISABLE_TELEMETRY``, a :class:`RuntimeWarning` says so, because the variable is
     only read when the native library loads.
 
-    Example:
+    Examples:
         >>> from memtrellis._offline import prepare_offline_env
         >>> prepare_offline_env()
         >>> import os
@@ -82,7 +82,7 @@ def chroma_settings(**overrides: Any) -> Settings:
     Returns:
         A ``chromadb.config.Settings`` for ``PersistentClient``/``HttpClient``.
 
-    Example:
+    Examples:
         >>> from memtrellis._offline import chroma_settings
         >>> chroma_settings(allow_reset=True).anonymized_telemetry
         False

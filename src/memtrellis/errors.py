@@ -1,6 +1,6 @@
 """Typed errors. Everything memtrellis raises on purpose derives from :class:`MemtrellisError`.
 
-Example:
+Examples:
     >>> from memtrellis.errors import MemtrellisError, MemoryNotFoundError
     >>> issubclass(MemoryNotFoundError, MemtrellisError)
     True
@@ -74,7 +74,7 @@ class EmbedderUnavailableError(MemtrellisError):
 class MissingDependencyError(MemtrellisError, ImportError):
     """An optional feature needs a package that is not installed; names the extra to add.
 
-    Example:
+    Examples:
         >>> str(MissingDependencyError("matplotlib", extra="viz"))
         "matplotlib is not installed: pip install 'memtrellis[viz]'"
     """

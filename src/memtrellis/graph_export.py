@@ -11,7 +11,7 @@ the caller holds the store's read lock for the whole call::
     with store.reading():
         export_graph(store.graph, "alice.html", format="html", tenant="alice")
 
-Example:
+Examples:
     >>> import json, tempfile
     >>> from pathlib import Path
     >>> from memtrellis.store import MemoryGraph
@@ -96,7 +96,7 @@ def export_graph(
         MissingDependencyError: PNG asked for without matplotlib installed.
         OSError: The file cannot be written.
 
-    Example:
+    Examples:
         >>> import tempfile
         >>> from memtrellis.store import MemoryGraph
         >>> page = export_graph(MemoryGraph(), tempfile.mkdtemp() + "/g.html", format="html")
@@ -185,7 +185,7 @@ def render_png(
     Raises:
         MissingDependencyError: matplotlib is not installed (``pip install 'memtrellis[viz]'``).
 
-    Example:
+    Examples:
         >>> import tempfile
         >>> from memtrellis.store import MemoryGraph
         >>> png = render_png(MemoryGraph(), tempfile.mkdtemp() + "/g.png")  # doctest: +SKIP

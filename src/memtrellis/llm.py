@@ -6,7 +6,7 @@ structured output also implements :class:`StructuredLLM`; extraction then asks f
 answer model's JSON schema and still parses the result defensively. Adapters for
 LangChain, LlamaIndex and SDK clients live with their integrations.
 
-Example:
+Examples:
     >>> from memtrellis.testing import ScriptedLLM
     >>> llm = ScriptedLLM(['{"memories": []}'])
     >>> isinstance(llm, LLM), llm.complete([{"role": "user", "content": "hi"}])
@@ -80,7 +80,7 @@ def as_llm(obj: Any) -> LLM:
     Raises:
         InvalidInputError: Neither ``obj`` nor any adapter provides ``complete``.
 
-    Example:
+    Examples:
         >>> from memtrellis.testing import ScriptedLLM
         >>> llm = ScriptedLLM(["{}"])
         >>> as_llm(llm) is llm

@@ -1,6 +1,6 @@
 """The :class:`Memory` facade: the one object every adapter and user talks to.
 
-Example:
+Examples:
     >>> import tempfile
     >>> from memtrellis import Memory
     >>> from memtrellis.testing import HashingEmbedder
@@ -135,7 +135,7 @@ class Memory:
         lifecycle: Validity by kind, confidence, decay and matching thresholds
             (:class:`~memtrellis.lifecycle.LifecycleConfig`).
 
-    Example:
+    Examples:
         >>> import tempfile
         >>> from memtrellis.testing import HashingEmbedder
         >>> memory = Memory(tempfile.mkdtemp(), embedder=HashingEmbedder())
@@ -296,7 +296,7 @@ class Memory:
         each message as a memory. Messages with an unknown role or no text are skipped
         and counted in :meth:`health`.
 
-        Example:
+        Examples:
             >>> import tempfile
             >>> from memtrellis.testing import HashingEmbedder
             >>> m = Memory(tempfile.mkdtemp(), embedder=HashingEmbedder())
@@ -499,7 +499,7 @@ class Memory:
         contradiction supersedes the older one). ``lifecycle=False`` stores it exactly
         as given.
 
-        Example:
+        Examples:
             >>> import tempfile
             >>> from memtrellis.testing import HashingEmbedder
             >>> from memtrellis.types import Scope
@@ -610,7 +610,7 @@ class Memory:
         Follows ``supersedes`` edges both ways from ``memory_id``: what it replaced, what
         replaced it. A memory never superseded is its own one-item chain.
 
-        Example:
+        Examples:
             >>> import tempfile
             >>> from memtrellis.testing import HashingEmbedder
             >>> m = Memory(tempfile.mkdtemp(), embedder=HashingEmbedder())
@@ -773,7 +773,7 @@ class Memory:
         ``"json"`` (node-link) or ``"png"`` (the ``viz`` extra). ``all_entities=True``
         writes every entity's part (an admin export). See :mod:`memtrellis.graph_export`.
 
-        Example:
+        Examples:
             >>> import tempfile
             >>> from memtrellis.testing import HashingEmbedder
             >>> m = Memory(tempfile.mkdtemp(), embedder=HashingEmbedder())

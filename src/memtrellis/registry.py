@@ -14,7 +14,7 @@ imports them:
   for objects whose classes come from that package, even when they have a ``complete``
   method of another shape.
 
-Example:
+Examples:
     >>> from memtrellis.registry import integration_names
     >>> isinstance(integration_names(), list)
     True
@@ -74,7 +74,7 @@ def load_integration(name: str) -> Callable[..., Any]:
 def register(memory: Any, name: str, obj: Any, **options: Any) -> Any:
     """Wrap ``obj`` with the integration ``name`` around ``memory``.
 
-    Example:
+    Examples:
         >>> from memtrellis.registry import register
         >>> register(None, "no-such-framework", object())  # doctest: +ELLIPSIS
         Traceback (most recent call last):

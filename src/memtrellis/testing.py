@@ -44,7 +44,7 @@ class HashingEmbedder:
     Args:
         dimension: Vector length, ``>= 2``.
 
-    Example:
+    Examples:
         >>> from memtrellis.testing import HashingEmbedder
         >>> e = HashingEmbedder()
         >>> e.model_id, len(e.embed_query("hello"))
@@ -129,12 +129,13 @@ class ScriptedLLM:
     ``complete_json``/``acomplete_json`` and records the schemas in :attr:`schemas`;
     only that one passes ``isinstance(llm, StructuredLLM)``.
 
-    Args:
-        responses: The replies, in order, or one function answering every call.
-        structured: Also act as a :class:`~memtrellis.llm.StructuredLLM`.
-        delay: Seconds to wait before each answer.
+    ``ScriptedLLM(responses, *, structured=False, delay=0.0)`` (built in ``__new__``):
 
-    Example:
+    * ``responses``: the replies, in order, or one function answering every call.
+    * ``structured``: also act as a :class:`~memtrellis.llm.StructuredLLM`.
+    * ``delay``: seconds to wait before each answer.
+
+    Examples:
         >>> from memtrellis.llm import LLM, StructuredLLM
         >>> llm = ScriptedLLM(['{"memories": []}', ValueError("overloaded")])
         >>> llm.complete([{"role": "user", "content": "hi"}])

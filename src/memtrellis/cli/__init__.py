@@ -2,7 +2,7 @@
 
 Run ``memtrellis demo`` to see memory and recall work on a sample conversation, offline.
 
-Example:
+Examples:
     >>> from typer.testing import CliRunner
     >>> from memtrellis.cli import app
     >>> "recall" in CliRunner().invoke(app, ["--help"]).output

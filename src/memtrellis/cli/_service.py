@@ -35,7 +35,7 @@ KeysFileOption = Annotated[
 def is_loopback(host: str) -> bool:
     """Whether ``host`` only accepts connections from this machine.
 
-    Example:
+    Examples:
         >>> is_loopback("127.0.0.1"), is_loopback("localhost"), is_loopback("0.0.0.0")
         (True, True, False)
     """

@@ -4,7 +4,7 @@ Framework-free and shared by every adapter (LangChain, LlamaIndex, SDK clients).
 layer imports only :mod:`memtrellis.types`, :mod:`memtrellis.errors` and
 :mod:`memtrellis.tokens`: never the store, never a framework.
 
-Example:
+Examples:
     >>> import tempfile
     >>> from memtrellis import Memory
     >>> from memtrellis.context import build_context, place_in_messages

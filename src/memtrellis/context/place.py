@@ -12,7 +12,7 @@ records what was placed and where, and :func:`strip_messages` takes every block 
 out of a list of messages, so capture never stores placed context as something the user
 or the model said.
 
-Example:
+Examples:
     >>> from memtrellis.context import MemoryContext
     >>> context = MemoryContext("<memory_context>\\n- x\\n</memory_context>", 9, 50)
     >>> placed = place_in_messages([{"role": "user", "content": "hi"}], context)
@@ -78,7 +78,7 @@ def _text_of(context: MemoryContext | str) -> str:
 def append_to_content(content: Any, block: str) -> str | list[Any]:
     """Message content with ``block`` after it: a string or a list of content parts.
 
-    Example:
+    Examples:
         >>> append_to_content("Be brief.", "<memory_context>..</memory_context>")
         'Be brief.\\n\\n<memory_context>..</memory_context>'
         >>> append_to_content([{"type": "text", "text": "Be brief."}], "B")[-1]
@@ -131,7 +131,7 @@ def place_in_messages(
             adds a message of its own after the leading system messages.
         role: Role of an inserted message (``"developer"`` for OpenAI reasoning models).
 
-    Example:
+    Examples:
         >>> msgs = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}]
         >>> place_in_messages(msgs, "<memory_context>\\n</memory_context>").messages[0]["content"]
         'Be brief.\\n\\n<memory_context>\\n</memory_context>'
@@ -158,7 +158,7 @@ def place_in_messages(
 def strip_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Messages without memory-context blocks; a message that held only a block is dropped.
 
-    Example:
+    Examples:
         >>> strip_messages([{"role": "system", "content": "<memory_context></memory_context>"}])
         []
     """
@@ -177,7 +177,7 @@ def place_in_anthropic_system(
 ) -> str | list[dict[str, Any]] | None:
     """Anthropic's ``system`` field with the block added (a string, or a list of blocks).
 
-    Example:
+    Examples:
         >>> place_in_anthropic_system([{"type": "text", "text": "Be brief."}], "B")
         [{'type': 'text', 'text': 'Be brief.'}, {'type': 'text', 'text': 'B'}]
     """
@@ -192,7 +192,7 @@ def place_in_anthropic_system(
 def place_in_instructions(instructions: str | None, context: MemoryContext | str) -> str | None:
     """OpenAI Responses ``instructions`` with the block added after them.
 
-    Example:
+    Examples:
         >>> place_in_instructions(None, "B"), place_in_instructions("Be brief.", "")
         ('B', 'Be brief.')
     """

@@ -14,7 +14,7 @@ a prefix of its ranking. Excerpts come only when every fact and open item fitted
 excerpt supports a fact that is already there, so it is the first thing to leave when
 space runs out, while an open action item is news of its own.
 
-Example:
+Examples:
     >>> from memtrellis.types import MemoryItem, RecallResult, RecalledMemory
     >>> from memtrellis.types import RecallExplanation, Scope
     >>> item = MemoryItem(text="Alice drinks green tea", scope=Scope(entity_id="a"),

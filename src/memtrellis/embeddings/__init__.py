@@ -1,6 +1,6 @@
 """Embedders: the :class:`Embedder` protocol, adapters, and the offline default model.
 
-Example:
+Examples:
     >>> from memtrellis.embeddings import default_embedder
     >>> embedder = default_embedder()
     >>> embedder.model_id, embedder.dimension

@@ -33,7 +33,7 @@ class AdaptedEmbedder:
     When the dimension is not given, reading :attr:`dimension` before any vector was seen
     embeds a probe text. Note that ``isinstance(x, Embedder)`` reads it on Python < 3.12.
 
-    Example:
+    Examples:
         >>> e = AdaptedEmbedder("demo", lambda ts: [[1.0, 0.0] for _ in ts], lambda t: [0.0, 1.0])
         >>> e.embed_documents(["a"]), e.dimension
         ([[1.0, 0.0]], 2)

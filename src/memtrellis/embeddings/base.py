@@ -71,7 +71,7 @@ def as_embedder(
     Raises:
         InvalidInputError: ``obj`` matches none of the shapes above.
 
-    Example:
+    Examples:
         >>> from memtrellis.embeddings import as_embedder
         >>> class Fake:  # LangChain-like
         ...     model = "fake-1"

@@ -30,7 +30,7 @@ class MiniLMEmbeddingFunction(EmbeddingFunction[Documents]):
             ``max_length`` differs from 256).
         max_length: Tokens kept per text; part of the persisted config.
 
-    Example:
+    Examples:
         >>> import chromadb
         >>> from memtrellis.embeddings import MiniLMEmbeddingFunction
         >>> from memtrellis._offline import chroma_settings

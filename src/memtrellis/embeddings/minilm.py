@@ -60,7 +60,7 @@ class MiniLMEmbedder:
     Raises:
         InvalidInputError: A bad ``batch_size``, ``max_length`` or ``intra_op_threads``.
 
-    Example:
+    Examples:
         >>> from memtrellis.embeddings import MiniLMEmbedder
         >>> embedder = MiniLMEmbedder()
         >>> vectors = embedder.embed_documents(["I like tea", "Tea is my favourite drink"])
@@ -125,7 +125,7 @@ class MiniLMEmbedder:
     def encode(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """Embed ``texts`` into a ``(len(texts), 384)`` float32 array of unit vectors.
 
-        Example:
+        Examples:
             >>> from memtrellis.embeddings import default_embedder
             >>> default_embedder().encode(["hello", "world"]).shape
             (2, 384)
@@ -185,7 +185,7 @@ _default_lock = threading.Lock()
 def default_embedder() -> MiniLMEmbedder:
     """The process-wide shared :class:`MiniLMEmbedder` (not loaded until first used).
 
-    Example:
+    Examples:
         >>> from memtrellis.embeddings import default_embedder
         >>> default_embedder() is default_embedder()
         True

@@ -8,7 +8,7 @@ here; see mangiucugna/json_repair#203), so it only ever sees short texts: the wh
 reply when it is short, otherwise the flat ``{...}`` objects cut out of it one by one,
 each capped, under a total budget. Nothing here raises on any input.
 
-Example:
+Examples:
     >>> load_json("Sure:\\n```json\\n{'a': [1, 2,],}\\n```", lambda value, how: True)
     Loaded(value={'a': [1, 2]}, repaired=True)
     >>> flat_objects('junk {"index": 0, "value": "x"} more {index: 1, "keep": false,')

@@ -62,7 +62,7 @@ def _trimmed(text: str, start: int, end: int) -> tuple[int, int]:
 def sentence_units(text: str) -> list[Unit]:
     """Sentence spans of ``text``, numbered by paragraph.
 
-    Example:
+    Examples:
         >>> text = "Tea. Coffee!\\n\\n我喜欢茶。也喜欢咖啡"
         >>> [text[u.start:u.end] for u in sentence_units(text)]
         ['Tea.', 'Coffee!', '我喜欢茶。', '也喜欢咖啡']
@@ -167,7 +167,7 @@ def pack(
         prefer: Whether a chunk may preferably end before unit ``k`` (a paragraph
             start); a chunk backs off to such a boundary if it stays at least half full.
 
-    Example:
+    Examples:
         >>> pack([3, 3, 3], max_tokens=7, overlap_tokens=4, measure=lambda a, b: 4 * (b - a) - 1)
         [Chunk(first=0, last=2, tokens=7), Chunk(first=1, last=3, tokens=7)]
     """
@@ -234,7 +234,7 @@ def chunk_spans(
 
     ``tokens`` counts ``prefix + text[start:end]`` exactly and is at most ``max_tokens``.
 
-    Example:
+    Examples:
         >>> text = "One. Two.\\n\\nThree."
         >>> [text[s:e] for s, e, _ in chunk_spans(text, max_tokens=5, overlap_tokens=0)]
         ['One. Two.', 'Three.']

@@ -4,7 +4,7 @@
 become U+FFFD). PDF, Word, PowerPoint and HTML go through the optional ``markitdown``
 package (``pip install "memtrellis[documents]"``), imported only when such a file is read.
 
-Example:
+Examples:
     >>> import tempfile
     >>> from datetime import datetime, timezone
     >>> from pathlib import Path

@@ -6,7 +6,7 @@ the summary to a background ``episode`` item, and a reply that yields nothing us
 one **fallback** item holding the whole window, tagged :data:`FALLBACK_TAG`: a failed
 extraction is stored, never dropped.
 
-Example:
+Examples:
     >>> from memtrellis.extraction.model import Window
     >>> from memtrellis.types import Scope, SourceKind, SourceRef
     >>> w = Window("[m1] 2024-03-05 09:12 Ana (user): I live in Porto",
@@ -82,7 +82,7 @@ def parse_date_hint(text: str | None) -> datetime | None:
     Also reads ``YYYY``, ``YYYY-MM``, ``YYYY/MM/DD`` and ``2024年3月5日``; ``None`` for
     anything else.
 
-    Example:
+    Examples:
         >>> parse_date_hint("2024-03-08").isoformat(), parse_date_hint("2024年3月").isoformat()
         ('2024-03-08T00:00:00+00:00', '2024-03-01T00:00:00+00:00')
         >>> parse_date_hint("2024-03-08T10:00:00Z").hour, parse_date_hint("next week")

@@ -13,7 +13,7 @@ Chinese chat full of English product names still gets the Chinese prompt ("我�
 LangChain 和 Chroma 做记忆" scores 0.32), while English that names a person or a place
 in Chinese characters stays English ("I met 王小明 in Beijing" scores 0.19).
 
-Example:
+Examples:
     >>> detect_language("I moved to Lyon last spring").value
     'en'
     >>> detect_language("我上个月搬到了里昂，see https://example.com/a1b2").value
@@ -71,7 +71,7 @@ def _strip_noise(text: str) -> str:
 def cjk_counts(text: str) -> tuple[int, int]:
     """Han characters and all letters of ``text`` after removing ids, URLs and the like.
 
-    Example:
+    Examples:
         >>> cjk_counts("[msg-1a2b] 2026-03-01 10:00 Alice (user): 好 ok")
         (1, 8)
     """
@@ -84,7 +84,7 @@ def cjk_share(text: str) -> float:
 
     Returns 0.0 when no letters are left.
 
-    Example:
+    Examples:
         >>> cjk_share("[msg-1a2b] 2026-03-01 10:00 用户 (user): 好")
         1.0
         >>> cjk_share("1234 5678")
@@ -97,7 +97,7 @@ def cjk_share(text: str) -> float:
 def language_of(han: int, letters: int) -> Language:
     """The language for counts from :func:`cjk_counts` (summed over several texts).
 
-    Example:
+    Examples:
         >>> language_of(1, 4).value, language_of(1, 5).value, language_of(0, 0).value
         ('zh', 'en', 'en')
     """
@@ -109,7 +109,7 @@ def detect_language(text: str) -> Language:
 
     Text without any letters (numbers, ids, an empty string) is English.
 
-    Example:
+    Examples:
         >>> detect_language("").value, detect_language("我在用 LangChain 和 Chroma 做记忆").value
         ('en', 'zh')
     """
@@ -119,7 +119,7 @@ def detect_language(text: str) -> Language:
 def detect_window_language(items: Iterable[Turn | str]) -> Language:
     """The language of several turns or texts taken together (their contents only).
 
-    Example:
+    Examples:
         >>> from datetime import datetime, timezone
         >>> when = datetime(2026, 3, 1, tzinfo=timezone.utc)
         >>> turns = [Turn(0, 0, "user", "我想喝茶", "m1", when), "好的"]

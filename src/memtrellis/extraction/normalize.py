@@ -19,7 +19,7 @@ Roles are case-insensitive; ``human``, ``ai``, ``developer`` and ``function`` ar
 user, assistant, system and tool. Messages with another role (or a role that is not a
 string) or without text (``None``, blank, image parts only) are skipped, logged, counted.
 
-Example:
+Examples:
     >>> from datetime import datetime, timezone
     >>> now = datetime(2026, 3, 1, 10, 0, tzinfo=timezone.utc)
     >>> out = normalize(
@@ -66,7 +66,7 @@ _EPOCH_MS = 1e11
 def new_id(prefix: str = "msg") -> str:
     """A fresh id: ``prefix`` + ``-`` + 16 hex digits of a random UUID (64 random bits).
 
-    Example:
+    Examples:
         >>> len(new_id()), new_id().startswith("msg-"), new_id() != new_id()
         (20, True, True)
     """
@@ -81,7 +81,7 @@ def extractable(turn: Turn, *, extract_tools: bool) -> bool:
     the same system prompt on every call, and it is instructions, not something the
     user said.
 
-    Example:
+    Examples:
         >>> from datetime import datetime, timezone
         >>> tool = Turn(0, 0, "tool", "42 °C", "m1", datetime.now(timezone.utc))
         >>> extractable(tool, extract_tools=False), extractable(tool, extract_tools=True)

@@ -12,7 +12,7 @@ and not an explicit, well-formed empty answer such as ``{"memories": []}``. (An 
 list that json-repair *produced*, say from a reply cut off after ``{"memories": [``,
 does not count: that is a failure, and the caller stores a fallback.)
 
-Example:
+Examples:
     >>> out = parse_answer('Here you go:\\n```json\\n{"memory_list": [{"text": "Ana is 30",'
     ...                    ' "type": "fact"}, {"type": "fact"}],}\\n```')
     >>> [d.value for d in out.drafts], out.salvaged

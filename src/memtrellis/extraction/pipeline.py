@@ -4,7 +4,7 @@ Fine mode is written once as a sans-I/O generator per window that yields the LLM
 needs and receives their replies; a thin sync driver and a thin async driver run it, so
 the logic is never copied between sync and async.
 
-Example:
+Examples:
     >>> from memtrellis.testing import ScriptedLLM
     >>> from memtrellis.types import Scope
     >>> reply = '{"memories": [{"value": "Ana lives in Porto", "memory_type": "fact"}]}'

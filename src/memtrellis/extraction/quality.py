@@ -10,7 +10,7 @@ pipeline sends the messages built here and hands the reply back:
 
 Any failure (no reply, garbage, wrong shape, bad index) leaves the items as they were.
 
-Example:
+Examples:
     >>> from memtrellis.types import Scope
     >>> items = [MemoryItem(text=t, scope=Scope(entity_id="a")) for t in ("He is 30", "x")]
     >>> [i.text for i in apply_rewrite(items, '{"rewrites": [{"index": 0, "value": "Bo is 30"}]}')]

@@ -11,7 +11,7 @@ Sources grow in step with the text: ``Window.sources`` are exactly the messages 
 pieces of one) whose text is in ``Window.text``, in order. Each line is encoded once and
 each window counted once; 2,000 messages take well under a second.
 
-Example:
+Examples:
     >>> from datetime import datetime, timezone
     >>> from memtrellis.extraction.model import Turn
     >>> at = datetime(2026, 3, 1, 10, 0, tzinfo=timezone.utc)
@@ -51,7 +51,7 @@ def render_turn(turn: Turn) -> str:
 
     The time is shown in UTC. The content is kept verbatim (it may span several lines).
 
-    Example:
+    Examples:
         >>> from datetime import datetime, timezone
         >>> at = datetime(2026, 3, 1, 10, 0, tzinfo=timezone.utc)
         >>> render_turn(Turn(0, 0, "user", "I moved to Lyon", "m1", at, speaker="Alice"))
@@ -89,7 +89,7 @@ def scenes(turns: Sequence[Turn], *, max_messages: int = 10, overlap: int = 2) -
     Raises:
         InvalidInputError: ``max_messages < 1`` or not ``0 <= overlap < max_messages``.
 
-    Example:
+    Examples:
         >>> [[t for t in scene] for scene in scenes("abcdefg", max_messages=4, overlap=1)]
         [['a', 'b', 'c', 'd'], ['d', 'e', 'f', 'g']]
     """
@@ -236,7 +236,7 @@ def document_windows(
     Raises:
         InvalidInputError: ``max_tokens < 1`` or not ``0 <= overlap_tokens < max_tokens``.
 
-    Example:
+    Examples:
         >>> from datetime import datetime, timezone
         >>> at = datetime.now(timezone.utc)
         >>> doc = Document("notes.md", "Alice likes tea.\\n\\n她住在里昂。", at)

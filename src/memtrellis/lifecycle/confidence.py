@@ -7,7 +7,7 @@
 ``relevance * effective * heat``; ``heat`` is ``1 + min(heat_cap, heat_per_recall *
 log2(1 + recall_count))``.
 
-Example:
+Examples:
     >>> from datetime import datetime, timedelta, timezone
     >>> from memtrellis.types import MemoryItem, Scope
     >>> now = datetime(2026, 1, 1, tzinfo=timezone.utc)

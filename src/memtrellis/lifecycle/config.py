@@ -1,6 +1,6 @@
 """Settings of the memory lifecycle: validity by kind, confidence, decay, matching thresholds.
 
-Example:
+Examples:
     >>> from datetime import timedelta
     >>> config = LifecycleConfig(validity={"state": timedelta(hours=6)})
     >>> config.validity_for(MemoryType.STATE), config.validity_for(MemoryType.FACT)

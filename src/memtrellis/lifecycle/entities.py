@@ -6,7 +6,7 @@ fuzzy match (rapidfuzz ``ratio``, a normalised edit distance: ``Clara Smith`` an
 Smth`` are one, ``Mark`` and ``Market Street`` are not). It only ever looks at the one
 scope's names, so it cannot cross tenants.
 
-Example:
+Examples:
     >>> heuristic_entities('Met @dana_k and "Blue Fox" with Clara Smith in Porto today.')
     ['Blue Fox', 'Clara Smith', 'Porto', 'dana_k']
     >>> resolve_entities(["clara  smith", "Porto"], {"clara smith": "Clara Smith"})

@@ -6,7 +6,7 @@ The model sees the new memory and the candidates numbered from 0 and answers
 cannot be read, or a failing call, leaves the rules' verdicts in place; the failure is
 counted in :attr:`LLMJudge.failures` and logged.
 
-Example:
+Examples:
     >>> from memtrellis.testing import ScriptedLLM
     >>> from memtrellis.types import MemoryItem, Scope
     >>> s = Scope(entity_id="u")

@@ -7,7 +7,7 @@ named value (``Lyon`` / ``Porto``), or a change cue in the new one ("no longer",
 to", "instead of", ...). With an LLM configured, :mod:`memtrellis.lifecycle.judge` can
 overrule them for the closest candidates.
 
-Example:
+Examples:
     >>> from memtrellis.types import MemoryItem, Scope
     >>> s = Scope(entity_id="u")
     >>> old = MemoryItem(text="Alice lives in Lyon", entities=["Alice", "Lyon"], scope=s)

@@ -5,7 +5,7 @@ Needs the ``service`` extra (``pip install "memtrellis[service]"``). Run it with
 Importing this package is cheap: FastAPI and the MCP SDK load with the modules that use
 them (:mod:`memtrellis.service.app`, :mod:`memtrellis.service.mcp_server`).
 
-Example:
+Examples:
     >>> from memtrellis.service import KeyRing, Principal
     >>> Principal(entity_ids=("alice",)).entity_for(None)
     'alice'

@@ -4,7 +4,7 @@ Every route is ``async`` and reaches the store through the facade's async method
 run in worker threads, so one slow call never blocks the event loop. Turns posted with
 ``background: true`` go through the capture queue; shutting the service down drains it.
 
-Example:
+Examples:
     >>> import tempfile
     >>> from memtrellis import Memory
     >>> from memtrellis.testing import HashingEmbedder
@@ -481,7 +481,7 @@ def create_app(
         max_body_bytes: Larger request bodies get 413.
         close_memory: Close ``memory`` (draining the capture queue) on shutdown.
 
-    Example:
+    Examples:
         >>> create_app(None, keys=None).openapi()["info"]["title"]
         'memtrellis'
     """

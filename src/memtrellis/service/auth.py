@@ -11,7 +11,7 @@ may name, the process it is pinned to (if any), and whether it may read ``/healt
 ``/metrics`` (a *monitor* key). Naming another entity is refused with 403 before anything
 is looked up; a memory id of another tenant is simply not found (404).
 
-Example:
+Examples:
     >>> import tempfile
     >>> from pathlib import Path
     >>> ring = KeyRing(Path(tempfile.mkdtemp()) / "keys.json")
@@ -237,7 +237,7 @@ class Principal:
     ``entity_ids=None`` means any entity (the service runs with ``--no-auth``);
     ``default_entity`` is used then when a request names none.
 
-    Example:
+    Examples:
         >>> p = Principal(entity_ids=("alice",))
         >>> p.entity_for(None)
         'alice'

@@ -3,7 +3,7 @@
 Every error a client sees is ``{"error": <type>, "message": <text>, "details": [...]}``
 with a 4xx status (503 when the store is closing); never a stack trace.
 
-Example:
+Examples:
     >>> err = NotAuthenticatedError()
     >>> err.status, err.error_type
     (401, 'unauthorized')

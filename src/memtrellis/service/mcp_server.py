@@ -5,7 +5,7 @@ An MCP server over stdio is started by the agent that uses it, for one user: its
 no tool takes an ``entity_id``, so a model cannot reach another tenant's memory however
 it phrases its call. Forgetting a whole entity is left to the HTTP API and the CLI.
 
-Example:
+Examples:
     >>> import asyncio, tempfile
     >>> from memtrellis import Memory
     >>> from memtrellis.testing import HashingEmbedder
@@ -72,7 +72,7 @@ def create_mcp_server(
         process_id: When set, memories are written as this process and only its own are
             read.
 
-    Example:
+    Examples:
         >>> import tempfile
         >>> from memtrellis.testing import HashingEmbedder
         >>> m = Memory(tempfile.mkdtemp(), embedder=HashingEmbedder())

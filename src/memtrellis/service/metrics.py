@@ -4,7 +4,7 @@ Each service keeps its own registry (not the process-wide default), so two servi
 one process, as in tests, never mix their counts. The store figures are read from
 :meth:`memtrellis.Memory.health` when ``/metrics`` is scraped.
 
-Example:
+Examples:
     >>> from memtrellis.types import Health
     >>> metrics = ServiceMetrics(health=None)
     >>> metrics.observe("GET", "/health", 200, 0.002)

@@ -6,7 +6,7 @@ Regenerate the published copy after changing a route or a schema::
 
 The test suite fails while the published copy differs from what the app generates.
 
-Example:
+Examples:
     >>> sorted(openapi_document()["paths"])[:2]
     ['/health', '/metrics']
 """
@@ -28,7 +28,7 @@ def tidy(document: dict[str, Any]) -> dict[str, Any]:
     cannot carry a null, and the parameter is already marked not required. Changes
     ``document`` in place and returns it.
 
-    Example:
+    Examples:
         >>> doc = {"paths": {"/x": {"get": {"parameters": [{"in": "query", "schema": {
         ...     "anyOf": [{"type": "string"}, {"type": "null"}], "title": "Key"}}]}}}}
         >>> tidy(doc)["paths"]["/x"]["get"]["parameters"][0]["schema"]

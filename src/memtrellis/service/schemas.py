@@ -4,7 +4,7 @@ Responses reuse the core models (:class:`~memtrellis.types.MemoryItem`,
 :class:`~memtrellis.types.RecallResult`, :class:`~memtrellis.types.Health`), so the
 service says exactly what the library says.
 
-Example:
+Examples:
     >>> AddRequest(text="Alice prefers green tea").background
     False
     >>> AddRequest()  # doctest: +ELLIPSIS
@@ -198,7 +198,7 @@ class RecallResponse(RecallResult):
         ``token_budget`` (the recall's own, else the block's default), as of the recall's
         ``as_of``.
 
-        Example:
+        Examples:
             >>> from memtrellis.types import Scope
             >>> empty = RecallResult(query="tea", scope=Scope(entity_id="a"))
             >>> RecallResponse.of(empty, token_budget=None).context

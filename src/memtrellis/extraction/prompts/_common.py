@@ -1,6 +1,6 @@
 """Pieces every prompt shares: the window's time span, its source ids, fencing, key names.
 
-Example:
+Examples:
     >>> from datetime import datetime, timezone
     >>> from memtrellis.extraction.model import Language
     >>> format_time(datetime(2024, 3, 5, 9, 12, tzinfo=timezone.utc), Language.EN)

@@ -4,7 +4,7 @@ The answer models in this package call these helpers from their ``before`` valid
 so that a memory written as ``{"Text": "...", "type": "Preferences", "tags": "a, b"}``
 validates like the canonical ``{"value": ..., "memory_type": "preference", "tags": [...]}``.
 
-Example:
+Examples:
     >>> canonical_memory({"Text": "Ana likes tea", "type": "x", "sourceIds": "m1"})
     {'memory_type': 'x', 'value': 'Ana likes tea', 'source_ids': 'm1'}
     >>> canonical_type("Action Item"), canonical_type("偏好"), canonical_type("mood")
@@ -88,7 +88,7 @@ _MAX_ELEMENT_CHARS = 200
 def scalar_text(value: object) -> str | None:
     """A JSON scalar as stripped text; ``None`` for null, empty text, lists and objects.
 
-    Example:
+    Examples:
         >>> scalar_text(" tea "), scalar_text(2024), scalar_text(None), scalar_text([1])
         ('tea', '2024', None, None)
     """
@@ -104,7 +104,7 @@ def string_list(value: object) -> list[str]:
     Objects in a list contribute their ``id``/``message_id``/``name`` when they have one;
     other containers are dropped. At most 50 elements of at most 200 characters.
 
-    Example:
+    Examples:
         >>> string_list("travel, food；旅行"), string_list(["a", 3, None, {"id": "m1"}])
         (['travel', 'food', '旅行'], ['a', '3', 'm1'])
     """
@@ -132,7 +132,7 @@ def confidence_value(value: object) -> float | None:
 
     ``high``/``medium``/``low`` (and 高/中/低) read as 0.9/0.7/0.5, ``"80%"`` as 0.8.
 
-    Example:
+    Examples:
         >>> confidence_value("Medium"), confidence_value("80%"), confidence_value("sure")
         (0.7, 0.8, None)
     """
@@ -209,7 +209,7 @@ def locate_memories(obj: object, _depth: int = 0) -> tuple[list[Any] | None, obj
     was found; ``explicit`` says it sat under a memory-list key, so that an empty list
     there is a real "nothing to remember". Bare strings count as memories only there.
 
-    Example:
+    Examples:
         >>> locate_memories({"memoryList": [{"fact": "x"}], "Summary": "s"})
         ([{'fact': 'x'}], 's', True)
         >>> locate_memories({"text": "Ana is 30"})
@@ -253,7 +253,7 @@ _FALSE_WORDS = frozenset({"false", "no", "n", "drop", "unsupported", "0", "否",
 def index_value(value: object) -> int | None:
     """A list index as models write it: ``2``, ``2.0``, ``"2"``, ``"[2]"``; else ``None``.
 
-    Example:
+    Examples:
         >>> index_value("[2]"), index_value(2.0), index_value(True), index_value("two")
         (2, 2, None, None)
     """
@@ -272,7 +272,7 @@ def index_value(value: object) -> int | None:
 def bool_value(value: object) -> bool | None:
     """A yes/no as models write it (``true``, ``"no"``, ``"keep"``, ``"保留"``...); else ``None``.
 
-    Example:
+    Examples:
         >>> bool_value(False), bool_value(" Drop "), bool_value("maybe")
         (False, False, None)
     """
@@ -292,7 +292,7 @@ def bool_value(value: object) -> bool | None:
 def locate_records(obj: object, keys: tuple[str, ...]) -> list[Any] | None:
     """The list of records under one of ``keys`` (or a bare list, or one record).
 
-    Example:
+    Examples:
         >>> locate_records({"Rewrites": [{"index": 0}]}, ("rewrites",))
         [{'index': 0}]
         >>> locate_records({"index": 1, "keep": False}, ("verdicts",))

@@ -5,7 +5,7 @@ The model reads one window and answers ``{"memories": [...], "summary": "..."}``
 spellings and value shapes models actually write, so that :mod:`~memtrellis.extraction.parse`
 can keep every memory that makes sense.
 
-Example:
+Examples:
     >>> d = MemoryDraft.model_validate({"text": "Ana lives in Porto", "type": "Fact",
     ...                                 "tags": "home, city", "confidence": "high"})
     >>> d.value, d.memory_type, d.tags, d.confidence
@@ -330,7 +330,7 @@ def build_extraction_messages(window: Window) -> list[dict[str, str]]:
     The language follows ``window.language``; the user message carries the window's
     time span (UTC, with weekdays), the ids the model may cite, and the text fenced as data.
 
-    Example:
+    Examples:
         >>> from memtrellis.extraction.model import Window
         >>> from memtrellis.types import SourceKind, SourceRef
         >>> w = Window("[m1] 2024-03-05 09:12 user: I moved to Lyon",

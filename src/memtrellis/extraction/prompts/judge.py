@@ -4,7 +4,7 @@ The model sees the window and the memories numbered from 0, and answers
 ``{"verdicts": [{"index": 0, "keep": true, "reason": "..."}]}``. Only an explicit
 ``keep: false`` drops a memory.
 
-Example:
+Examples:
     >>> Verdict.model_validate({"index": 2, "keep": "no", "reason": "not said"})
     Verdict(index=2, keep=False, reason='not said')
 """
@@ -134,7 +134,7 @@ JUDGE_SCHEMA: dict[str, Any] = JudgeAnswer.model_json_schema()
 def build_judge_messages(items: Sequence[MemoryItem], window: Window) -> list[dict[str, str]]:
     """The messages asking whether ``window`` supports each of ``items``.
 
-    Example:
+    Examples:
         >>> from memtrellis.types import Scope, SourceKind
         >>> w = Window("[m1] 2024-03-05 09:12 Ana (user): I am 30.", (), SourceKind.CHAT, 9)
         >>> msgs = build_judge_messages([MemoryItem(text="Ana is 31", scope=Scope(

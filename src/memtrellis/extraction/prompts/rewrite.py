@@ -3,7 +3,7 @@
 The model sees the window and the memories numbered from 0, and answers
 ``{"rewrites": [{"index": 0, "value": "..."}]}`` for the memories that need it.
 
-Example:
+Examples:
     >>> RewriteAnswer.model_validate({"rewrites": [{"index": "1", "text": "Ana is 30."}]})
     RewriteAnswer(rewrites=[Rewrite(index=1, value='Ana is 30.')])
 """
@@ -129,7 +129,7 @@ REWRITE_SCHEMA: dict[str, Any] = RewriteAnswer.model_json_schema()
 def build_rewrite_messages(items: Sequence[MemoryItem], window: Window) -> list[dict[str, str]]:
     """The messages asking to make ``items`` (extracted from ``window``) self-contained.
 
-    Example:
+    Examples:
         >>> from memtrellis.types import Scope, SourceKind
         >>> w = Window("[m1] 2024-03-05 09:12 Ana (user): He moved.", (), SourceKind.CHAT, 9)
         >>> msgs = build_rewrite_messages([MemoryItem(text="He moved", scope=Scope(
