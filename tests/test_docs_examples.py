@@ -33,3 +33,24 @@ def test_lifecycle_walkthrough(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     assert printed[4] == "['I live in Lyon.']"
     assert printed[5] == "['I live in Lyon.', 'I moved to Porto last week!']"
     assert printed[6].startswith("created") and printed[7].startswith("superseded {'by': ")
+
+
+def test_getting_started(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    printed = run_blocks("getting-started.md", tmp_path, monkeypatch).splitlines()
+    assert printed[:2] == ["I'm allergic to peanuts.", "m1"]
+    assert (tmp_path / ".memtrellis" / "manifest.json").is_file()
+
+
+def test_concepts_memory_context(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    printed = run_blocks("concepts.md", tmp_path, monkeypatch).splitlines()
+    assert printed == ["m1", "<memory_context>"]
+
+
+def test_configuration_validity(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    printed = run_blocks("configuration.md", tmp_path, monkeypatch).splitlines()
+    assert printed == ["2025-09-08 10:00:00+00:00"]
+
+
+def test_operations_change_embedder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    printed = run_blocks("operations.md", tmp_path, monkeypatch).splitlines()
+    assert printed == ["['Alice prefers green tea']"]
