@@ -50,42 +50,32 @@ def test_cookbook_notebook_is_stored_without_outputs() -> None:
             assert cell["outputs"] == [] and cell["execution_count"] is None
 
 
-def test_cookbook_notebook_runs(tmp_path: Path) -> None:
-    notebook = nbformat.read(NOTEBOOK, as_version=4)
-    client = NotebookClient(
+def _run_notebook(path: Path, workdir: Path) -> str:
+    """Execute a notebook in ``workdir``; returns what its cells printed."""
+    notebook = nbformat.read(path, as_version=4)
+    NotebookClient(
         notebook,
         timeout=240,
         kernel_name="python3",
-        resources={"metadata": {"path": str(tmp_path)}},
-    )
-
-    client.execute()
-
-    printed = "".join(
+        resources={"metadata": {"path": str(workdir)}},
+    ).execute()
+    return "".join(
         output.get("text", "")
         for cell in notebook.cells
         if cell.cell_type == "code"
         for output in cell.outputs
     )
+
+
+def test_cookbook_notebook_runs(tmp_path: Path) -> None:
+    printed = _run_notebook(NOTEBOOK, tmp_path)
     assert "<memory_context>" in printed
     assert "window seat" in printed
 
 
 def test_cookbook_rag_graph_runs(tmp_path: Path) -> None:
-    notebook = nbformat.read(ROOT / "cookbook" / "langgraph_rag.ipynb", as_version=4)
-    NotebookClient(
-        notebook,
-        timeout=240,
-        kernel_name="python3",
-        resources={"metadata": {"path": str(tmp_path)}},
-    ).execute()
+    lines = _run_notebook(ROOT / "cookbook" / "langgraph_rag.ipynb", tmp_path).splitlines()
 
-    lines = "".join(
-        output.get("text", "")
-        for cell in notebook.cells
-        if cell.cell_type == "code"
-        for output in cell.outputs
-    ).splitlines()
     assert lines[0] == "runner: LangGraph"  # langgraph is in this package's dev extra
     # the retriever found the two memories that matter, with their sources
     assert {line.split(" ", 1)[1] for line in lines[1:3]} == {
