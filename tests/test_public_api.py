@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import inspect
 from pathlib import Path
 
 import memtrellis
@@ -51,7 +52,7 @@ def test_memory_methods_for_sdk_clients_are_public() -> None:
 
     for name in ("register", "unregister", "scope"):
         method = getattr(Memory, name)
-        assert callable(method) and method.__doc__ and "Example:" in method.__doc__, name
+        assert callable(method) and method.__doc__ and "Examples:" in method.__doc__, name
 
 
 def test_every_error_is_a_memtrellis_error() -> None:
@@ -137,3 +138,34 @@ def test_core_never_imports_frameworks_and_layers_hold() -> None:
         rel = path.relative_to(SRC).parts[0]
         for banned in LAYER_BANS.get(rel, ()):
             assert not any(_under(m, banned) for m in imports), (path, banned)
+
+
+def test_public_names_have_a_docstring_with_an_example() -> None:
+    """Every class and function of the public API documents itself with a short example in
+    a Google ``Examples:`` section (run by the doctests, shown in the API reference), and
+    every public method of ``Memory`` has a docstring."""
+    lacking = [
+        name
+        for name in memtrellis.__all__
+        if isinstance(obj := getattr(memtrellis, name), type) or callable(obj)
+        if "Examples:\n" not in (doc := inspect.getdoc(obj) or "") or ">>>" not in doc
+    ]
+    assert lacking == []
+    undocumented = [
+        name
+        for name, member in vars(memtrellis.Memory).items()
+        if not name.startswith("_") and not inspect.getdoc(member)
+    ]
+    assert undocumented == []
+
+
+def test_docstring_examples_are_google_examples_sections() -> None:
+    """``Examples:`` (plural) is the Google section the API reference renders as code; a
+    singular ``Example:`` would be rendered as prose, its doctest output as markdown."""
+    singular = [
+        f"{path.relative_to(SRC)}:{number}"
+        for path in SRC.rglob("*.py")
+        for number, line in enumerate(path.read_text("utf-8").splitlines(), 1)
+        if line.strip() == "Example:"
+    ]
+    assert singular == []

@@ -25,11 +25,25 @@ __all__ = [
 
 
 class MemtrellisError(Exception):
-    """Base class of every error memtrellis raises on purpose."""
+    """Base class of every error memtrellis raises on purpose.
+
+    Examples:
+        >>> from memtrellis import MemtrellisError, Memory
+        >>> try:
+        ...     Memory(entity_id="")
+        ... except MemtrellisError as exc:
+        ...     print(type(exc).__name__)
+        InvalidInputError
+    """
 
 
 class InvalidInputError(MemtrellisError, ValueError):
-    """Input that memtrellis cannot store or act on (bad type, empty text, bad scope...)."""
+    """Input that memtrellis cannot store or act on (bad type, empty text, bad scope...).
+
+    Examples:
+        >>> issubclass(InvalidInputError, ValueError)
+        True
+    """
 
 
 class MemoryNotFoundError(MemtrellisError, KeyError):
@@ -37,6 +51,10 @@ class MemoryNotFoundError(MemtrellisError, KeyError):
 
     Raised alike for an id that does not exist and for one that belongs to another
     entity, so a caller can never learn that another tenant's memory exists.
+
+    Examples:
+        >>> str(MemoryNotFoundError("m1"))
+        "no memory with id 'm1' in this scope"
     """
 
     def __init__(self, memory_id: str) -> None:
@@ -48,27 +66,65 @@ class MemoryNotFoundError(MemtrellisError, KeyError):
 
 
 class EmbeddingMismatchError(MemtrellisError):
-    """The store was built with another embedder; opening it would corrupt the index."""
+    """The store was built with another embedder; opening it would corrupt the index.
+
+    Examples:
+        >>> issubclass(EmbeddingMismatchError, MemtrellisError)
+        True
+    """
 
 
 class StoreCorruptError(MemtrellisError):
-    """A store file cannot be read. The message names the path and the way to recover."""
+    """A store file cannot be read. The message names the path and the way to recover.
+
+    Examples:
+        >>> issubclass(StoreCorruptError, MemtrellisError)
+        True
+    """
 
 
 class StoreLockedError(MemtrellisError):
-    """Another process held the store's write lock for longer than the timeout."""
+    """Another process held the store's write lock for longer than the timeout.
+
+    Examples:
+        >>> issubclass(StoreLockedError, MemtrellisError)
+        True
+    """
 
 
 class StoreClosedError(MemtrellisError):
-    """The :class:`~memtrellis.Memory` was closed and cannot be used any more."""
+    """The :class:`~memtrellis.Memory` was closed and cannot be used any more.
+
+    Examples:
+        >>> import tempfile
+        >>> from memtrellis import Memory
+        >>> from memtrellis.testing import HashingEmbedder
+        >>> memory = Memory(tempfile.mkdtemp(), embedder=HashingEmbedder())
+        >>> memory.close()
+        >>> try:
+        ...     memory.list()
+        ... except StoreClosedError:
+        ...     print("closed")
+        closed
+    """
 
 
 class TokenizerUnavailableError(MemtrellisError):
-    """The offline tiktoken vocabulary could not be found; names the package to install."""
+    """The offline tiktoken vocabulary could not be found; names the package to install.
+
+    Examples:
+        >>> issubclass(TokenizerUnavailableError, MemtrellisError)
+        True
+    """
 
 
 class EmbedderUnavailableError(MemtrellisError):
-    """The offline embedding model or its tokenizer could not be loaded."""
+    """The offline embedding model or its tokenizer could not be loaded.
+
+    Examples:
+        >>> issubclass(EmbedderUnavailableError, MemtrellisError)
+        True
+    """
 
 
 class MissingDependencyError(MemtrellisError, ImportError):
@@ -86,7 +142,13 @@ class MissingDependencyError(MemtrellisError, ImportError):
 
 
 class UnknownIntegrationError(MemtrellisError, LookupError):
-    """No installed integration registers under this name; the message lists those that do."""
+    """No installed integration registers under this name; the message lists those that do.
+
+    Examples:
+        >>> error = UnknownIntegrationError("crewai", ["langchain", "llama_index"])
+        >>> error.known, "installed: langchain, llama_index" in str(error)
+        (['langchain', 'llama_index'], True)
+    """
 
     def __init__(self, name: str, known: list[str]) -> None:
         super().__init__(name)
@@ -107,7 +169,7 @@ class UnsupportedClientError(InvalidInputError, TypeError):
     The message lists the supported client types and the named forms
     (``register(openai=...)`` and the other installed integrations).
 
-    Example:
+    Examples:
         >>> error = UnsupportedClientError("dict", ["openai.OpenAI"], ["openai"])
         >>> "openai.OpenAI" in str(error), "register(openai=...)" in str(error)
         (True, True)

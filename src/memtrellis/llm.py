@@ -29,7 +29,19 @@ ChatMessage = Mapping[str, str]
 
 @runtime_checkable
 class LLM(Protocol):
-    """A chat model that answers a list of messages with text."""
+    """A chat model that answers a list of messages with text.
+
+    Any object with ``complete(messages) -> str`` is one (a structural protocol); give it
+    to ``Memory(llm=...)`` for fine-mode extraction.
+
+    Examples:
+        >>> from memtrellis import LLM
+        >>> class Echo:
+        ...     def complete(self, messages):
+        ...         return messages[-1]["content"]
+        >>> isinstance(Echo(), LLM)
+        True
+    """
 
     def complete(self, messages: Sequence[ChatMessage]) -> str:
         """Answer ``messages``; the reply's text."""

@@ -243,7 +243,7 @@ class Memory:
         to a call still wins) and of every client registered with this memory, over
         the scope given at registration. Blocks nest; the inner one wins per field.
 
-        Example:
+        Examples:
             >>> import tempfile
             >>> from memtrellis.testing import HashingEmbedder
             >>> memory = Memory(tempfile.mkdtemp(), embedder=HashingEmbedder())
@@ -831,7 +831,7 @@ class Memory:
                 :meth:`health` (the default never breaks the user's call).
             **named: ``integration_name=object``.
 
-        Example:
+        Examples:
             >>> import tempfile
             >>> from memtrellis.testing import HashingEmbedder
             >>> memory = Memory(tempfile.mkdtemp(), embedder=HashingEmbedder())
@@ -875,7 +875,7 @@ class Memory:
         Returns False when the client is not registered with this memory. :meth:`close`
         unregisters every client still registered.
 
-        Example:
+        Examples:
             >>> import tempfile
             >>> from memtrellis.testing import HashingEmbedder
             >>> with Memory(tempfile.mkdtemp(), embedder=HashingEmbedder()) as memory:

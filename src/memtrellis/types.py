@@ -64,7 +64,12 @@ def _aware(value: datetime | None) -> datetime | None:
 
 
 class MemoryType(str, Enum):
-    """What kind of thing a memory records; drives validity defaults and rendering."""
+    """What kind of thing a memory records; drives validity defaults and rendering.
+
+    Examples:
+        >>> MemoryType("preference") is MemoryType.PREFERENCE
+        True
+    """
 
     FACT = "fact"
     PREFERENCE = "preference"
@@ -78,7 +83,12 @@ class MemoryType(str, Enum):
 
 
 class EdgeKind(str, Enum):
-    """Typed edges of the memory graph."""
+    """Typed edges of the memory graph.
+
+    Examples:
+        >>> [kind.value for kind in EdgeKind][:3]
+        ['mentions', 'supports', 'contradicts']
+    """
 
     MENTIONS = "mentions"  # memory -> entity
     SUPPORTS = "supports"  # memory -> memory: adds evidence
@@ -89,7 +99,12 @@ class EdgeKind(str, Enum):
 
 
 class SourceKind(str, Enum):
-    """Where a memory's evidence came from."""
+    """Where a memory's evidence came from.
+
+    Examples:
+        >>> SourceKind.DOC.value
+        'doc'
+    """
 
     CHAT = "chat"
     DOC = "doc"
@@ -161,7 +176,14 @@ class SourceRef(_Model):
 
 
 class HistoryEvent(_Model):
-    """One step in a memory's life: created, updated, superseded, recalled in bulk is not kept."""
+    """One step in a memory's life: created, updated, superseded, recalled in bulk is not kept.
+
+    Examples:
+        >>> from datetime import datetime, timezone
+        >>> event = HistoryEvent(at=datetime(2025, 9, 14, tzinfo=timezone.utc), action="superseded")
+        >>> event.action, event.detail
+        ('superseded', {})
+    """
 
     at: datetime
     action: str
@@ -295,6 +317,16 @@ class RecallExplanation(_Model):
     duplicates, times ``decay``, the time decay since the latest evidence), ``heat`` a
     small capped prior for memories recalled before. ``replaces`` lists memories this one
     superseded that matched the query too (they were left out as out of date).
+
+    Examples:
+        >>> import tempfile
+        >>> from memtrellis import Memory
+        >>> from memtrellis.testing import HashingEmbedder
+        >>> with Memory(tempfile.mkdtemp(), embedder=HashingEmbedder()) as memory:
+        ...     _ = memory.add("Ana moved to Porto")
+        ...     why = memory.recall("Porto").items[0].explanation
+        >>> why.dense_score > 0, why.keyword_score > 0
+        (True, True)
     """
 
     dense_score: float | None = None
@@ -321,7 +353,18 @@ class SkippedMemory(_Model):
 
 
 class RecalledMemory(_Model):
-    """A memory as recall returned it, with its score and explanation."""
+    """A memory as recall returned it, with its score and explanation.
+
+    Examples:
+        >>> import tempfile
+        >>> from memtrellis import Memory
+        >>> from memtrellis.testing import HashingEmbedder
+        >>> with Memory(tempfile.mkdtemp(), embedder=HashingEmbedder()) as memory:
+        ...     _ = memory.add("Ana moved to Porto")
+        ...     hit = memory.recall("Porto").items[0]
+        >>> hit.memory.text, hit.score > 0
+        ('Ana moved to Porto', True)
+    """
 
     memory: MemoryItem
     score: float
@@ -353,7 +396,18 @@ class RecallResult(_Model):
 
 
 class Health(_Model):
-    """Figures about a store, as :meth:`memtrellis.Memory.health` reports them."""
+    """Figures about a store, as :meth:`memtrellis.Memory.health` reports them.
+
+    Examples:
+        >>> import tempfile
+        >>> from memtrellis import Memory
+        >>> from memtrellis.testing import HashingEmbedder
+        >>> with Memory(tempfile.mkdtemp(), embedder=HashingEmbedder()) as memory:
+        ...     _ = memory.add("Ana moved to Porto")
+        ...     health = memory.health()
+        >>> health.total_memories, health.vector_backend
+        (1, 'embedded')
+    """
 
     path: str
     vector_backend: str

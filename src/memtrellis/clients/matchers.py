@@ -6,7 +6,7 @@ as an ``OpenAI`` client. Each matcher names the classes of one SDK and no two sh
 class, so at most one matcher recognises an object and the order they are listed in
 never decides anything.
 
-Example:
+Examples:
     >>> match_client(object()) is None
     True
     >>> supported_clients()

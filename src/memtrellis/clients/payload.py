@@ -6,7 +6,7 @@ version, timing and token counts. Headers, API keys, ``extra_*`` arguments, clie
 options and environment variables are never read, so they can never reach the store,
 the spool or the logs.
 
-Example:
+Examples:
     >>> text_of([{"type": "text", "text": "Hi"}, {"type": "image_url", "image_url": {}}])
     'Hi'
     >>> usage_of({"prompt_tokens": 3, "completion_tokens": 2, "secret": "x"})

@@ -6,7 +6,7 @@ like any named integration: the core's own OpenAI and Anthropic handlers are ent
 points of the ``memtrellis`` distribution (:func:`register_openai`,
 :func:`register_anthropic`), so a third-party package adds a provider the same way.
 
-Example:
+Examples:
     >>> import tempfile
     >>> from memtrellis import Memory, UnsupportedClientError
     >>> from memtrellis.testing import HashingEmbedder

@@ -7,7 +7,7 @@ assistant message, without instructions (system/developer messages, where memory
 context is placed) and without memory-context blocks. Written once here, on plain
 ``{"role": ..., "content": ...}`` dicts with text content.
 
-Example:
+Examples:
     >>> history = [
     ...     {"role": "system", "content": "Be brief."},
     ...     {"role": "user", "content": "Hi"},

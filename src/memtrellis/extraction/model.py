@@ -12,7 +12,17 @@ __all__ = ["Document", "Language", "Mode", "Normalized", "Turn", "Window"]
 
 
 class Mode(str, Enum):
-    """``fine`` asks an LLM to distil memories; ``fast`` stores each message as it is."""
+    """``fine`` asks an LLM to distil memories; ``fast`` stores each message as it is.
+
+    Examples:
+        >>> import tempfile
+        >>> from memtrellis import Memory, Mode
+        >>> from memtrellis.testing import HashingEmbedder
+        >>> with Memory(tempfile.mkdtemp(), embedder=HashingEmbedder()) as memory:
+        ...     [item] = memory.add("Ana moved to Porto", mode=Mode.FAST)
+        >>> "mode:fast" in item.tags
+        True
+    """
 
     FINE = "fine"
     FAST = "fast"

@@ -52,7 +52,32 @@ log = logging.getLogger("memtrellis.extraction")
 
 @dataclass(frozen=True)
 class ExtractionConfig:
-    """Knobs of the extraction core; the defaults follow the design."""
+    """Knobs of the extraction core; the defaults follow the design.
+
+    Pass it as ``Memory(extraction=...)``.
+
+    Attributes:
+        max_tokens: Longest extraction window, in ``o200k_base`` tokens.
+        overlap_tokens: Tokens a window repeats from the one before it.
+        max_messages: Most messages in one window.
+        message_overlap: Messages a window repeats from the one before it.
+        extract_tools: Also extract from tool calls and results.
+        rewrite: A second LLM pass resolves pronouns and adds missing subjects.
+        judge: A third LLM pass drops memories their sources do not support.
+        llm_attempts: Tries per window before the fallback memory is kept.
+        concurrency: Windows extracted at once by the async driver.
+
+    Examples:
+        >>> import tempfile
+        >>> from memtrellis import ExtractionConfig, Memory
+        >>> from memtrellis.testing import HashingEmbedder, ScriptedLLM
+        >>> config = ExtractionConfig(max_messages=4, rewrite=True)
+        >>> llm = ScriptedLLM(lambda messages: '{"memories": []}')
+        >>> with Memory(tempfile.mkdtemp(), embedder=HashingEmbedder(), llm=llm,
+        ...             extraction=config) as memory:
+        ...     memory.extractor.config.max_messages
+        4
+    """
 
     max_tokens: int = 1024
     overlap_tokens: int = 200
