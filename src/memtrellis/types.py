@@ -319,14 +319,9 @@ class RecallExplanation(_Model):
     superseded that matched the query too (they were left out as out of date).
 
     Examples:
-        >>> import tempfile
-        >>> from memtrellis import Memory
-        >>> from memtrellis.testing import HashingEmbedder
-        >>> with Memory(tempfile.mkdtemp(), embedder=HashingEmbedder()) as memory:
-        ...     _ = memory.add("Ana moved to Porto")
-        ...     why = memory.recall("Porto").items[0].explanation
-        >>> why.dense_score > 0, why.keyword_score > 0
-        (True, True)
+        >>> why = RecallExplanation(dense_score=0.66, keyword_score=0.94, final_score=0.40)
+        >>> why.graph_path, why.replaces, why.final_score
+        ([], [], 0.4)
     """
 
     dense_score: float | None = None
@@ -356,14 +351,10 @@ class RecalledMemory(_Model):
     """A memory as recall returned it, with its score and explanation.
 
     Examples:
-        >>> import tempfile
-        >>> from memtrellis import Memory
-        >>> from memtrellis.testing import HashingEmbedder
-        >>> with Memory(tempfile.mkdtemp(), embedder=HashingEmbedder()) as memory:
-        ...     _ = memory.add("Ana moved to Porto")
-        ...     hit = memory.recall("Porto").items[0]
-        >>> hit.memory.text, hit.score > 0
-        ('Ana moved to Porto', True)
+        >>> item = MemoryItem(text="Ana moved to Porto", scope=Scope(entity_id="ana"))
+        >>> hit = RecalledMemory(memory=item, score=0.4, explanation=RecallExplanation())
+        >>> hit.memory.text, hit.score
+        ('Ana moved to Porto', 0.4)
     """
 
     memory: MemoryItem
@@ -399,14 +390,14 @@ class Health(_Model):
     """Figures about a store, as :meth:`memtrellis.Memory.health` reports them.
 
     Examples:
-        >>> import tempfile
-        >>> from memtrellis import Memory
-        >>> from memtrellis.testing import HashingEmbedder
-        >>> with Memory(tempfile.mkdtemp(), embedder=HashingEmbedder()) as memory:
-        ...     _ = memory.add("Ana moved to Porto")
-        ...     health = memory.health()
-        >>> health.total_memories, health.vector_backend
-        (1, 'embedded')
+        >>> import tempfile, memtrellis, memtrellis.testing
+        >>> store = memtrellis.Memory(
+        ...     tempfile.mkdtemp(), embedder=memtrellis.testing.HashingEmbedder()
+        ... )
+        >>> health = store.health()
+        >>> health.total_memories, health.vector_backend, health.capture_queue_depth
+        (0, 'embedded', 0)
+        >>> store.close()
     """
 
     path: str
