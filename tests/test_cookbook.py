@@ -79,3 +79,22 @@ def test_ingesting_documents(tmp_path: Path) -> None:
     assert "from handbook.md#0 | True" in lines
     assert "The deploy freeze starts every Friday at 15:00 | from doc handbook.md#0" in lines
     assert "answer: Travel over 500 euros needs a director's approval" in lines
+
+
+def test_openai_sdk_client(tmp_path: Path) -> None:
+    pytest.importorskip("openai")
+    pytest.importorskip("httpx2")
+    printed, _ = run_notebook("openai_sdk_client.ipynb", tmp_path)
+    lines = printed.splitlines()
+
+    assert lines[:3] == [
+        "reply: Noted, no peanuts!",
+        "roles sent: ['user']",
+        "stored: [\"I'm allergic to peanuts.\", 'Noted, no peanuts!']",
+    ]
+    # the second request carried the captured turn in a system message
+    assert lines[3] == "roles sent: ['system', 'user']"
+    context = lines[lines.index("<memory_context>") : lines.index("</memory_context>")]
+    assert any(line.startswith("- user: I'm allergic to peanuts.") for line in context)
+    assert "reply: Try hummus with carrot sticks." in lines
+    assert lines[-1] == "roles sent after unregister: ['user']"
