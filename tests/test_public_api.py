@@ -7,6 +7,10 @@ import inspect
 from pathlib import Path
 
 import memtrellis
+import memtrellis.context
+import memtrellis.embeddings
+import memtrellis.graph_export
+import memtrellis.testing
 
 SRC = Path(memtrellis.__file__).parent
 
@@ -144,10 +148,18 @@ def test_public_names_have_a_docstring_with_an_example() -> None:
     """Every class and function of the public API documents itself with a short example in
     a Google ``Examples:`` section (run by the doctests, shown in the API reference), and
     every public method of ``Memory`` has a docstring."""
+    modules = [
+        memtrellis,
+        memtrellis.context,
+        memtrellis.embeddings,
+        memtrellis.graph_export,
+        memtrellis.testing,
+    ]
     lacking = [
-        name
-        for name in memtrellis.__all__
-        if isinstance(obj := getattr(memtrellis, name), type) or callable(obj)
+        f"{module.__name__}.{name}"
+        for module in modules
+        for name in module.__all__
+        if isinstance(obj := getattr(module, name), type) or inspect.isfunction(obj)
         if "Examples:\n" not in (doc := inspect.getdoc(obj) or "") or ">>>" not in doc
     ]
     assert lacking == []

@@ -127,6 +127,13 @@ def node_link_data(graph: MemoryGraph, selection: Selection) -> dict[str, Any]:
     """The selection as node-link data, as ``networkx.node_link_data(g, edges="edges")``.
 
     Written out here rather than by networkx, whose ``edges=`` argument needs 3.4.
+
+    Examples:
+        >>> import json, tempfile
+        >>> from memtrellis.store import MemoryGraph
+        >>> path = export_graph(MemoryGraph(), tempfile.mkdtemp() + "/g.json", format="json")
+        >>> sorted(json.loads(path.read_text(encoding="utf-8")))  # what format="json" writes
+        ['directed', 'edges', 'graph', 'multigraph', 'nodes']
     """
     flat = flat_graph(graph, selection)
     return {

@@ -113,7 +113,16 @@ Reply: TypeAlias = str | BaseException | type[BaseException] | Callable[[list[di
 
 
 class ScriptExhaustedError(AssertionError):
-    """A :class:`ScriptedLLM` was called more often than it has replies."""
+    """A :class:`ScriptedLLM` was called more often than it has replies.
+
+    Examples:
+        >>> llm = ScriptedLLM([])
+        >>> try:
+        ...     llm.complete([{"role": "user", "content": "hi"}])
+        ... except ScriptExhaustedError:
+        ...     print("out of replies")
+        out of replies
+    """
 
 
 class ScriptedLLM:
@@ -261,6 +270,13 @@ class ScriptedStructuredLLM(ScriptedLLM):
 
     JSON calls take replies from the same script; :attr:`schemas` records the schema
     of each JSON call. Normally made by ``ScriptedLLM(..., structured=True)``.
+
+    Examples:
+        >>> llm = ScriptedStructuredLLM(['{"memories": []}'])
+        >>> llm.complete_json([{"role": "user", "content": "hi"}], {"type": "object"})
+        '{"memories": []}'
+        >>> llm.schemas
+        [{'type': 'object'}]
     """
 
     schemas: list[dict[str, Any]]

@@ -58,6 +58,13 @@ class Placement:
         index: Position of the message holding the block, ``None`` if nothing was placed.
         inserted: The block is a system message of its own (not appended to one).
         original: The messages as given, for capture.
+
+    Examples:
+        >>> from memtrellis.context import place_in_messages
+        >>> note = "<memory_context>- a note</memory_context>"
+        >>> placed = place_in_messages([{"role": "user", "content": "hi"}], note)
+        >>> [m["role"] for m in placed.messages], placed.index, placed.inserted
+        (['system', 'user'], 0, True)
     """
 
     messages: list[dict[str, Any]]
@@ -94,7 +101,12 @@ def append_to_content(content: Any, block: str) -> str | list[Any]:
 
 
 def strip_content(content: Any) -> Any:
-    """Content without memory-context blocks; text parts left empty are dropped."""
+    """Content without memory-context blocks; text parts left empty are dropped.
+
+    Examples:
+        >>> strip_content("Be brief. <memory_context>- a note</memory_context>")
+        'Be brief.'
+    """
     if isinstance(content, str):
         return strip_blocks(content)
     if isinstance(content, Sequence):

@@ -73,6 +73,12 @@ class MemoryContext:
         open_items: Lines in the open decisions and action items section.
         recent: Lines in the recent-conversation section.
         truncated: Something was left out to stay within the budget.
+
+    Examples:
+        >>> from memtrellis.context import build_context
+        >>> empty = build_context(None)
+        >>> empty.text, empty.tokens, empty.truncated
+        ('', 0, False)
     """
 
     text: str
@@ -227,6 +233,17 @@ def build_context(
 
     Raises:
         InvalidInputError: ``token_budget`` is negative or not an integer.
+
+    Examples:
+        >>> import tempfile
+        >>> from memtrellis import Memory
+        >>> from memtrellis.context import build_context
+        >>> from memtrellis.testing import HashingEmbedder
+        >>> with Memory(tempfile.mkdtemp(), embedder=HashingEmbedder()) as memory:
+        ...     _ = memory.add("Alice is allergic to peanuts", memory_type="fact")
+        ...     block = build_context(memory.recall("peanuts"), token_budget=120)
+        >>> block.text.splitlines()[0], block.facts, block.tokens <= 120
+        ('<memory_context>', 1, True)
     """
     if isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget < 0:
         raise InvalidInputError("token_budget must be a non-negative integer")

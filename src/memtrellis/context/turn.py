@@ -40,6 +40,11 @@ def new_turn(
     Instruction messages, memory-context blocks and messages left without text are
     dropped; each kept message has ``role``, text ``content`` and its ``id``/``name``
     when it had one.
+
+    Examples:
+        >>> sent = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}]
+        >>> new_turn(sent, {"role": "assistant", "content": "hello"})
+        [{'role': 'user', 'content': 'hi'}, {'role': 'assistant', 'content': 'hello'}]
     """
     start = 0
     for index, message in enumerate(messages):
@@ -58,7 +63,13 @@ def new_turn(
 
 
 def last_user_text(messages: Sequence[Mapping[str, Any]]) -> str | None:
-    """Text of the last user message without memory context; None when there is none."""
+    """Text of the last user message without memory context; None when there is none.
+
+    Examples:
+        >>> chat = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]
+        >>> last_user_text([*chat, {"role": "user", "content": "bye"}])
+        'bye'
+    """
     for message in reversed(messages):
         if message.get("role") == "user":
             text = strip_content(message.get("content"))

@@ -20,6 +20,12 @@ class Embedder(Protocol):
 
     ``model_id`` names the model and is written to the store's manifest: a store refuses
     to open with an embedder of another ``model_id`` or ``dimension``.
+
+    Examples:
+        >>> from memtrellis.embeddings import Embedder
+        >>> from memtrellis.testing import HashingEmbedder
+        >>> isinstance(HashingEmbedder(), Embedder)
+        True
     """
 
     @property
