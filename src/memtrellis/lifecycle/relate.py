@@ -93,6 +93,17 @@ _ATTRIBUTE_OF: dict[str, set[str]] = {}
 for _name, _words in _ATTRIBUTES.items():
     for _word in _words.split():
         _ATTRIBUTE_OF.setdefault(_word, set()).add(_name)
+# Chinese has no spaces between words: those are looked for as substrings.
+_UNSPACED = [(w, names) for w, names in _ATTRIBUTE_OF.items() if not w.isascii()]
+# A single-valued attribute word, then maybe a preposition and an article: what follows
+# is the attribute's value ("lives in", "works at the", "married to").
+_VALUE_LEAD = (
+    r"\b(?:"
+    + "|".join(
+        re.escape(w) for w, names in _ATTRIBUTE_OF.items() if w.isascii() and names & _SINGLE_VALUED
+    )
+    + r")\s+(?:(?:in|to|at|for|with|from|as|on|by)\s+)?(?:the\s+|a\s+|an\s+)?"
+)
 _FIRST_PERSON = re.compile(r"\b(i|i'm|i've|my|me|mine)\b", re.IGNORECASE)
 
 
@@ -125,22 +136,15 @@ def _lead(item: MemoryItem) -> str | None:
 
 def _valued(text: str, entity: str) -> bool:
     """Whether ``entity`` stands as the value of a single-valued attribute word."""
-    words = "|".join(
-        re.escape(w) for w, names in _ATTRIBUTE_OF.items() if w.isascii() and names & _SINGLE_VALUED
-    )
-    pattern = (
-        rf"\b(?:{words})\s+(?:(?:in|to|at|for|with|from|as|on|by)\s+)?(?:the\s+|a\s+|an\s+)?"
-        + re.escape(entity)
-    )
-    return re.search(pattern, text, re.IGNORECASE) is not None
+    return re.search(_VALUE_LEAD + re.escape(entity), text, re.IGNORECASE) is not None
 
 
 def _attributes(text: str) -> set[str]:
     found: set[str] = set()
     for word in set(_WORDS.findall(text.casefold())):
         found |= _ATTRIBUTE_OF.get(word, set())
-    for key, names in _ATTRIBUTE_OF.items():
-        if not key.isascii() and key in text:  # Chinese has no spaces between words
+    for key, names in _UNSPACED:
+        if key in text:
             found |= names
     return found
 
