@@ -34,6 +34,16 @@ def test_site_builds_strict(tmp_path: Path) -> None:
     memory_page = (site / "reference" / "memory" / "index.html").read_text("utf-8")
     assert "memtrellis.Memory" in memory_page and "export_graph" in memory_page
     assert "HashingEmbedder" in memory_page  # a docstring example, rendered
+    # both integration packages have their reference, from their own source trees
+    for page, names in {
+        "langchain": ("langchain_memtrellis.ChatMemoryWrapper", "langchain_memtrellis.as_llm"),
+        "llama-index": (
+            "llama_index.memory.memtrellis.MemtrellisMemoryBlock",
+            "llama_index.memory.memtrellis.MemtrellisLLM",
+        ),
+    }.items():
+        html = (site / "reference" / page / "index.html").read_text("utf-8")
+        assert all(f'id="{name}"' in html for name in names), page
     # every page of the nav is there, and nothing asks for remote fonts
     for page in ("getting-started", "langchain", "llamaindex", "graph", "benchmarks"):
         assert (site / page / "index.html").is_file(), page

@@ -10,7 +10,7 @@
 * :func:`as_llm`: a chat model as the core's extraction LLM (also automatic through the
   ``memtrellis.llm_adapters`` entry point).
 
-Example:
+Examples:
     >>> import tempfile
     >>> from langchain_core.language_models import GenericFakeChatModel
     >>> from memtrellis import Memory

@@ -7,7 +7,7 @@
 * A LangChain ``Embeddings`` needs no adapter: ``Memory(embedder=embeddings)`` adapts
   ``embed_documents``/``embed_query`` by duck typing.
 
-Example:
+Examples:
     >>> from langchain_core.language_models import GenericFakeChatModel
     >>> llm = as_llm(GenericFakeChatModel(messages=iter(['{"memories": []}'])))
     >>> llm.complete([{"role": "user", "content": "hi"}])

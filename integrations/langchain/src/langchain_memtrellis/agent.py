@@ -4,7 +4,7 @@ Memory context is placed in the model request's system message in ``wrap_model_c
 (so it is never written into the agent's checkpointed state) and each model turn is
 captured in ``after_model``.
 
-Example:
+Examples:
     >>> import tempfile
     >>> from langchain.agents import create_agent
     >>> from langchain_core.language_models import GenericFakeChatModel

@@ -5,7 +5,7 @@ Attach one to a call's config, a chain or an agent; each chat-model run's input
 new turn goes to ``Memory.capture``. Runs of :class:`~langchain_memtrellis.ChatMemoryWrapper`
 are skipped, as the wrapper captures its own turns.
 
-Example:
+Examples:
     >>> import tempfile
     >>> from langchain_core.language_models import GenericFakeChatModel
     >>> from memtrellis import Memory

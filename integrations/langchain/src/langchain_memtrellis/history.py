@@ -1,7 +1,7 @@
 """``MemoryChatMessageHistory``: a session's messages kept as memories, for
 ``RunnableWithMessageHistory``.
 
-Example:
+Examples:
     >>> import tempfile
     >>> from langchain_core.messages import AIMessage, HumanMessage
     >>> from memtrellis import Memory

@@ -1,6 +1,6 @@
 """LCEL middleware: ``prompt | memory_context(memory) | llm`` places memory context.
 
-Example:
+Examples:
     >>> import tempfile
     >>> from langchain_core.prompts import ChatPromptTemplate
     >>> from memtrellis import Memory

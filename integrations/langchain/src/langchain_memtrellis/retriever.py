@@ -1,6 +1,6 @@
 """``MemoryRetriever``: recalled memories as LangChain ``Document``s.
 
-Example:
+Examples:
     >>> import tempfile
     >>> from memtrellis import Memory
     >>> from memtrellis.testing import HashingEmbedder
@@ -66,7 +66,7 @@ class MemoryRetriever(BaseRetriever):
     ``invoke(query, k=..., token_budget=...)`` overrides the defaults for one call. The
     async path awaits ``Memory.arecall``, which runs recall off the event loop.
 
-    Args:
+    Attributes:
         memory: The store; default the shared ``Memory()``.
         k: Documents returned at most.
         token_budget: Stop before the memories' rendered lines exceed this many tokens.

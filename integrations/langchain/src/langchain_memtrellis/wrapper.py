@@ -1,6 +1,6 @@
 """``ChatMemoryWrapper``: any LangChain chat model, with long-term memory in the call path.
 
-Example:
+Examples:
     >>> import tempfile
     >>> from langchain_core.language_models import GenericFakeChatModel
     >>> from memtrellis import Memory
@@ -82,7 +82,10 @@ class ChatMemoryWrapper(BaseChatModel):
     (also ``memtrellis_session_id`` and ``memtrellis_process_id``).
 
     Args:
-        llm: The chat model to wrap (positional or keyword).
+        llm: The chat model to wrap (also the keyword ``llm=``).
+
+    Attributes:
+        llm: The wrapped chat model.
         memory: The store; default a shared ``Memory()`` on ``$MEMTRELLIS_HOME`` or
             ``./.memtrellis``.
         entity_id: Whose memory (default: the memory's own default entity).
@@ -102,7 +105,7 @@ class ChatMemoryWrapper(BaseChatModel):
         max_retries: When set, the inner call is retried this many times on errors.
         streaming: Stream from the inner model even for ``invoke``.
 
-    Example:
+    Examples:
         >>> import tempfile
         >>> from langchain_core.language_models import GenericFakeChatModel
         >>> from memtrellis import Memory

@@ -11,7 +11,7 @@
   (``Memory(llm=llamaindex_llm)`` uses it through the ``memtrellis.llm_adapters`` entry
   point).
 
-Example:
+Examples:
     >>> import tempfile
     >>> from llama_index.core.llms import MockLLM
     >>> from memtrellis import Memory

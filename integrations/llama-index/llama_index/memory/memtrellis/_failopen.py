@@ -20,7 +20,7 @@ log = logging.getLogger("llama_index.memory.memtrellis")
 class FailOpen:
     """Counts and logs the memory failures of one adapter.
 
-    Example:
+    Examples:
         >>> guard = FailOpen("demo", strict=False)
         >>> with guard.guard("recall"):
         ...     raise RuntimeError("store offline")

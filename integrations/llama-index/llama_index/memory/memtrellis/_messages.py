@@ -143,7 +143,7 @@ class StreamedReply:
     put only the new piece in both. The reply is whichever of the last message and the
     joined deltas says more.
 
-    Example:
+    Examples:
         >>> reply = StreamedReply()
         >>> for piece in ("Hel", "lo"):
         ...     reply.add(ChatResponse(message=ChatMessage(role="assistant", content=piece),

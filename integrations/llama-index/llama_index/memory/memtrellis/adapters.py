@@ -33,7 +33,7 @@ class LlamaIndexExtractionLLM:
     :class:`~llama_index.memory.memtrellis.MemtrellisEventHandler` does not capture the
     extraction prompts as conversation.
 
-    Example:
+    Examples:
         >>> from llama_index.core.llms import MockLLM
         >>> llm = LlamaIndexExtractionLLM(MockLLM())
         >>> llm.complete([{"role": "user", "content": "hi"}])  # MockLLM echoes
@@ -84,7 +84,7 @@ def register(memory: Memory, obj: Any, **options: Any) -> MemtrellisLLM:
     Raises:
         InvalidInputError: ``obj`` is not a LlamaIndex LLM.
 
-    Example:
+    Examples:
         >>> import tempfile
         >>> from llama_index.core.llms import MockLLM
         >>> from memtrellis.testing import HashingEmbedder

@@ -33,7 +33,7 @@ class MemtrellisMemoryBlock(RecallFields, BaseMemoryBlock[str]):
     A memory failure is logged and counted in :attr:`failures` and the block reads as
     empty, so the agent still answers; ``strict=True`` raises instead.
 
-    Args:
+    Attributes:
         memory: The memtrellis :class:`~memtrellis.Memory` to read and write.
         name: The block's name in the ``<memory>`` section (default ``"memtrellis"``).
         entity_id: Whose memory (default: the ``Memory``'s own).
@@ -44,7 +44,7 @@ class MemtrellisMemoryBlock(RecallFields, BaseMemoryBlock[str]):
             when the ``Memory`` has an LLM).
         strict: Raise memory failures instead of reading as empty.
 
-    Example:
+    Examples:
         >>> import asyncio, tempfile
         >>> from llama_index.core.llms import ChatMessage
         >>> from memtrellis import Memory

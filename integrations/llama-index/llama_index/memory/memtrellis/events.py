@@ -44,7 +44,7 @@ def skip_capture() -> AbstractContextManager[None]:
     For LLM calls that are not conversation, e.g. a query engine's answer synthesis with
     a chat model, whose prompt is a template filled with retrieved text.
 
-    Example:
+    Examples:
         >>> with skip_capture():
         ...     pass  # query_engine.query(...)
     """
@@ -78,7 +78,7 @@ class MemtrellisEventHandler(CaptureFields, BaseEventHandler):
     LlamaIndex's dispatcher drops whatever a handler raises, so capture is always
     fail-open here: failures are logged and counted in :attr:`failures`.
 
-    Args:
+    Attributes:
         memory: The memtrellis :class:`~memtrellis.Memory` to capture into.
         entity_id: Whose memory (default: the ``Memory``'s own).
         process_id: Which app or agent (default: the ``Memory``'s own).
@@ -88,7 +88,7 @@ class MemtrellisEventHandler(CaptureFields, BaseEventHandler):
         max_open_calls: Calls tracked at once; the oldest is forgotten beyond it (a call
             whose stream was abandoned never ends).
 
-    Example:
+    Examples:
         >>> import tempfile
         >>> from llama_index.core.llms import ChatMessage, MockLLM
         >>> from memtrellis import Memory

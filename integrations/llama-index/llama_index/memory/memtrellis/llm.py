@@ -52,7 +52,7 @@ class MemtrellisLLM(RecallFields, FunctionCallingLLM):
     A memory failure is logged and counted in :attr:`failures` and the call goes on
     without memory; ``strict=True`` raises instead.
 
-    Args:
+    Attributes:
         llm: The LlamaIndex LLM to wrap (a ``FunctionCallingLLM`` for tool calling).
         memory: The memtrellis :class:`~memtrellis.Memory`.
         entity_id: Whose memory (default: the ``Memory``'s own).
@@ -65,7 +65,7 @@ class MemtrellisLLM(RecallFields, FunctionCallingLLM):
         mode: Extraction mode of captured turns (``"fast"``/``"fine"``).
         strict: Raise memory failures instead of answering without memory.
 
-    Example:
+    Examples:
         >>> import tempfile
         >>> from llama_index.core.llms import ChatMessage, MockLLM
         >>> from memtrellis import Memory

@@ -72,7 +72,7 @@ class MemoryRetriever(BaseRetriever):
         strict: Raise memory failures instead of returning no nodes.
         callback_manager: LlamaIndex callback manager.
 
-    Example:
+    Examples:
         >>> import tempfile
         >>> from memtrellis import Memory
         >>> from memtrellis.testing import HashingEmbedder
