@@ -35,6 +35,28 @@ def test_published_openapi_document_is_current() -> None:
     )
 
 
+def test_published_descriptions_carry_no_doctests() -> None:
+    """Schema docstrings carry examples for the API reference; the HTTP API's readers get
+    the prose only (memtrellis.service.openapi.plain_description)."""
+    document = json.loads(DOC.read_text(encoding="utf-8"))
+    descriptions: list[str] = []
+
+    def collect(node: object) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key == "description" and isinstance(value, str):
+                    descriptions.append(value)
+                collect(value)
+        elif isinstance(node, list):
+            for value in node:
+                collect(value)
+
+    collect(document)
+    assert len(descriptions) > 10  # the schemas' prose is still there
+    leaked = [text for text in descriptions if ">>>" in text or "Examples:" in text]
+    assert leaked == []
+
+
 def test_every_endpoint_is_in_the_document() -> None:
     paths = json.loads(DOC.read_text(encoding="utf-8"))["paths"]
     operations = {(method.upper(), path) for path, ops in paths.items() for method in ops}
