@@ -1,7 +1,7 @@
 """What a graph export shows: one scope's nodes and edges, flattened attributes, colours.
 
-Shared by every export format (:mod:`memtrellis.graph_export`) so that GraphML, JSON, the
-HTML page and the PNG show the same nodes with the same attributes and colours.
+Shared by every export format ([`memtrellis.graph_export`][memtrellis.graph_export]) so that
+GraphML, JSON, the HTML page and the PNG show the same nodes with the same attributes and colours.
 """
 
 from __future__ import annotations

@@ -13,7 +13,8 @@ from memtrellis.types import utcnow
 
 __all__ = ["CLIENT_COUNTERS", "FacadeStats", "store_figures"]
 
-#: Counters of registered SDK clients, as named in :class:`memtrellis.types.Health`.
+#: Counters of registered SDK clients, as named in
+#: [`memtrellis.types.Health`][memtrellis.types.Health].
 CLIENT_COUNTERS = (
     "client_calls",
     "client_captures",
@@ -49,7 +50,7 @@ class FacadeStats:
             self.fallbacks += fallbacks
 
     def count(self, counter: str) -> None:
-        """Add one to a client counter (one of :data:`CLIENT_COUNTERS`)."""
+        """Add one to a client counter (one of `CLIENT_COUNTERS`)."""
         with self.lock:
             self.clients[counter] += 1
 

@@ -5,9 +5,9 @@ phone home. Two libraries need telling:
 
 * onnxruntime (>= 1.2x) resolves a Microsoft telemetry host every few seconds once a
   session exists, from native code that Python audit hooks cannot see. It reads
-  ``ORT_DISABLE_TELEMETRY`` when the library loads, so :func:`prepare_offline_env` must run
+  ``ORT_DISABLE_TELEMETRY`` when the library loads, so `prepare_offline_env` must run
   **before** ``onnxruntime`` is first imported; setting the variable later has no effect.
-* chromadb reads ``ANONYMIZED_TELEMETRY`` into its ``Settings``; :func:`chroma_settings`
+* chromadb reads ``ANONYMIZED_TELEMETRY`` into its ``Settings``; `chroma_settings`
   also passes ``anonymized_telemetry=False`` explicitly.
 
 A variable the user already set is never overridden.
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = ["OFFLINE_ENV_DEFAULTS", "chroma_settings", "prepare_offline_env"]
 
-#: Environment variables set (when absent) by :func:`prepare_offline_env`.
+#: Environment variables set (when absent) by `prepare_offline_env`.
 OFFLINE_ENV_DEFAULTS: dict[str, str] = {
     "ORT_DISABLE_TELEMETRY": "1",
     "ANONYMIZED_TELEMETRY": "False",
@@ -39,10 +39,10 @@ _prepared = False
 def prepare_offline_env() -> None:
     """Set the environment so no dependency phones home. Idempotent and thread-safe.
 
-    Sets each variable of :data:`OFFLINE_ENV_DEFAULTS` unless the user set it. Call it
+    Sets each variable of `OFFLINE_ENV_DEFAULTS` unless the user set it. Call it
     before ``onnxruntime`` is imported (memtrellis does so itself before it loads the
     embedding model); if onnxruntime was already imported without
-    ``ORT_DISABLE_TELEMETRY``, a :class:`RuntimeWarning` says so, because the variable is
+    ``ORT_DISABLE_TELEMETRY``, a `RuntimeWarning` says so, because the variable is
     only read when the native library loads.
 
     Examples:

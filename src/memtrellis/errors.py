@@ -1,4 +1,5 @@
-"""Typed errors. Everything memtrellis raises on purpose derives from :class:`MemtrellisError`.
+"""Typed errors. Everything memtrellis raises on purpose derives from
+[`MemtrellisError`][memtrellis.errors.MemtrellisError].
 
 Examples:
     >>> from memtrellis.errors import MemtrellisError, MemoryNotFoundError
@@ -93,7 +94,7 @@ class StoreLockedError(MemtrellisError):
 
 
 class StoreClosedError(MemtrellisError):
-    """The :class:`~memtrellis.Memory` was closed and cannot be used any more.
+    """The [`Memory`][memtrellis.Memory] was closed and cannot be used any more.
 
     Examples:
         >>> import tempfile

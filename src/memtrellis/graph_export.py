@@ -4,7 +4,7 @@ An export holds one tenant's (``entity_id``'s) memory nodes, the entity nodes th
 and every edge among them; nothing of another tenant. ``tenant=None`` exports every
 tenant, for an administrator.
 
-These functions read :class:`~memtrellis.store.MemoryGraph` directly and do not lock it:
+These functions read [`MemoryGraph`][memtrellis.store.MemoryGraph] directly and do not lock it:
 the caller holds the store's read lock for the whole call::
 
     store.refresh()
@@ -86,7 +86,7 @@ def export_graph(
             (needs matplotlib: the ``viz`` extra).
         tenant: The ``entity_id`` to export; ``None`` for all tenants.
         max_memories: Keep only the newest this many memories. ``None``: all for GraphML
-            and JSON, :data:`HTML_MAX_MEMORIES` for HTML, :data:`PNG_MAX_MEMORIES` for PNG.
+            and JSON, `HTML_MAX_MEMORIES` for HTML, `PNG_MAX_MEMORIES` for PNG.
 
     Returns:
         The path written.
@@ -184,7 +184,7 @@ def render_png(
         graph: The store's graph.
         path: PNG file to write.
         tenant: The ``entity_id`` to draw; ``None`` for all tenants.
-        max_memories: Newest memories drawn; ``None`` for :data:`PNG_MAX_MEMORIES`.
+        max_memories: Newest memories drawn; ``None`` for `PNG_MAX_MEMORIES`.
 
     Returns:
         The path written.

@@ -1,8 +1,8 @@
 """The LLM protocol the core uses for fine-mode extraction, and nothing framework-shaped.
 
-Any object with ``complete(messages) -> str`` is an :class:`LLM`; ``acomplete`` is used
+Any object with ``complete(messages) -> str`` is an [`LLM`][memtrellis.LLM]; ``acomplete`` is used
 when present (else ``complete`` runs in a worker thread). An adapter that can return
-structured output also implements :class:`StructuredLLM`; extraction then asks for the
+structured output also implements `StructuredLLM`; extraction then asks for the
 answer model's JSON schema and still parses the result defensively. Adapters for
 LangChain, LlamaIndex and SDK clients live with their integrations.
 
@@ -67,7 +67,7 @@ def complete(llm: LLM, messages: Sequence[ChatMessage], schema: Mapping[str, Any
 async def acomplete(
     llm: LLM, messages: Sequence[ChatMessage], schema: Mapping[str, Any] | None
 ) -> str:
-    """Async :func:`complete`: native ``acomplete``/``acomplete_json`` when present."""
+    """Async `complete`: native ``acomplete``/``acomplete_json`` when present."""
     if schema is not None and isinstance(llm, StructuredLLM):
         native_json = getattr(llm, "acomplete_json", None)
         if native_json is not None:
@@ -80,14 +80,15 @@ async def acomplete(
 
 
 def as_llm(obj: Any) -> LLM:
-    """``obj`` as an :class:`LLM`: itself when it is one, else what an installed adapter makes.
+    """``obj`` as an [`LLM`][memtrellis.LLM]: itself when it is one, else what an installed adapter
+    makes.
 
     Adapters come from the ``memtrellis.llm_adapters`` entry-point group (see
-    :mod:`memtrellis.registry`); installing ``langchain-memtrellis`` makes any LangChain
-    chat model usable as ``Memory(llm=chat_model)``, installing
-    ``llama-index-memory-memtrellis`` any LlamaIndex LLM. An adapter named after a package
-    that ``obj``'s class (or a base class) comes from is asked first, because a framework
-    model may have a ``complete`` method that is not this protocol's.
+    [`memtrellis.registry`][memtrellis.registry]); installing ``langchain-memtrellis`` makes any
+    LangChain chat model usable as ``Memory(llm=chat_model)``, installing
+    ``llama-index-memory-memtrellis`` any LlamaIndex LLM. An adapter named after a package that
+    ``obj``'s class (or a base class) comes from is asked first, because a framework model may have
+    a ``complete`` method that is not this protocol's.
 
     Raises:
         InvalidInputError: Neither ``obj`` nor any adapter provides ``complete``.

@@ -1,4 +1,4 @@
-"""The :class:`Memory` facade: the one object every adapter and user talks to.
+"""The [`Memory`][memtrellis.Memory] facade: the one object every adapter and user talks to.
 
 Examples:
     >>> import tempfile
@@ -110,7 +110,7 @@ def _in_thread(
         return await asyncio.to_thread(method, self, *args, **kwargs)
 
     wrapper.__name__ = wrapper.__qualname__ = f"a{method.__name__}"
-    wrapper.__doc__ = f"Async form of :meth:`{method.__name__}` (runs in a worker thread)."
+    wrapper.__doc__ = f"Async form of `{method.__name__}` (runs in a worker thread)."
     return wrapper
 
 
@@ -123,7 +123,7 @@ class Memory:
         process_id: Which app or agent writes; recall and list filter by it when set.
         session_id: Session recorded on new memories; recall filters by session only
             when a call passes ``session_id=`` itself, so memory spans sessions.
-        embedder: Any :class:`~memtrellis.embeddings.Embedder`, LangChain ``Embeddings``,
+        embedder: Any [`Embedder`][memtrellis.embeddings.Embedder], LangChain ``Embeddings``,
             LlamaIndex ``BaseEmbedding`` or Chroma embedding function; default the
             offline all-MiniLM-L6-v2 int8 ONNX model.
         chroma_url: Use a Chroma server (``http://host:port``) instead of the embedded
@@ -133,7 +133,7 @@ class Memory:
             relates to the closest existing ones: anything with ``complete(messages)``,
             or a framework model an installed integration adapts (LangChain, LlamaIndex).
         lifecycle: Validity by kind, confidence, decay and matching thresholds
-            (:class:`~memtrellis.lifecycle.LifecycleConfig`).
+            ([`LifecycleConfig`][memtrellis.lifecycle.LifecycleConfig]).
 
     Examples:
         >>> import tempfile
@@ -224,7 +224,8 @@ class Memory:
         )
 
     def _scope_overrides(self) -> dict[str, str]:
-        """What the innermost active :meth:`scope` sets, for this thread or task."""
+        """What the innermost active [`scope`][memtrellis.Memory.scope] sets, for this thread or
+        task."""
         return dict(self._overrides.get() or {})
 
     @contextlib.contextmanager
@@ -294,7 +295,7 @@ class Memory:
         with the ``documents`` extra). ``mode="fine"`` distils memories with the LLM given
         to ``Memory(llm=...)`` (the default when there is one); ``mode="fast"`` stores
         each message as a memory. Messages with an unknown role or no text are skipped
-        and counted in :meth:`health`.
+        and counted in [`health`][memtrellis.Memory.health].
 
         Examples:
             >>> import tempfile
@@ -330,8 +331,8 @@ class Memory:
         metadata: Mapping[str, Any] | None = None,
         mode: Mode | str | None = None,
     ) -> list[MemoryItem]:
-        """Async :meth:`add`: fine-mode windows are extracted concurrently through the
-        LLM's native ``acomplete`` when it has one; storing runs in a worker thread."""
+        """Async [`add`][memtrellis.Memory.add]: fine-mode windows are extracted concurrently
+        through the LLM's native ``acomplete`` when it has one; storing runs in a worker thread."""
         scope, kind = self._add_args(entity_id, process_id, session_id, memory_type)
         result = await self.extractor.aextract(
             data,
@@ -397,7 +398,7 @@ class Memory:
 
         The turn is validated and written to the spool before this returns, so it is
         extracted even if the process dies first (on the next open). Returns the capture
-        id. :meth:`flush` waits until everything captured is stored.
+        id. [`flush`][memtrellis.Memory.flush] waits until everything captured is stored.
         """
         scope = self._scope(entity_id, process_id, session_id)
         chosen = self.extractor.resolve_mode(mode)
@@ -421,7 +422,8 @@ class Memory:
         tags: Sequence[str] = (),
         metadata: Mapping[str, Any] | None = None,
     ) -> str:
-        """Async :meth:`capture`; it only spools and queues, so it runs inline."""
+        """Async [`capture`][memtrellis.Memory.capture]; it only spools and queues, so it runs
+        inline."""
         return self.capture(
             data,
             entity_id=entity_id,
@@ -493,11 +495,10 @@ class Memory:
     def store(self, item: MemoryItem, *, lifecycle: bool = True) -> MemoryItem:
         """Store a ready-made item (its own scope and id); replaces one with its id.
 
-        A new item goes through the lifecycle like :meth:`add`: its entities are resolved,
-        it gets its kind's default validity, and it is compared with the closest memories
-        of its scope (a duplicate is merged: the memory it joined is returned; a
-        contradiction supersedes the older one). ``lifecycle=False`` stores it exactly
-        as given.
+        A new item goes through the lifecycle like [`add`][memtrellis.Memory.add]: its entities are
+        resolved, it gets its kind's default validity, and it is compared with the closest memories
+        of its scope (a duplicate is merged: the memory it joined is returned; a contradiction
+        supersedes the older one). ``lifecycle=False`` stores it exactly as given.
 
         Examples:
             >>> import tempfile
@@ -544,7 +545,7 @@ class Memory:
         """Change fields of a memory; fields left ``None`` keep their value.
 
         The text is re-embedded only when it changes; the change is kept in
-        :meth:`history`.
+        [`history`][memtrellis.Memory.history].
         """
         changes: dict[str, Any] = {
             name: value
@@ -595,12 +596,14 @@ class Memory:
 
     # -- reading -------------------------------------------------------------------------
     def get(self, memory_id: str, *, entity_id: str | None = None) -> MemoryItem:
-        """One memory by id; :class:`MemoryNotFoundError` when it is not in this entity."""
+        """One memory by id; [`MemoryNotFoundError`][memtrellis.errors.MemoryNotFoundError] when it
+        is not in this entity."""
         return self._visible(memory_id, entity_id).detached()
 
     def history(self, memory_id: str, *, entity_id: str | None = None) -> list[HistoryEvent]:
         """What happened to a memory: created (and what it superseded), merged, updated,
-        superseded (and by what), oldest first. :meth:`versions` walks the chain."""
+        superseded (and by what), oldest first. [`versions`][memtrellis.Memory.versions] walks the
+        chain."""
         self._visible(memory_id, entity_id)
         return self._store.graph.history(memory_id)
 
@@ -704,7 +707,7 @@ class Memory:
 
         Dense (Chroma) and keyword (BM25) scores are fused; with ``graph_context`` each
         candidate lends part of its score to the messages beside it in its conversation
-        and to memories sharing an entity (see :mod:`memtrellis.recall.hybrid`). Expired,
+        and to memories sharing an entity (see `memtrellis.recall.hybrid`). Expired,
         superseded and not-yet-valid memories (at ``as_of``, default now) are left out
         unless asked for. ``token_budget`` (tiktoken ``o200k_base``) stops the list
         before its rendered lines would exceed the budget.
@@ -771,7 +774,8 @@ class Memory:
 
         ``format``: ``"html"`` (one self-contained page, no network), ``"graphml"``,
         ``"json"`` (node-link) or ``"png"`` (the ``viz`` extra). ``all_entities=True``
-        writes every entity's part (an admin export). See :mod:`memtrellis.graph_export`.
+        writes every entity's part (an admin export). See
+        [`memtrellis.graph_export`][memtrellis.graph_export].
 
         Examples:
             >>> import tempfile
@@ -812,7 +816,8 @@ class Memory:
           (``chat.completions.create``/``parse``, ``responses.create``,
           ``messages.create``/``parse``/``stream``) recall memories, place the memory context
           and capture each turn in the background; nothing else in your code changes.
-          Registering twice wraps once; :meth:`unregister` restores the client.
+          Registering twice wraps once; [`unregister`][memtrellis.Memory.unregister] restores the
+          client.
         * ``memory.register(openai=client)``, ``register(anthropic=...)``,
           ``register(langchain=chat_model)``...: the integration of that name (entry-point
           group ``memtrellis.integrations``); one keyword returns the wrapped object,
@@ -828,7 +833,7 @@ class Memory:
             token_budget: Tokens the memory-context block may take.
             capture_mode: ``"fast"`` or ``"fine"`` extraction of captured turns.
             strict: Raise memory failures instead of logging and counting them in
-                :meth:`health` (the default never breaks the user's call).
+                [`health`][memtrellis.Memory.health] (the default never breaks the user's call).
             **named: ``integration_name=object``.
 
         Examples:
@@ -872,8 +877,8 @@ class Memory:
     def unregister(self, client: Any) -> bool:
         """Restore the original methods of a client registered with this memory.
 
-        Returns False when the client is not registered with this memory. :meth:`close`
-        unregisters every client still registered.
+        Returns False when the client is not registered with this memory.
+        [`close`][memtrellis.Memory.close] unregisters every client still registered.
 
         Examples:
             >>> import tempfile
@@ -888,7 +893,7 @@ class Memory:
         return True
 
     def _registered(self, client: Any) -> None:
-        """Remember a patched client, so that :meth:`close` can restore it."""
+        """Remember a patched client, so that [`close`][memtrellis.Memory.close] can restore it."""
         with contextlib.suppress(TypeError):  # no weak references: close() cannot restore it
             self._clients.add(client)
 
@@ -913,7 +918,8 @@ class Memory:
     # -- lifecycle -------------------------------------------------------------------------
     @property
     def repair_report(self) -> Any:
-        """What opening the store repaired (see :class:`memtrellis.store.RepairReport`)."""
+        """What opening the store repaired (see
+        [`memtrellis.store.RepairReport`][memtrellis.store.RepairReport])."""
         return self._store.repair
 
     def close(self) -> None:

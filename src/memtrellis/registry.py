@@ -4,11 +4,12 @@ Integration packages register themselves in their ``pyproject.toml``; the core n
 imports them:
 
 * group ``memtrellis.integrations``: ``name = "package.module:callable"``, where the
-  callable is ``(memory, obj, **options) -> wrapped``. :meth:`memtrellis.Memory.register`
-  looks names up here (``memory.register(langchain=chat_model)``).
+  callable is ``(memory, obj, **options) -> wrapped``.
+  [`memtrellis.Memory.register`][memtrellis.Memory.register] looks names up here
+  (``memory.register(langchain=chat_model)``).
 * group ``memtrellis.llm_adapters``: each entry point loads a callable
   ``(obj) -> LLM | None`` that returns an adapter with ``complete(messages) -> str`` for
-  the objects it recognises and ``None`` for the others. :func:`memtrellis.llm.as_llm`
+  the objects it recognises and ``None`` for the others. `memtrellis.llm.as_llm`
   tries them when ``Memory(llm=...)`` gets something that is not already an LLM. An
   adapter named after a framework's top-level package (``llama_index``) is asked first
   for objects whose classes come from that package, even when they have a ``complete``

@@ -2,9 +2,11 @@
 
 Use them in your own tests the way langchain-core's ``GenericFakeChatModel`` is used:
 
-* :class:`HashingEmbedder`: a feature-hashing :class:`~memtrellis.embeddings.Embedder`.
-* :class:`ScriptedLLM`: an :class:`~memtrellis.llm.LLM` answering from a script (and
-  :class:`ScriptedStructuredLLM`, its :class:`~memtrellis.llm.StructuredLLM` variant).
+* [`HashingEmbedder`][memtrellis.testing.HashingEmbedder]: a feature-hashing
+[`Embedder`][memtrellis.embeddings.Embedder].
+* [`ScriptedLLM`][memtrellis.testing.ScriptedLLM]: an [`LLM`][memtrellis.LLM] answering from a
+  script (and [`ScriptedStructuredLLM`][memtrellis.testing.ScriptedStructuredLLM], its
+  `StructuredLLM` variant).
 """
 
 from __future__ import annotations
@@ -113,7 +115,7 @@ Reply: TypeAlias = str | BaseException | type[BaseException] | Callable[[list[di
 
 
 class ScriptExhaustedError(AssertionError):
-    """A :class:`ScriptedLLM` was called more often than it has replies.
+    """A [`ScriptedLLM`][memtrellis.testing.ScriptedLLM] was called more often than it has replies.
 
     Examples:
         >>> llm = ScriptedLLM([])
@@ -126,22 +128,24 @@ class ScriptExhaustedError(AssertionError):
 
 
 class ScriptedLLM:
-    """A fake :class:`~memtrellis.llm.LLM` that answers from a script, in order.
+    """A fake [`LLM`][memtrellis.LLM] that answers from a script, in order.
 
     Each reply is a string (returned), an exception (raised) or a function of the
     messages (called). A single function instead of a list answers every call. Calls are
-    recorded in :attr:`calls` (copies of the message lists); running out of replies
-    raises :class:`ScriptExhaustedError`. Thread-safe. ``delay`` seconds pass before each
-    answer (``time.sleep`` in :meth:`complete`, ``asyncio.sleep`` in :meth:`acomplete`).
+    recorded in `calls` (copies of the message lists); running out of replies
+    raises [`ScriptExhaustedError`][memtrellis.testing.ScriptExhaustedError]. Thread-safe. ``delay``
+    seconds pass before each answer (``time.sleep`` in
+    [`complete`][memtrellis.testing.ScriptedLLM.complete], ``asyncio.sleep`` in
+    [`acomplete`][memtrellis.testing.ScriptedLLM.acomplete]).
 
-    ``structured=True`` gives a :class:`ScriptedStructuredLLM`, which also has
-    ``complete_json``/``acomplete_json`` and records the schemas in :attr:`schemas`;
-    only that one passes ``isinstance(llm, StructuredLLM)``.
+    ``structured=True`` gives a [`ScriptedStructuredLLM`][memtrellis.testing.ScriptedStructuredLLM],
+    which also has ``complete_json``/``acomplete_json`` and records the schemas in `schemas`; only
+    that one passes ``isinstance(llm, StructuredLLM)``.
 
     ``ScriptedLLM(responses, *, structured=False, delay=0.0)`` (built in ``__new__``):
 
     * ``responses``: the replies, in order, or one function answering every call.
-    * ``structured``: also act as a :class:`~memtrellis.llm.StructuredLLM`.
+    * ``structured``: also act as a `StructuredLLM`.
     * ``delay``: seconds to wait before each answer.
 
     Examples:
@@ -255,7 +259,8 @@ class ScriptedLLM:
         return self._answer(reply, copied)
 
     async def acomplete(self, messages: Sequence[Mapping[str, str]]) -> str:
-        """Async :meth:`complete`; waits with ``asyncio.sleep``, never blocking the loop."""
+        """Async [`complete`][memtrellis.testing.ScriptedLLM.complete]; waits with
+        ``asyncio.sleep``, never blocking the loop."""
         reply, copied = self._take(messages)
         if self.delay:
             await asyncio.sleep(self.delay)
@@ -266,9 +271,9 @@ class ScriptedLLM:
 
 
 class ScriptedStructuredLLM(ScriptedLLM):
-    """A :class:`ScriptedLLM` that also implements :class:`~memtrellis.llm.StructuredLLM`.
+    """A [`ScriptedLLM`][memtrellis.testing.ScriptedLLM] that also implements `StructuredLLM`.
 
-    JSON calls take replies from the same script; :attr:`schemas` records the schema
+    JSON calls take replies from the same script; `schemas` records the schema
     of each JSON call. Normally made by ``ScriptedLLM(..., structured=True)``.
 
     Examples:
@@ -303,13 +308,13 @@ class ScriptedStructuredLLM(ScriptedLLM):
     def complete_json(
         self, messages: Sequence[Mapping[str, str]], schema: Mapping[str, Any]
     ) -> str:
-        """The next scripted reply, as for :meth:`complete`; ``schema`` is recorded."""
+        """The next scripted reply, as for `complete`; ``schema`` is recorded."""
         self._record(schema)
         return self.complete(messages)
 
     async def acomplete_json(
         self, messages: Sequence[Mapping[str, str]], schema: Mapping[str, Any]
     ) -> str:
-        """Async :meth:`complete_json`."""
+        """Async [`complete_json`][memtrellis.testing.ScriptedStructuredLLM.complete_json]."""
         self._record(schema)
         return await self.acomplete(messages)

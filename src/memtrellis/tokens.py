@@ -14,7 +14,8 @@ makes sure the file is there:
   against the sha256 that tiktoken itself pins.
 
 ``TIKTOKEN_CACHE_DIR=""`` turns tiktoken's cache off (so it would download): that, or
-no source for the file, raises :class:`~memtrellis.errors.TokenizerUnavailableError`.
+no source for the file, raises
+[`TokenizerUnavailableError`][memtrellis.errors.TokenizerUnavailableError].
 """
 
 from __future__ import annotations
@@ -120,7 +121,7 @@ def truncate_to_tokens(text: str, max_tokens: int, *, encoding: str = DEFAULT_EN
     Args:
         text: The text to cut.
         max_tokens: The budget, ``>= 0``.
-        encoding: A name accepted by :func:`get_encoding`.
+        encoding: A name accepted by `get_encoding`.
 
     Raises:
         InvalidInputError: ``max_tokens`` is negative.

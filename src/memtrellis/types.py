@@ -363,7 +363,7 @@ class RecalledMemory(_Model):
 
 
 class RecallResult(_Model):
-    """The answer to :meth:`memtrellis.Memory.recall`.
+    """The answer to [`memtrellis.Memory.recall`][memtrellis.Memory.recall].
 
     Examples:
         >>> RecallResult(query="tea", scope=Scope(entity_id="a")).items
@@ -387,7 +387,8 @@ class RecallResult(_Model):
 
 
 class Health(_Model):
-    """Figures about a store, as :meth:`memtrellis.Memory.health` reports them.
+    """Figures about a store, as [`memtrellis.Memory.health`][memtrellis.Memory.health] reports
+    them.
 
     Examples:
         >>> import tempfile, memtrellis, memtrellis.testing

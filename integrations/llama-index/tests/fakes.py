@@ -52,8 +52,8 @@ def scripted_llm(*replies: Reply) -> tuple[MockFunctionCallingLLM, Script]:
 
 
 class GatedEmbedder(HashingEmbedder):
-    """A hashing embedder whose query embedding, once :meth:`close_gate` was called, waits
-    until :meth:`open_gate` runs.
+    """A hashing embedder whose query embedding, once `close_gate` was called, waits
+    until `open_gate` runs.
 
     Proves that async recall runs off the event loop: the test opens the gate from a
     coroutine on the loop, which can only run if recall is not blocking the loop. A

@@ -84,7 +84,7 @@ class CliState:
 
 
 def get_state(ctx: typer.Context) -> CliState:
-    """The :class:`CliState` the main callback stored, or defaults when run without it."""
+    """The `CliState` the main callback stored, or defaults when run without it."""
     root = ctx.find_root()
     if not isinstance(root.obj, CliState):
         root.obj = CliState()

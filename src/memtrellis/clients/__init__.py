@@ -5,13 +5,13 @@ here): each call recalls memories for the last user message, places the memory c
 where the API reads instructions, calls the original method and captures the new turn
 in the background, streams included. See ``docs/sdk-clients.md``.
 
-Modules: :mod:`~memtrellis.clients.matchers` (which SDK a client is),
-:mod:`~memtrellis.clients.registry` (handlers, entry points),
-:mod:`~memtrellis.clients.patch` (idempotent, reversible patching),
-:mod:`~memtrellis.clients.calls` (one call's memory steps),
-:mod:`~memtrellis.clients.streams` (pass-through streams captured at their end),
-:mod:`~memtrellis.clients.payload` (what is captured; never secrets),
-:mod:`~memtrellis.clients.openai` and :mod:`~memtrellis.clients.anthropic` (the APIs).
+Modules: `matchers` (which SDK a client is),
+`registry` (handlers, entry points),
+`patch` (idempotent, reversible patching),
+`calls` (one call's memory steps),
+`streams` (pass-through streams captured at their end),
+`payload` (what is captured; never secrets),
+`openai` and `anthropic` (the APIs).
 """
 
 from memtrellis.clients.matchers import match_client, supported_clients

@@ -1,8 +1,8 @@
 """One patched SDK call: recall, place memory context, call the original, capture.
 
-The steps are written once (:class:`Call`); a sync and an async method differ only in
+The steps are written once (`Call`); a sync and an async method differ only in
 the recall they run (``Memory.recall`` or ``Memory.arecall``). A whole response is
-captured at once; a stream is handed back wrapped (:mod:`memtrellis.clients.streams`)
+captured at once; a stream is handed back wrapped (`memtrellis.clients.streams`)
 and captured when it ends. Every memory failure is counted in ``Memory.health()`` and
 logged, and the user's call goes on without memory, unless the registration is strict.
 """
@@ -56,11 +56,11 @@ class Api:
         provider: ``"openai"`` or ``"anthropic"``, as recorded in captured metadata.
         name: The API's name, e.g. ``"chat.completions"``.
         path: Attributes leading from the client to the resource object.
-        methods: Patched method names and their :data:`Kind`.
+        methods: Patched method names and their `Kind`.
         conversation: The request's messages as text dicts (for recall and capture).
         place: The request's keyword arguments with memory context placed.
-        reply: A whole response as a :class:`Reply` (None if not recognised).
-        collector: A new :class:`Collector` for a ``stream=True`` stream.
+        reply: A whole response as a `Reply` (None if not recognised).
+        collector: A new `Collector` for a ``stream=True`` stream.
     """
 
     provider: str
@@ -158,7 +158,7 @@ class Call:
         return self.placed(result)
 
     async def aprepare(self) -> dict[str, Any]:
-        """Async :meth:`prepare`: recall runs off the event loop (``Memory.arecall``)."""
+        """Async `prepare`: recall runs off the event loop (``Memory.arecall``)."""
         args = self.recall_args()
         result = None
         if args is not None:

@@ -4,7 +4,7 @@ Each patched method is set on the client's own resource object (``client.chat.
 completions``, ``client.messages``...), which the SDKs create once per client, so other
 clients of the same class are untouched. The registration is kept on the client; a
 second registration with the same client only replaces its settings (the methods are
-wrapped once), and :func:`uninstall` puts the original methods back. One lock
+wrapped once), and `uninstall` puts the original methods back. One lock
 serialises installing and uninstalling across threads.
 
 A copy made with ``client.with_options(...)`` or ``client.copy(...)`` is a new client

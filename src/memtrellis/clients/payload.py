@@ -96,7 +96,7 @@ def request_messages(kwargs: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def usage_of(usage: Any) -> dict[str, int]:
-    """The token counts of a ``usage`` object or dict (only :data:`USAGE_FIELDS`)."""
+    """The token counts of a ``usage`` object or dict (only `USAGE_FIELDS`)."""
     counts: dict[str, int] = {}
     for name in USAGE_FIELDS:
         value = field_of(usage, name) if usage is not None else None
@@ -112,7 +112,7 @@ class Reply:
     Attributes:
         text: The reply's text (empty for a tool call alone).
         model: The model that answered, as the response names it.
-        usage: Token counts (:func:`usage_of`).
+        usage: Token counts (`usage_of`).
         response_id: The provider's id of the response.
         complete: The reply ended normally (False for a stream closed early).
     """
@@ -125,7 +125,7 @@ class Reply:
 
 
 def reply_from(source: Any, text: str, *, complete: bool) -> Reply:
-    """A :class:`Reply` with ``text`` and the model, usage and id of ``source``."""
+    """A `Reply` with ``text`` and the model, usage and id of ``source``."""
     return Reply(
         text=text,
         model=field_of(source, "model"),
@@ -136,9 +136,9 @@ def reply_from(source: Any, text: str, *, complete: bool) -> Reply:
 
 
 class TextCollector:
-    """Base of the stream collectors: text parts and a :class:`Reply` filled as chunks come.
+    """Base of the stream collectors: text parts and a `Reply` filled as chunks come.
 
-    Subclasses read one chunk in :meth:`feed`, appending text to ``parts`` and setting
+    Subclasses read one chunk in `feed`, appending text to ``parts`` and setting
     the model, id and usage on ``gathered``.
     """
 

@@ -1,10 +1,10 @@
 """Client handlers: ``memory.register(client)``, ``register(openai=...)``, and so on.
 
-A client given positionally is recognised by :mod:`memtrellis.clients.matchers`, and its
+A client given positionally is recognised by `memtrellis.clients.matchers`, and its
 matcher's name is then looked up in the ``memtrellis.integrations`` entry-point group
 like any named integration: the core's own OpenAI and Anthropic handlers are entry
-points of the ``memtrellis`` distribution (:func:`register_openai`,
-:func:`register_anthropic`), so a third-party package adds a provider the same way.
+points of the ``memtrellis`` distribution (`register_openai`,
+`register_anthropic`), so a third-party package adds a provider the same way.
 
 Examples:
     >>> import tempfile

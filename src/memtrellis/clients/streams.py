@@ -1,7 +1,7 @@
 """Streams handed back to the user unchanged, chunk by chunk, and captured when they end.
 
-:class:`CapturingStream` and :class:`AsyncCapturingStream` wrap what a ``stream=True``
-call returns; :class:`CapturingManager` and :class:`AsyncCapturingManager` wrap a stream
+`CapturingStream` and `AsyncCapturingStream` wrap what a ``stream=True``
+call returns; `CapturingManager` and `AsyncCapturingManager` wrap a stream
 manager such as Anthropic's ``messages.stream``. Each chunk is given to a collector and
 then passed on as it came. The turn is captured once, when the stream is used up, closed
 early (``close()``, leaving a ``with`` block, or a ``for`` loop left with ``break``) or
@@ -177,7 +177,7 @@ class CapturingManager:
 
 
 class AsyncCapturingManager:
-    """Async :class:`CapturingManager` (``async with``); recall runs off the event loop."""
+    """Async `CapturingManager` (``async with``); recall runs off the event loop."""
 
     def __init__(
         self, open_manager: Callable[[], Awaitable[Any]], ended: Callable[[Any], None]

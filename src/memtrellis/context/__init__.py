@@ -1,8 +1,8 @@
 """Memory context: recalled memories rendered into a delimited, escaped, budgeted block.
 
 Framework-free and shared by every adapter (LangChain, LlamaIndex, SDK clients). This
-layer imports only :mod:`memtrellis.types`, :mod:`memtrellis.errors` and
-:mod:`memtrellis.tokens`: never the store, never a framework.
+layer imports only [`memtrellis.types`][memtrellis.types], [`memtrellis.errors`][memtrellis.errors]
+and `memtrellis.tokens`: never the store, never a framework.
 
 Examples:
     >>> import tempfile

@@ -1,14 +1,14 @@
 """Placing a memory-context block where each API reads instructions, and taking it out.
 
 * OpenAI-style chat messages (``[{"role": ..., "content": ...}]``):
-  :func:`place_in_messages` appends the block to the leading system (or developer)
+  `place_in_messages` appends the block to the leading system (or developer)
   message, or inserts a system message of its own.
-* Anthropic Messages: :func:`place_in_anthropic_system` for the ``system`` field, a
+* Anthropic Messages: `place_in_anthropic_system` for the ``system`` field, a
   string or a list of text blocks.
-* OpenAI Responses: :func:`place_in_instructions` for ``instructions``.
+* OpenAI Responses: `place_in_instructions` for ``instructions``.
 
-Nothing is changed in place: each helper returns new values. :class:`Placement`
-records what was placed and where, and :func:`strip_messages` takes every block back
+Nothing is changed in place: each helper returns new values. `Placement`
+records what was placed and where, and `strip_messages` takes every block back
 out of a list of messages, so capture never stores placed context as something the user
 or the model said.
 

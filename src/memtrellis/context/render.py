@@ -218,7 +218,8 @@ def build_context(
     """Render the memory-context block for a recall result.
 
     Args:
-        result: What :meth:`memtrellis.Memory.recall` returned (``None``: no recall).
+        result: What [`memtrellis.Memory.recall`][memtrellis.Memory.recall] returned (``None``: no
+            recall).
         token_budget: Most ``o200k_base`` tokens the whole block may take.
         open_items: More ``decision``/``action_item`` memories to consider for the open
             section, e.g. from ``Memory.list``; duplicates of recalled ones are dropped.

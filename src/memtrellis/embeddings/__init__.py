@@ -1,4 +1,5 @@
-"""Embedders: the :class:`Embedder` protocol, adapters, and the offline default model.
+"""Embedders: the [`Embedder`][memtrellis.embeddings.Embedder] protocol, adapters, and the offline
+default model.
 
 Examples:
     >>> from memtrellis.embeddings import default_embedder

@@ -1,4 +1,5 @@
-"""Duck-typed adapters behind :func:`memtrellis.embeddings.as_embedder`.
+"""Duck-typed adapters behind
+[`memtrellis.embeddings.as_embedder`][memtrellis.embeddings.as_embedder].
 
 Nothing here imports a framework: LangChain, LlamaIndex and Chroma objects are recognised
 by the methods they have.
@@ -28,9 +29,10 @@ ACCEPTED = (
 
 
 class AdaptedEmbedder:
-    """An :class:`Embedder` over two callables: many texts -> vectors, one text -> vector.
+    """An [`Embedder`][memtrellis.embeddings.Embedder] over two callables: many texts -> vectors,
+    one text -> vector.
 
-    When the dimension is not given, reading :attr:`dimension` before any vector was seen
+    When the dimension is not given, reading `dimension` before any vector was seen
     embeds a probe text. Note that ``isinstance(x, Embedder)`` reads it on Python < 3.12.
 
     Examples:
@@ -103,7 +105,7 @@ class AdaptedEmbedder:
 
 
 def adapt(obj: object, *, model_id: str | None, dimension: int | None) -> Embedder:
-    """See :func:`memtrellis.embeddings.as_embedder`."""
+    """See [`memtrellis.embeddings.as_embedder`][memtrellis.embeddings.as_embedder]."""
     if isinstance(obj, type):
         raise InvalidInputError(
             f"as_embedder got the class {obj.__name__}, pass an instance of it; "

@@ -1,9 +1,9 @@
 """The embedder protocol every vector in memtrellis goes through, and adapters onto it.
 
 Any object with ``model_id``, ``dimension``, ``embed_documents`` and ``embed_query`` is an
-:class:`Embedder`. :func:`as_embedder` adapts the embedders users already have (a Chroma
-embedding function, a LangChain ``Embeddings``, a LlamaIndex ``BaseEmbedding``) by duck
-typing, so the core never imports those frameworks.
+[`Embedder`][memtrellis.embeddings.Embedder]. [`as_embedder`][memtrellis.embeddings.as_embedder]
+adapts the embedders users already have (a Chroma embedding function, a LangChain ``Embeddings``, a
+LlamaIndex ``BaseEmbedding``) by duck typing, so the core never imports those frameworks.
 """
 
 from __future__ import annotations
@@ -50,13 +50,13 @@ class Embedder(Protocol):
 def as_embedder(
     obj: object, *, model_id: str | None = None, dimension: int | None = None
 ) -> Embedder:
-    """Adapt ``obj`` to :class:`Embedder` by duck typing.
+    """Adapt ``obj`` to [`Embedder`][memtrellis.embeddings.Embedder] by duck typing.
 
     Accepted, in this order:
 
-    1. An :class:`Embedder` (returned unchanged), or an object whose
+    1. An [`Embedder`][memtrellis.embeddings.Embedder] (returned unchanged), or an object whose
        ``__memtrellis_embedder__()`` returns one (as
-       :class:`~memtrellis.embeddings.MiniLMEmbeddingFunction` does).
+       `MiniLMEmbeddingFunction` does).
     2. A LlamaIndex ``BaseEmbedding``: ``get_text_embedding_batch`` and
        ``get_query_embedding``.
     3. A LangChain ``Embeddings``: ``embed_documents`` and ``embed_query``.

@@ -2,7 +2,7 @@
 
 Importing this module imports chromadb (about half a second), so
 ``memtrellis.embeddings`` only loads it when ``MiniLMEmbeddingFunction`` is first used.
-The class registers itself with Chroma under :attr:`MiniLMEmbeddingFunction.NAME`, so a
+The class registers itself with Chroma under `MiniLMEmbeddingFunction.NAME`, so a
 collection created with it can be reopened without passing it again (once this module
 has been imported).
 """
@@ -25,8 +25,8 @@ class MiniLMEmbeddingFunction(EmbeddingFunction[Documents]):
     """A Chroma ``EmbeddingFunction`` running the offline all-MiniLM-L6-v2 int8 model.
 
     Args:
-        embedder: The :class:`~memtrellis.embeddings.MiniLMEmbedder` to run; default: the
-            shared :func:`~memtrellis.embeddings.default_embedder` (or a new one when
+        embedder: The [`MiniLMEmbedder`][memtrellis.embeddings.MiniLMEmbedder] to run; default: the
+            shared [`default_embedder`][memtrellis.embeddings.default_embedder] (or a new one when
             ``max_length`` differs from 256).
         max_length: Tokens kept per text; part of the persisted config.
 
@@ -59,7 +59,7 @@ class MiniLMEmbeddingFunction(EmbeddingFunction[Documents]):
 
     @property
     def embedder(self) -> MiniLMEmbedder:
-        """The wrapped :class:`~memtrellis.embeddings.MiniLMEmbedder`."""
+        """The wrapped [`MiniLMEmbedder`][memtrellis.embeddings.MiniLMEmbedder]."""
         return self._embedder
 
     def __call__(self, input: Documents) -> Embeddings:
@@ -71,7 +71,7 @@ class MiniLMEmbeddingFunction(EmbeddingFunction[Documents]):
         return self.__call__(input)
 
     def __memtrellis_embedder__(self) -> MiniLMEmbedder:
-        """Lets :func:`~memtrellis.embeddings.as_embedder` unwrap to the native embedder."""
+        """Lets [`as_embedder`][memtrellis.embeddings.as_embedder] unwrap to the native embedder."""
         return self._embedder
 
     @staticmethod
@@ -93,7 +93,7 @@ class MiniLMEmbeddingFunction(EmbeddingFunction[Documents]):
 
     @staticmethod
     def build_from_config(config: dict[str, Any]) -> MiniLMEmbeddingFunction:
-        """Rebuild from :meth:`get_config` output (Chroma calls this on reopen)."""
+        """Rebuild from `get_config` output (Chroma calls this on reopen)."""
         MiniLMEmbeddingFunction.validate_config(config)
         return MiniLMEmbeddingFunction(max_length=int(config.get("max_length", 256)))
 

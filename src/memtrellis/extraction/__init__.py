@@ -1,11 +1,11 @@
 """The extraction core: from captured turns and documents to memories with provenance.
 
-Stages, each its own module: :mod:`~memtrellis.extraction.normalize` (input shapes →
-turns and documents), :mod:`~memtrellis.extraction.language`,
-:mod:`~memtrellis.extraction.windows` (scenes and token windows with aligned sources),
-:mod:`~memtrellis.extraction.fine` (LLM replies → items, with fallback),
-:mod:`~memtrellis.extraction.fast` (no LLM), :mod:`~memtrellis.extraction.quality`
-(rewrite and judge) and :mod:`~memtrellis.extraction.pipeline` (the reader entry point).
+Stages, each its own module: `normalize` (input shapes →
+turns and documents), `language`,
+`windows` (scenes and token windows with aligned sources),
+`fine` (LLM replies → items, with fallback),
+`fast` (no LLM), `quality`
+(rewrite and judge) and `pipeline` (the reader entry point).
 """
 
 from memtrellis.extraction.fine import FALLBACK_TAG

@@ -72,7 +72,7 @@ class Loaded:
 
 
 def clip(text: str) -> tuple[str, bool]:
-    """``text`` cut to :data:`MAX_INPUT_CHARS`, and whether it was cut."""
+    """``text`` cut to `MAX_INPUT_CHARS`, and whether it was cut."""
     if len(text) > MAX_INPUT_CHARS:
         return text[:MAX_INPUT_CHARS], True
     return text, False
@@ -108,9 +108,9 @@ def load_json(text: str, accept: Accept) -> Loaded:
     """Decode the answer in ``text``: strict JSON first, json-repair on short texts.
 
     Tries, in order: each candidate (fenced blocks, first-to-last bracket span, the whole
-    text) with :func:`json.loads`; a JSON value starting at each of the first opening
+    text) with `json.loads`; a JSON value starting at each of the first opening
     brackets (prose around a valid object); then json-repair on the first two candidates
-    no longer than :data:`WHOLE_REPAIR_CHARS`. The first value ``accept`` takes wins.
+    no longer than `WHOLE_REPAIR_CHARS`. The first value ``accept`` takes wins.
     """
     text, _ = clip(text)
     candidates = _candidates(text)
@@ -140,7 +140,7 @@ def flat_objects(text: str) -> list[dict[str, Any]]:
     The salvage path for long or badly broken replies: memories, rewrites and verdicts
     are all flat objects, so they can be cut out and decoded one at a time. An object
     cut short by the next ``{`` or by the end of the text is repaired. json-repair sees
-    at most :data:`CHUNK_CHARS` per object and :data:`REPAIR_BUDGET_CHARS` in all.
+    at most `CHUNK_CHARS` per object and `REPAIR_BUDGET_CHARS` in all.
     """
     text, _ = clip(text)
     budget = REPAIR_BUDGET_CHARS

@@ -2,7 +2,7 @@
 
 Text is cut into *units*: sentences within paragraphs, and token-sized pieces of any
 sentence too long for the budget. Units are spans into the original text, so a chunk is
-always a verbatim slice of it. :func:`pack` then groups consecutive units into chunks
+always a verbatim slice of it. `pack` then groups consecutive units into chunks
 within a token budget, each chunk starting with trailing units of the previous one.
 
 Token counts are estimated from per-unit counts (each unit encoded once) plus one token

@@ -1,4 +1,4 @@
-"""Read a document file into a :class:`~memtrellis.extraction.model.Document`.
+"""Read a document file into a [`Document`][memtrellis.extraction.Document].
 
 ``.txt`` and ``.md`` are read as UTF-8 (a byte-order mark is dropped, undecodable bytes
 become U+FFFD). PDF, Word, PowerPoint and HTML go through the optional ``markitdown``
@@ -47,7 +47,8 @@ def read_document(path: Path, *, now: datetime) -> Document:
         now: The capture time (timezone-aware; naive is taken as UTC).
 
     Returns:
-        A :class:`Document` of kind ``DOC`` whose ``doc_id`` is ``str(path)``.
+        A [`Document`][memtrellis.extraction.Document] of kind ``DOC`` whose ``doc_id`` is
+        ``str(path)``.
 
     Raises:
         InvalidInputError: The file is missing, not a regular file, unreadable, of an

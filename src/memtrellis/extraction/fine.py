@@ -1,9 +1,9 @@
 """Fine mode, sans I/O: from one window and the LLM's reply to memory items.
 
-:func:`items_from_reply` maps each parsed :class:`MemoryDraft` to a
-:class:`~memtrellis.types.MemoryItem` with provenance (the window's messages it cites),
+`items_from_reply` maps each parsed `MemoryDraft` to a
+[`MemoryItem`][memtrellis.types.MemoryItem] with provenance (the window's messages it cites),
 the summary to a background ``episode`` item, and a reply that yields nothing usable to
-one **fallback** item holding the whole window, tagged :data:`FALLBACK_TAG`: a failed
+one **fallback** item holding the whole window, tagged `FALLBACK_TAG`: a failed
 extraction is stored, never dropped.
 
 Examples:
@@ -185,7 +185,7 @@ def fallback_item(
 ) -> MemoryItem:
     """The item that keeps a window whose extraction failed: its whole text, all sources.
 
-    Tagged :data:`MODE_TAG` and :data:`FALLBACK_TAG`, type ``episode``, confidence 0.5;
+    Tagged `MODE_TAG` and `FALLBACK_TAG`, type ``episode``, confidence 0.5;
     ``metadata["extraction"]["reason"]`` says why, when known.
     """
     text = window.text.strip() or "\n".join(s.content for s in window.sources if s.content)

@@ -5,7 +5,7 @@ what says nothing about the language the people wrote in: role prefixes, ISO
 timestamps, URLs, email addresses, ``[message-id]`` brackets, UUIDs and other
 id-like tokens (runs of ASCII letters, digits and ``_:./-`` that contain a digit).
 
-Threshold (:data:`CJK_THRESHOLD` = 0.25): an English word averages about 4.5 letters
+Threshold (`CJK_THRESHOLD` = 0.25): an English word averages about 4.5 letters
 while a Chinese word averages about 1.5 characters, so one Han character stands for
 roughly three Latin letters. A share of 0.25 is therefore reached when about as many
 words are Chinese as English, i.e. when Chinese is about half of what was said or more.
@@ -95,7 +95,7 @@ def cjk_share(text: str) -> float:
 
 
 def language_of(han: int, letters: int) -> Language:
-    """The language for counts from :func:`cjk_counts` (summed over several texts).
+    """The language for counts from `cjk_counts` (summed over several texts).
 
     Examples:
         >>> language_of(1, 4).value, language_of(1, 5).value, language_of(0, 0).value
@@ -105,7 +105,7 @@ def language_of(han: int, letters: int) -> Language:
 
 
 def detect_language(text: str) -> Language:
-    """``Language.ZH`` when the Han share of ``text`` is at least :data:`CJK_THRESHOLD`.
+    """``Language.ZH`` when the Han share of ``text`` is at least `CJK_THRESHOLD`.
 
     Text without any letters (numbers, ids, an empty string) is English.
 

@@ -1,11 +1,11 @@
 """Entry validation and normalisation: whatever ``Memory.add`` is given, as turns and documents.
 
-Accepted input (anything else raises :class:`~memtrellis.errors.InvalidInputError`):
+Accepted input (anything else raises [`InvalidInputError`][memtrellis.errors.InvalidInputError]):
 
-* plain text: a :class:`Document` of kind ``TEXT``;
-* a :class:`pathlib.Path` (any ``os.PathLike``): a document file, see
-  :func:`~memtrellis.extraction.documents.read_document`;
-* a :class:`Document`;
+* plain text: a [`Document`][memtrellis.extraction.Document] of kind ``TEXT``;
+* a `pathlib.Path` (any ``os.PathLike``): a document file, see
+  `read_document`;
+* a [`Document`][memtrellis.extraction.Document];
 * one message dict, or a list of them (one conversation), or a list of such lists
   (several conversations);
 * a list mixing texts, paths, documents and message dicts: the messages form one
@@ -99,7 +99,7 @@ def normalize(data: Any, *, now: datetime | None = None, extract_tools: bool = F
         data: See the module docstring for the accepted shapes.
         now: The capture time, given to messages without a timestamp and to plain text
             (default: now, UTC; naive is taken as UTC).
-        extract_tools: Recorded on the result; see :func:`extractable`.
+        extract_tools: Recorded on the result; see `extractable`.
 
     Returns:
         The turns of each conversation (in input order, conversations that lost every

@@ -1,10 +1,10 @@
 """Robust parsing of extraction replies: keep every memory that makes sense, never raise.
 
-The reply is decoded by :mod:`memtrellis.extraction._jsonload` (strict JSON, then
+The reply is decoded by `memtrellis.extraction._jsonload` (strict JSON, then
 ``json-repair`` on short texts, then the flat objects one by one), the memory list is
 found whatever its key (``memories``, ``memory list``, ``memoryList``, ``items``, a bare
 list, a single memory), and each memory is validated on its own with
-:class:`~memtrellis.extraction.prompts.extract.MemoryDraft`: the valid ones are kept and
+`MemoryDraft`: the valid ones are kept and
 the others reported in ``errors``.
 
 ``salvaged`` is false only when nothing usable came out: no valid memory, no summary,

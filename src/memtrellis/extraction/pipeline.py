@@ -135,7 +135,7 @@ class Extractor:
     """Turns messages, texts and documents into memory items.
 
     Args:
-        llm: Any :class:`memtrellis.llm.LLM`; required for fine mode.
+        llm: Any [`memtrellis.llm.LLM`][memtrellis.LLM]; required for fine mode.
         config: Window sizes, quality passes, retries.
     """
 
@@ -315,7 +315,8 @@ class Extractor:
         entities: Sequence[str] = (),
         metadata: Mapping[str, Any] | None = None,
     ) -> ExtractionResult:
-        """Async :meth:`extract`: windows are extracted concurrently, the loop never blocks."""
+        """Async [`extract`][memtrellis.extraction.Extractor.extract]: windows are extracted
+        concurrently, the loop never blocks."""
         chosen, normalized, moment, scope = await asyncio.to_thread(
             self._prepare, data, scope, mode, now
         )

@@ -3,9 +3,9 @@
 Both are off by default (the pipeline's ``ExtractionConfig.rewrite`` / ``judge``). The
 pipeline sends the messages built here and hands the reply back:
 
-* :func:`apply_rewrite` replaces a memory's text only for a valid index with a non-empty,
+* `apply_rewrite` replaces a memory's text only for a valid index with a non-empty,
   plausible new text; the old text is kept in ``metadata["extraction"]["rewritten_from"]``.
-* :func:`apply_judgement` drops a memory only on an explicit, uncontradicted
+* `apply_judgement` drops a memory only on an explicit, uncontradicted
   ``keep: false``; fallback items are never dropped.
 
 Any failure (no reply, garbage, wrong shape, bad index) leaves the items as they were.
@@ -151,7 +151,7 @@ def apply_judgement(
     """``items`` without those the judge explicitly rejected (``keep: false``).
 
     A missing, invalid or contradictory verdict keeps the item, as does any failure to
-    read the reply; an item tagged :data:`~memtrellis.extraction.fine.FALLBACK_TAG` is
+    read the reply; an item tagged `FALLBACK_TAG` is
     always kept.
     """
     verdicts = judge_verdicts(len(items), raw)

@@ -2,7 +2,7 @@
 
 A conversation is first cut into coarse *scenes* of at most ``max_messages`` messages,
 consecutive scenes sharing ``message_overlap`` messages. Each scene is then packed into
-token windows: rendered lines (:func:`render_turn`) are added while the window stays
+token windows: rendered lines (`render_turn`) are added while the window stays
 within ``max_tokens`` (o200k_base), and the next window starts with trailing lines of
 the previous one worth up to ``overlap_tokens``. A message longer than a window is split
 on sentence or whitespace boundaries into pieces, each a window of its own.

@@ -1,7 +1,7 @@
 """The memory lifecycle: entities, dedup, contradiction and supersession, confidence, decay.
 
-:func:`plan_additions` decides what storing new memories does to the graph;
-:mod:`~memtrellis.lifecycle.confidence` scores memories at recall time.
+[`plan_additions`][memtrellis.lifecycle.plan_additions] decides what storing new memories does to
+the graph; `confidence` scores memories at recall time.
 """
 
 from memtrellis.lifecycle.config import DEFAULT_VALIDITY, LifecycleConfig

@@ -89,7 +89,7 @@ def effective_confidence(
 ) -> tuple[float, float]:
     """``(effective confidence, decay)`` of a memory with ``supports`` supporting edges.
 
-    ``basis`` is :func:`weight_basis` of the item when the caller has it cached.
+    ``basis`` is `weight_basis` of the item when the caller has it cached.
     """
     latest, merged = basis if basis is not None else weight_basis(item)
     bonus = min(config.support_cap, config.support_bonus * (supports + merged))

@@ -34,8 +34,9 @@ class LifecycleConfig(BaseModel):
     """Everything the lifecycle decides with; pass it as ``Memory(lifecycle=...)``.
 
     Attributes:
-        validity: Per-kind validity, merged over :data:`DEFAULT_VALIDITY`; ``None`` makes a
-            kind open-ended. An item's own ``valid_until`` always wins.
+        validity: Per-kind validity, merged over
+            [`DEFAULT_VALIDITY`][memtrellis.lifecycle.DEFAULT_VALIDITY]; ``None`` makes a kind
+            open-ended. An item's own ``valid_until`` always wins.
         source_confidence: Base confidence of a memory whose extractor gave none, by where
             it came from: ``structured`` (documents, ready-made items), ``user`` (said by
             the user), ``model`` (said by the assistant).

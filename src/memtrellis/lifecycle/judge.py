@@ -4,7 +4,7 @@ The model sees the new memory and the candidates numbered from 0 and answers
 ``{"relations": [{"index": 0, "relation": "contradicts", "reason": "..."}]}`` with one of
 ``duplicate``, ``supports``, ``contradicts``, ``extends``, ``unrelated``. A reply that
 cannot be read, or a failing call, leaves the rules' verdicts in place; the failure is
-counted in :attr:`LLMJudge.failures` and logged.
+counted in `LLMJudge.failures` and logged.
 
 Examples:
     >>> from memtrellis.testing import ScriptedLLM
@@ -140,7 +140,7 @@ def parse_relations(text: str, count: int) -> list[Relation | None]:
 
 
 class LLMJudge:
-    """A :data:`~memtrellis.lifecycle.plan.Judge` backed by a chat model."""
+    """A `Judge` backed by a chat model."""
 
     def __init__(self, llm: LLM) -> None:
         self.llm = llm

@@ -12,7 +12,8 @@ same scope (dense neighbours, memories sharing an entity, and the earlier new on
 * support and extension add ``supports`` / ``extends`` edges.
 
 Conversation records (``episode``) only get entities: what was said stays as it was said.
-The planner reads the store but writes nothing; :meth:`Store.apply` commits the plan.
+The planner reads the store but writes nothing; [`Store.apply`][memtrellis.store.Store.apply]
+commits the plan.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ The rules look for the same subject (a shared entity, the same ``key``, or both 
 speaker) and the same attribute (the same ``key``, or wording close enough), then for a
 changed value: a negation on one side only, different numbers or dates, a different
 named value (``Lyon`` / ``Porto``), or a change cue in the new one ("no longer", "moved
-to", "instead of", ...). With an LLM configured, :mod:`memtrellis.lifecycle.judge` can
+to", "instead of", ...). With an LLM configured, `memtrellis.lifecycle.judge` can
 overrule them for the closest candidates.
 
 Examples:

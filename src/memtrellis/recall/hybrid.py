@@ -16,7 +16,7 @@
    already found pushed direct answers out of the top k on single-fact questions.
 6. Confidence: the score so far (relevance) is multiplied by the memory's effective
    confidence (its confidence, a capped bonus per ``supports`` edge, time decay) and a
-   small capped prior for memories recalled before (:mod:`memtrellis.lifecycle.confidence`).
+   small capped prior for memories recalled before (`memtrellis.lifecycle.confidence`).
 7. Expired, superseded and not-yet-valid memories (at ``now``, which ``as_of`` moves)
    are left out unless asked for, and the search hits left out are reported; a token
    budget cuts the list before it is exceeded.

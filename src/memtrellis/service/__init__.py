@@ -3,7 +3,7 @@
 Needs the ``service`` extra (``pip install "memtrellis[service]"``). Run it with
 ``memtrellis serve`` (HTTP) or ``memtrellis mcp`` (MCP over stdio); see docs/service.md.
 Importing this package is cheap: FastAPI and the MCP SDK load with the modules that use
-them (:mod:`memtrellis.service.app`, :mod:`memtrellis.service.mcp_server`).
+them (`memtrellis.service.app`, `memtrellis.service.mcp_server`).
 
 Examples:
     >>> from memtrellis.service import KeyRing, Principal

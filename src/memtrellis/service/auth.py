@@ -4,12 +4,12 @@ A key reads ``mtk_<key id>_<secret>``. The keys file keeps the key id, the SHA-2
 whole key and its scope, never the key itself: ``memtrellis keys add`` prints a new key
 once and nobody can print it again. The secret is 256 random bits, so a plain SHA-256 is
 enough (a slow password hash protects guessable passwords, which these are not), and the
-comparison uses :func:`hmac.compare_digest`.
+comparison uses `hmac.compare_digest`.
 
-A :class:`Principal` is what a request may do once its key is checked: which entities it
-may name, the process it is pinned to (if any), and whether it may read ``/health`` and
-``/metrics`` (a *monitor* key). Naming another entity is refused with 403 before anything
-is looked up; a memory id of another tenant is simply not found (404).
+A [`Principal`][memtrellis.service.Principal] is what a request may do once its key is checked:
+which entities it may name, the process it is pinned to (if any), and whether it may read
+``/health`` and ``/metrics`` (a *monitor* key). Naming another entity is refused with 403 before
+anything is looked up; a memory id of another tenant is simply not found (404).
 
 Examples:
     >>> import tempfile
@@ -103,7 +103,8 @@ class KeyRing:
     service runs take effect on the next request.
 
     Args:
-        path: The keys file (see :func:`default_keys_path`); created by the first ``add``.
+        path: The keys file (see [`default_keys_path`][memtrellis.service.default_keys_path]);
+            created by the first ``add``.
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:

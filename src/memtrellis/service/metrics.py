@@ -2,7 +2,7 @@
 
 Each service keeps its own registry (not the process-wide default), so two services in
 one process, as in tests, never mix their counts. The store figures are read from
-:meth:`memtrellis.Memory.health` when ``/metrics`` is scraped.
+[`memtrellis.Memory.health`][memtrellis.Memory.health] when ``/metrics`` is scraped.
 
 Examples:
     >>> from memtrellis.types import Health

@@ -1,7 +1,7 @@
 """Request and response bodies of the HTTP API (pydantic; they make the OpenAPI document).
 
-Responses reuse the core models (:class:`~memtrellis.types.MemoryItem`,
-:class:`~memtrellis.types.RecallResult`, :class:`~memtrellis.types.Health`), so the
+Responses reuse the core models ([`MemoryItem`][memtrellis.types.MemoryItem],
+[`RecallResult`][memtrellis.types.RecallResult], [`Health`][memtrellis.types.Health]), so the
 service says exactly what the library says.
 
 Examples:
@@ -194,7 +194,7 @@ class RecallResponse(RecallResult):
     def of(cls, result: RecallResult, *, token_budget: int | None) -> RecallResponse:
         """The answer for ``result``: its fields as they are, and its memory context.
 
-        The block is built by :func:`memtrellis.context.build_context` within
+        The block is built by `memtrellis.context.build_context` within
         ``token_budget`` (the recall's own, else the block's default), as of the recall's
         ``as_of``.
 

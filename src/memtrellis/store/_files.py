@@ -27,13 +27,13 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` so a reader sees the old file or the new one, never half.
 
     Writes a temporary file beside the target, fsyncs it, renames it over the target with
-    :func:`os.replace` and fsyncs the directory.
+    `os.replace` and fsyncs the directory.
     """
     atomic_write_chunks(path, [data])
 
 
 def atomic_write_chunks(path: Path, chunks: Iterable[bytes]) -> None:
-    """:func:`atomic_write_bytes` for content produced piece by piece.
+    """`atomic_write_bytes` for content produced piece by piece.
 
     Only one chunk is held at a time, so a large file never exists whole in memory. If
     producing a chunk fails, the temporary file is removed and the target is untouched.

@@ -41,7 +41,7 @@ def entity_node_id(tenant: str, name: str) -> str:
 class MemoryGraph:
     """Memories, entities and the edges between them, with a per-tenant index.
 
-    Not thread-safe by itself; :class:`memtrellis.store.Store` serialises access.
+    Not thread-safe by itself; [`memtrellis.store.Store`][memtrellis.store.Store] serialises access.
     """
 
     def __init__(self) -> None:
@@ -167,7 +167,7 @@ class MemoryGraph:
     def neighbours_by_entity(self, memory_id: str) -> Iterator[tuple[str, str]]:
         """``(entity node, other memory id)`` for memories sharing an entity with this one.
 
-        Entities mentioned by more than :data:`HUB_MENTIONS` memories are skipped: like a
+        Entities mentioned by more than `HUB_MENTIONS` memories are skipped: like a
         stop word, a hub says little about any one memory, and walking it costs O(mentions).
         """
         if memory_id not in self:

@@ -42,7 +42,8 @@ class Manifest(BaseModel):
     created_at: str = Field(default_factory=lambda: utcnow().isoformat())
 
     def check_embedder(self, model_id: str, dimension: int, path: Path) -> None:
-        """Raise :class:`EmbeddingMismatchError` unless the embedder is the one stored."""
+        """Raise [`EmbeddingMismatchError`][memtrellis.errors.EmbeddingMismatchError] unless the
+        embedder is the one stored."""
         if self.embedder.model_id != model_id or self.embedder.dimension != dimension:
             raise EmbeddingMismatchError(
                 f"the store at {path} was built with embedder "

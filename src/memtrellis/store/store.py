@@ -157,7 +157,8 @@ class Store:
                 self._file_lock.release()
 
     def check_open(self) -> None:
-        """Raise :class:`StoreClosedError` once the store is closed."""
+        """Raise [`StoreClosedError`][memtrellis.errors.StoreClosedError] once the store is
+        closed."""
         self._check_open()
 
     def _check_open(self) -> None:

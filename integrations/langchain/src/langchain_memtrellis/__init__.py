@@ -1,14 +1,18 @@
 """langchain-memtrellis: long-term memory for LangChain chat models, chains and agents.
 
-* :class:`ChatMemoryWrapper`: wraps any chat model; recalls before, captures after.
-* :class:`MemoryCallbackHandler` / :class:`AsyncMemoryCallbackHandler`: capture the
-  turns of any chain or agent.
-* :class:`MemoryRetriever`: recalled memories as ``Document``s.
-* :func:`memory_context`: LCEL step placing memory context into a prompt's messages.
-* :class:`MemoryMiddleware`: ``create_agent`` middleware (``agents`` extra).
-* :class:`MemoryChatMessageHistory`: a session's messages for ``RunnableWithMessageHistory``.
-* :func:`as_llm`: a chat model as the core's extraction LLM (also automatic through the
-  ``memtrellis.llm_adapters`` entry point).
+* [`ChatMemoryWrapper`][langchain_memtrellis.ChatMemoryWrapper]: wraps any chat model; recalls
+before, captures after.
+* [`MemoryCallbackHandler`][langchain_memtrellis.MemoryCallbackHandler] /
+  [`AsyncMemoryCallbackHandler`][langchain_memtrellis.AsyncMemoryCallbackHandler]: capture the turns
+  of any chain or agent.
+* [`MemoryRetriever`][langchain_memtrellis.MemoryRetriever]: recalled memories as ``Document``s.
+* [`memory_context`][langchain_memtrellis.memory_context]: LCEL step placing memory context into a
+prompt's messages.
+* `MemoryMiddleware`: ``create_agent`` middleware (``agents`` extra).
+* [`MemoryChatMessageHistory`][langchain_memtrellis.MemoryChatMessageHistory]: a session's messages
+for ``RunnableWithMessageHistory``.
+* [`as_llm`][langchain_memtrellis.as_llm]: a chat model as the core's extraction LLM (also automatic
+  through the ``memtrellis.llm_adapters`` entry point).
 
 Examples:
     >>> import tempfile

@@ -2,7 +2,7 @@
 
 The wrapper, the LCEL middleware, the agent middleware and the callback handlers differ
 only in where they get messages from and where they put the context; they all call a
-:class:`MemoryBridge`. Sync and async differ only in the memory call they await.
+`MemoryBridge`. Sync and async differ only in the memory call they await.
 """
 
 from __future__ import annotations
@@ -203,7 +203,7 @@ class MemoryBridge:
     async def aprepare(
         self, messages: Sequence[BaseMessage], metadata: Mapping[str, Any] | None = None
     ) -> Prepared:
-        """Async :meth:`prepare`: recall runs off the event loop (``Memory.arecall``)."""
+        """Async `prepare`: recall runs off the event loop (``Memory.arecall``)."""
         scope = self.scope(metadata)
         args = self._recall_args(messages, scope)
         result = None
@@ -248,7 +248,7 @@ class MemoryBridge:
         reply: BaseMessage | None,
         scope: dict[str, str] | None = None,
     ) -> str | None:
-        """Async :meth:`capture` (``Memory.acapture`` only spools, so it is quick)."""
+        """Async `capture` (``Memory.acapture`` only spools, so it is quick)."""
         try:
             args = self._capture_args(messages, reply, self.scope() if scope is None else scope)
             if args is None:

@@ -14,7 +14,7 @@ _memory: Memory | None = None
 
 
 def default_memory() -> Memory:
-    """One :class:`~memtrellis.Memory` on the default store, shared by every adapter.
+    """One [`Memory`][memtrellis.Memory] on the default store, shared by every adapter.
 
     The store is ``$MEMTRELLIS_HOME`` or ``./.memtrellis`` with the offline default
     embedder; it is closed (captured turns drained) when the interpreter exits.

@@ -1,9 +1,10 @@
 """LangChain objects in the core's terms: a chat model as an extraction LLM, registration.
 
-* :func:`as_llm` (and the ``memtrellis.llm_adapters`` entry point :func:`llm_adapter`):
-  ``Memory(llm=any_langchain_chat_model)`` runs fine-mode extraction through it.
-* :func:`register` (the ``memtrellis.integrations`` entry point ``langchain``):
-  ``memory.register(langchain=chat_model)`` returns a :class:`ChatMemoryWrapper`.
+* [`as_llm`][langchain_memtrellis.as_llm] (and the ``memtrellis.llm_adapters`` entry point
+  `llm_adapter`): ``Memory(llm=any_langchain_chat_model)`` runs fine-mode extraction through it.
+* `register` (the ``memtrellis.integrations`` entry point ``langchain``):
+  ``memory.register(langchain=chat_model)`` returns a
+  [`ChatMemoryWrapper`][langchain_memtrellis.ChatMemoryWrapper].
 * A LangChain ``Embeddings`` needs no adapter: ``Memory(embedder=embeddings)`` adapts
   ``embed_documents``/``embed_query`` by duck typing.
 
@@ -29,11 +30,11 @@ __all__ = ["LangChainLLM", "as_llm", "llm_adapter", "register"]
 
 
 class LangChainLLM:
-    """The core's :class:`~memtrellis.LLM` protocol over a LangChain chat model.
+    """The core's [`LLM`][memtrellis.LLM] protocol over a LangChain chat model.
 
     ``complete`` and ``acomplete`` send the extraction prompt as chat messages and return
-    the reply's text. A :class:`ChatMemoryWrapper` is unwrapped first: extraction prompts
-    must not recall memories or be captured as conversation.
+    the reply's text. A [`ChatMemoryWrapper`][langchain_memtrellis.ChatMemoryWrapper] is unwrapped
+    first: extraction prompts must not recall memories or be captured as conversation.
 
     Args:
         model: Any LangChain chat model.
@@ -55,7 +56,8 @@ class LangChainLLM:
         return self.model.invoke(self._messages(messages)).text
 
     async def acomplete(self, messages: Sequence[Mapping[str, str]]) -> str:
-        """Async :meth:`complete` through the model's ``ainvoke``."""
+        """Async [`complete`][langchain_memtrellis.LangChainLLM.complete] through the model's
+        ``ainvoke``."""
         return (await self.model.ainvoke(self._messages(messages))).text
 
     def __repr__(self) -> str:

@@ -55,7 +55,8 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     The scope comes from the run's metadata (``memtrellis_entity_id``...) or its
     ``thread_id`` (as the session), else the defaults given here. Failures are logged
-    and counted in :attr:`stats` and never stop the agent, unless ``strict=True``.
+    and counted in [`stats`][langchain_memtrellis.MemoryMiddleware.stats] and never stop the agent,
+    unless ``strict=True``.
 
     Args:
         memory: The store; default the shared ``Memory()``.
@@ -124,7 +125,8 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any]:
-        """Async :meth:`wrap_model_call` (recall runs off the event loop)."""
+        """Async [`wrap_model_call`][langchain_memtrellis.MemoryMiddleware.wrap_model_call] (recall
+        runs off the event loop)."""
         prepared = await self.bridge.aprepare(request.messages, _run_metadata())
         return await handler(self._with_context(request, prepared))
 
@@ -144,7 +146,7 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     async def aafter_model(
         self, state: AgentState[Any], runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
-        """Async :meth:`after_model`."""
+        """Async [`after_model`][langchain_memtrellis.MemoryMiddleware.after_model]."""
         turn = self._turn(state)
         if turn is not None:
             await self.bridge.acapture(*turn, self.bridge.scope(_run_metadata()))

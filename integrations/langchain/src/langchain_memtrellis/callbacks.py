@@ -2,8 +2,9 @@
 
 Attach one to a call's config, a chain or an agent; each chat-model run's input
 (``on_chat_model_start``) is matched with its answer (``on_llm_end``) by run id and the
-new turn goes to ``Memory.capture``. Runs of :class:`~langchain_memtrellis.ChatMemoryWrapper`
-are skipped, as the wrapper captures its own turns.
+new turn goes to ``Memory.capture``. Runs of
+[`ChatMemoryWrapper`][langchain_memtrellis.ChatMemoryWrapper] are skipped, as the wrapper captures
+its own turns.
 
 Examples:
     >>> import tempfile
@@ -125,7 +126,7 @@ class MemoryCallbackHandler(_HandlerBase, BaseCallbackHandler):
     The scope comes from the run's metadata (``memtrellis_entity_id``,
     ``memtrellis_process_id``, ``memtrellis_session_id``; else a ``session_id`` or
     ``thread_id`` key of the metadata as the session), then the handler's defaults.
-    Failures are logged and counted in :attr:`stats`; LangChain never sees them unless
+    Failures are logged and counted in `stats`; LangChain never sees them unless
     ``strict=True`` (which also sets ``raise_error``).
 
     Args:
@@ -176,7 +177,8 @@ class MemoryCallbackHandler(_HandlerBase, BaseCallbackHandler):
 
 
 class AsyncMemoryCallbackHandler(_HandlerBase, AsyncCallbackHandler):
-    """:class:`MemoryCallbackHandler` for async runs (capture through ``Memory.acapture``).
+    """[`MemoryCallbackHandler`][langchain_memtrellis.MemoryCallbackHandler] for async runs (capture
+    through ``Memory.acapture``).
 
     Args:
         memory: The store; default the shared ``Memory()``.

@@ -49,9 +49,10 @@ class MemoryContextRunnable(Runnable[Any, Any]):
 
     A ``ChatPromptTemplate``'s output (a prompt value) comes out as a
     ``ChatPromptValue``; a list of messages (or a string) as a list of messages. Pair it
-    with :class:`~langchain_memtrellis.MemoryCallbackHandler` to capture the turns.
-    Recall failures are logged and counted in :attr:`stats` and the messages pass
-    through unchanged, unless ``strict=True``.
+    with [`MemoryCallbackHandler`][langchain_memtrellis.MemoryCallbackHandler] to capture the turns.
+    Recall failures are logged and counted in
+    [`stats`][langchain_memtrellis.MemoryContextRunnable.stats] and the messages pass through
+    unchanged, unless ``strict=True``.
 
     Args:
         memory: The store; default the shared ``Memory()``.
@@ -105,7 +106,8 @@ class MemoryContextRunnable(Runnable[Any, Any]):
         return self._call_with_config(self._place, input, config)
 
     async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
-        """Async :meth:`invoke` (recall runs off the event loop)."""
+        """Async [`invoke`][langchain_memtrellis.MemoryContextRunnable.invoke] (recall runs off the
+        event loop)."""
         return await self._acall_with_config(self._aplace, input, config)
 
 
@@ -114,6 +116,6 @@ def memory_context(memory: Memory | None = None, **options: Any) -> MemoryContex
 
     Args:
         memory: The store; default the shared ``Memory()``.
-        **options: See :class:`MemoryContextRunnable`.
+        **options: See [`MemoryContextRunnable`][langchain_memtrellis.MemoryContextRunnable].
     """
     return MemoryContextRunnable(memory, **options)

@@ -67,15 +67,15 @@ class ChatMemoryWrapper(BaseChatModel):
     """A chat model that recalls memories before each call and captures each turn after it.
 
     Before the inner model runs, the memories most relevant to the last user message are
-    rendered as a memory-context block (see :mod:`memtrellis.context`) and placed in the
+    rendered as a memory-context block (see `memtrellis.context`) and placed in the
     system message. After the answer, or when a stream ends (also by an early break or
     an error, with what was received), the turn is handed to ``Memory.capture``, which
     spools it and returns at once; extraction runs in the background.
 
     ``bind_tools``, ``with_structured_output``, ``batch``, callbacks and config reach the
     inner model, and memory stays in the call path. A failure of memory (recall or
-    capture) is logged and counted in :attr:`stats` and never breaks the call, unless
-    ``strict=True``.
+    capture) is logged and counted in [`stats`][langchain_memtrellis.ChatMemoryWrapper.stats] and
+    never breaks the call, unless ``strict=True``.
 
     The scope of one call can come from its config:
     ``chat.invoke(msgs, config={"metadata": {"memtrellis_entity_id": "bob"}})``
@@ -251,7 +251,7 @@ class ChatMemoryWrapper(BaseChatModel):
         stop: list[str] | None = None,
         **kwargs: Any,
     ) -> AIMessage:
-        """Async :meth:`invoke`."""
+        """Async [`invoke`][langchain_memtrellis.ChatMemoryWrapper.invoke]."""
         return await super().ainvoke(input, config, stop=stop, **self._scoped(config, kwargs))
 
     def stream(
@@ -273,7 +273,7 @@ class ChatMemoryWrapper(BaseChatModel):
         stop: list[str] | None = None,
         **kwargs: Any,
     ) -> AsyncIterator[AIMessageChunk]:
-        """Async :meth:`stream`."""
+        """Async [`stream`][langchain_memtrellis.ChatMemoryWrapper.stream]."""
         return super().astream(input, config, stop=stop, **self._scoped(config, kwargs))
 
     # -- the four hooks of BaseChatModel ------------------------------------------------

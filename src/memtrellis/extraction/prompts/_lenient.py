@@ -41,7 +41,7 @@ __all__ = [
     "string_list",
 ]
 
-#: Keys under which models put the memory list (compared after :func:`norm_key`).
+#: Keys under which models put the memory list (compared after `norm_key`).
 MEMORY_LIST_KEYS = (
     "memories", "memory_list", "memory_items", "memory", "items", "facts", "记忆", "记忆列表",
 )  # fmt: skip
@@ -164,7 +164,7 @@ def canonical_type(value: object) -> str:
 
 
 def fold(data: Mapping[Any, Any]) -> dict[str, Any]:
-    """``data`` with keys folded by :func:`norm_key` (first spelling wins; 64 keys at most)."""
+    """``data`` with keys folded by `norm_key` (first spelling wins; 64 keys at most)."""
     folded: dict[str, Any] = {}
     for count, (key, value) in enumerate(data.items()):
         if count >= _MAX_FIELDS:

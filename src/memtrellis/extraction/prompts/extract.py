@@ -1,8 +1,8 @@
 """Fine-mode extraction: the prompt (English and Chinese) and the answer it asks for.
 
 The model reads one window and answers ``{"memories": [...], "summary": "..."}``.
-:class:`MemoryDraft` and :class:`ExtractionAnswer` are lenient: they accept the key
-spellings and value shapes models actually write, so that :mod:`~memtrellis.extraction.parse`
+`MemoryDraft` and `ExtractionAnswer` are lenient: they accept the key
+spellings and value shapes models actually write, so that `parse`
 can keep every memory that makes sense.
 
 Examples:
@@ -222,7 +222,8 @@ USER_ZH = """\
 
 
 class MemoryDraft(BaseModel):
-    """One memory as the model wrote it, before it becomes a :class:`~memtrellis.MemoryItem`.
+    """One memory as the model wrote it, before it becomes a
+    [`MemoryItem`][memtrellis.types.MemoryItem].
 
     Lenient on input: ``text``/``content``/``memory``/``fact`` stand for ``value``,
     ``type`` for ``memory_type``; tags, entities and ids may be one comma-separated string;
@@ -302,8 +303,8 @@ class MemoryDraft(BaseModel):
 class ExtractionAnswer(BaseModel):
     """The whole answer: the memories and a short summary of the window.
 
-    Validates as a whole (one bad memory fails it); :func:`~memtrellis.extraction.parse.
-    parse_answer` validates memory by memory instead and keeps the good ones.
+    Validates as a whole (one bad memory fails it); `parse_answer` (in
+    `memtrellis.extraction.parse`) validates memory by memory instead and keeps the good ones.
     """
 
     model_config = ConfigDict(extra="ignore")

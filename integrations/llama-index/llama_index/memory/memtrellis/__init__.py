@@ -1,15 +1,17 @@
 """LlamaIndex integration of memtrellis: long-term memory for any LlamaIndex LLM, offline.
 
-* :class:`MemtrellisMemoryBlock`: a block of ``llama_index.core.memory.Memory`` that
-  recalls memory context for the latest message and captures flushed messages.
-* :class:`MemoryRetriever`: memtrellis recall as a ``BaseRetriever`` (nodes with
-  provenance, confidence and the explanation of each score).
-* :class:`MemtrellisEventHandler`: captures the chat turns of any pipeline from
-  instrumentation events.
-* :class:`MemtrellisLLM`: wraps any LLM, placing memory context and capturing turns.
-* :class:`LlamaIndexExtractionLLM`: a LlamaIndex LLM as memtrellis' extraction model
-  (``Memory(llm=llamaindex_llm)`` uses it through the ``memtrellis.llm_adapters`` entry
-  point).
+* [`MemtrellisMemoryBlock`][llama_index.memory.memtrellis.MemtrellisMemoryBlock]: a block of
+  ``llama_index.core.memory.Memory`` that recalls memory context for the latest message and captures
+  flushed messages.
+* [`MemoryRetriever`][llama_index.memory.memtrellis.MemoryRetriever]: memtrellis recall as a
+  ``BaseRetriever`` (nodes with provenance, confidence and the explanation of each score).
+* [`MemtrellisEventHandler`][llama_index.memory.memtrellis.MemtrellisEventHandler]: captures the
+  chat turns of any pipeline from instrumentation events.
+* [`MemtrellisLLM`][llama_index.memory.memtrellis.MemtrellisLLM]: wraps any LLM, placing memory
+context and capturing turns.
+* [`LlamaIndexExtractionLLM`][llama_index.memory.memtrellis.LlamaIndexExtractionLLM]: a LlamaIndex
+  LLM as memtrellis' extraction model (``Memory(llm=llamaindex_llm)`` uses it through the
+  ``memtrellis.llm_adapters`` entry point).
 
 Examples:
     >>> import tempfile

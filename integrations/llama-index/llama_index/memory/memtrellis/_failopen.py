@@ -1,7 +1,7 @@
 """Fail-open: a memory failure is logged and counted, and never breaks the user's call.
 
 Every adapter runs its memory work (recall, rendering, capture) inside
-:meth:`FailOpen.guard`. With ``strict=True`` the failure is raised instead, which is
+`FailOpen.guard`. With ``strict=True`` the failure is raised instead, which is
 what tests and applications that would rather stop than answer without memory want.
 """
 

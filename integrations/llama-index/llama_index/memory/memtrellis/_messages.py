@@ -2,7 +2,7 @@
 
 Memory context is data the adapters put into a prompt; it must never come back as
 something the user said. Every turn built here has its memory-context blocks stripped
-(:func:`memtrellis.context.strip_blocks`), and placement never changes the caller's
+(`memtrellis.context.strip_blocks`), and placement never changes the caller's
 messages.
 """
 
@@ -38,13 +38,13 @@ _ROLES = {MessageRole.USER: "user", MessageRole.ASSISTANT: "assistant"}
 
 @contextmanager
 def internal_call(kind: str) -> Iterator[None]:
-    """Tag the LlamaIndex events fired inside this block with :data:`INTERNAL_TAG`."""
+    """Tag the LlamaIndex events fired inside this block with `INTERNAL_TAG`."""
     with instrument_tags({**active_instrument_tags.get(), INTERNAL_TAG: kind}):
         yield
 
 
 def is_internal(tags: dict[str, Any]) -> bool:
-    """Whether an event's tags mark it as fired inside :func:`internal_call`."""
+    """Whether an event's tags mark it as fired inside `internal_call`."""
     return INTERNAL_TAG in tags
 
 

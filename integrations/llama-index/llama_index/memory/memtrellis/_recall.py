@@ -33,7 +33,7 @@ def recall_context(memory: Memory, query: str, settings: RecallSettings) -> Reca
 
 
 async def arecall_context(memory: Memory, query: str, settings: RecallSettings) -> Recalled:
-    """Async :func:`recall_context`: recall runs off the event loop."""
+    """Async `recall_context`: recall runs off the event loop."""
     result = await memory.arecall(
         query, entity_id=settings.entity_id, process_id=settings.process_id, k=settings.k
     )

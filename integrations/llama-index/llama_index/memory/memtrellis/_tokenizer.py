@@ -4,7 +4,7 @@ LlamaIndex counts tokens with tiktoken's ``cl100k_base`` and reads it from its o
 cache only while ``TIKTOKEN_CACHE_DIR`` is unset. memtrellis points that variable at its
 own cache (which holds ``o200k_base``) the first time it counts tokens, after which
 ``llama_index.core.memory.Memory`` would download ``cl100k_base``. Loading it once through
-:func:`memtrellis.tokens.get_encoding` puts the file into the cache the variable names
+`memtrellis.tokens.get_encoding` puts the file into the cache the variable names
 (copied from llama-index-core's shipped file), so both libraries stay offline.
 """
 

@@ -1,10 +1,11 @@
 """LlamaIndex objects as memtrellis parts, and the ``llama_index`` named registration.
 
-* :class:`LlamaIndexExtractionLLM`: a LlamaIndex LLM as the chat model of memtrellis'
-  fine-mode extraction (``complete(messages) -> str``, native ``acomplete``).
-* :func:`llm_adapter`: the ``memtrellis.llm_adapters`` entry point, so that
+* [`LlamaIndexExtractionLLM`][llama_index.memory.memtrellis.LlamaIndexExtractionLLM]: a LlamaIndex
+  LLM as the chat model of memtrellis' fine-mode extraction (``complete(messages) -> str``, native
+  ``acomplete``).
+* `llm_adapter`: the ``memtrellis.llm_adapters`` entry point, so that
   ``Memory(llm=any_llamaindex_llm)`` runs fine mode.
-* :func:`register`: the ``memtrellis.integrations`` entry point ``llama_index``, so that
+* `register`: the ``memtrellis.integrations`` entry point ``llama_index``, so that
   ``memory.register(llama_index=llm)`` returns the LLM wrapped with memory.
 * A LlamaIndex ``BaseEmbedding`` needs no adapter: ``Memory(embedder=embed_model)``
   recognises it (``memtrellis.embeddings.as_embedder``).
@@ -30,8 +31,8 @@ class LlamaIndexExtractionLLM:
     """A LlamaIndex LLM as the chat model of memtrellis' fine-mode extraction.
 
     Calls go through the LLM's ``chat``/``achat`` and are tagged so that a
-    :class:`~llama_index.memory.memtrellis.MemtrellisEventHandler` does not capture the
-    extraction prompts as conversation.
+    [`MemtrellisEventHandler`][llama_index.memory.memtrellis.MemtrellisEventHandler] does not
+    capture the extraction prompts as conversation.
 
     Examples:
         >>> from llama_index.core.llms import MockLLM
@@ -56,7 +57,8 @@ class LlamaIndexExtractionLLM:
         return text_of(response.message)
 
     async def acomplete(self, messages: Sequence[Mapping[str, str]]) -> str:
-        """Async :meth:`complete` through the LLM's native ``achat``."""
+        """Async [`complete`][llama_index.memory.memtrellis.LlamaIndexExtractionLLM.complete]
+        through the LLM's native ``achat``."""
         with internal_call("extraction"):
             response = await self.llm.achat(self._messages(messages))
         return text_of(response.message)
@@ -77,7 +79,7 @@ def register(memory: Memory, obj: Any, **options: Any) -> MemtrellisLLM:
     """The ``memtrellis.integrations`` entry point ``llama_index``.
 
     ``memory.register(llama_index=llm)`` returns ``llm`` wrapped in a
-    :class:`~llama_index.memory.memtrellis.MemtrellisLLM` over ``memory``.
+    [`MemtrellisLLM`][llama_index.memory.memtrellis.MemtrellisLLM] over ``memory``.
     ``memtrellis.registry.register(memory, "llama_index", llm, **options)`` passes
     ``options`` on as its settings (``entity_id``, ``session_id``, ``token_budget``...).
 

@@ -23,18 +23,18 @@ _KEEP_RENDERED = 16
 class MemtrellisMemoryBlock(RecallFields, BaseMemoryBlock[str]):
     """memtrellis as a memory block of ``llama_index.core.memory.Memory``.
 
-    Reading the block (:meth:`aget`) recalls the memories relevant to the latest user
+    Reading the block (`aget`) recalls the memories relevant to the latest user
     message and returns them rendered as a memory-context block within
     ``token_budget`` tokens; ``Memory`` places it in the system message (or the latest
     user message). Messages that ``Memory`` flushes out of its short-term queue are
-    captured (:meth:`aput`): they go to memtrellis' background extraction and are stored
+    captured (`aput`): they go to memtrellis' background extraction and are stored
     under this block's scope and the LlamaIndex session id.
 
-    A memory failure is logged and counted in :attr:`failures` and the block reads as
+    A memory failure is logged and counted in `failures` and the block reads as
     empty, so the agent still answers; ``strict=True`` raises instead.
 
     Attributes:
-        memory: The memtrellis :class:`~memtrellis.Memory` to read and write.
+        memory: The memtrellis [`Memory`][memtrellis.Memory] to read and write.
         name: The block's name in the ``<memory>`` section (default ``"memtrellis"``).
         entity_id: Whose memory (default: the ``Memory``'s own).
         process_id: Which app or agent (default: the ``Memory``'s own).

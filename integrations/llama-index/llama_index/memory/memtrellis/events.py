@@ -68,18 +68,18 @@ class MemtrellisEventHandler(CaptureFields, BaseEventHandler):
     messages and the model's reply, memory context stripped) to ``Memory.capture``,
     which returns at once and extracts in the background. A reply that only calls tools
     waits for the final answer, so an agent's turn is captured once. Calls that the
-    :class:`~llama_index.memory.memtrellis.MemtrellisLLM` wrapper already captures, and
+    [`MemtrellisLLM`][llama_index.memory.memtrellis.MemtrellisLLM] wrapper already captures, and
     memtrellis' own extraction calls, are skipped.
 
     The scope comes from the handler's configuration; the instrumentation tags
-    :data:`ENTITY_TAG`, :data:`PROCESS_TAG` and :data:`SESSION_TAG` override it for the
+    `ENTITY_TAG`, `PROCESS_TAG` and `SESSION_TAG` override it for the
     calls made inside ``instrument_tags(...)``.
 
     LlamaIndex's dispatcher drops whatever a handler raises, so capture is always
-    fail-open here: failures are logged and counted in :attr:`failures`.
+    fail-open here: failures are logged and counted in `failures`.
 
     Attributes:
-        memory: The memtrellis :class:`~memtrellis.Memory` to capture into.
+        memory: The memtrellis [`Memory`][memtrellis.Memory] to capture into.
         entity_id: Whose memory (default: the ``Memory``'s own).
         process_id: Which app or agent (default: the ``Memory``'s own).
         session_id: Session recorded on captured memories.
@@ -131,7 +131,8 @@ class MemtrellisEventHandler(CaptureFields, BaseEventHandler):
         return self
 
     def detach(self) -> None:
-        """Remove the handler from every dispatcher :meth:`attach` added it to."""
+        """Remove the handler from every dispatcher
+        [`attach`][llama_index.memory.memtrellis.MemtrellisEventHandler.attach] added it to."""
         for target in self._dispatchers:
             target.event_handlers = [h for h in target.event_handlers if h is not self]
         self._dispatchers.clear()

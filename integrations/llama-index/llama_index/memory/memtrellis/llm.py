@@ -49,12 +49,12 @@ class MemtrellisLLM(RecallFields, FunctionCallingLLM):
     own tool support; a reply that only calls tools is captured with the final answer.
     Completion calls (``complete`` and its variants) pass through without memory.
 
-    A memory failure is logged and counted in :attr:`failures` and the call goes on
+    A memory failure is logged and counted in `failures` and the call goes on
     without memory; ``strict=True`` raises instead.
 
     Attributes:
         llm: The LlamaIndex LLM to wrap (a ``FunctionCallingLLM`` for tool calling).
-        memory: The memtrellis :class:`~memtrellis.Memory`.
+        memory: The memtrellis [`Memory`][memtrellis.Memory].
         entity_id: Whose memory (default: the ``Memory``'s own).
         process_id: Which app or agent (default: the ``Memory``'s own).
         session_id: Session recorded on captured memories.
@@ -134,7 +134,8 @@ class MemtrellisLLM(RecallFields, FunctionCallingLLM):
         return response
 
     async def achat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
-        """Async :meth:`chat`; recall runs off the event loop."""
+        """Async [`chat`][llama_index.memory.memtrellis.MemtrellisLLM.chat]; recall runs off the
+        event loop."""
         placed = await self._aplace(messages)
         with internal_call("wrapper"):
             response = await self.llm.achat(placed, **kwargs)
@@ -151,7 +152,7 @@ class MemtrellisLLM(RecallFields, FunctionCallingLLM):
     async def astream_chat(
         self, messages: Sequence[ChatMessage], **kwargs: Any
     ) -> ChatResponseAsyncGen:
-        """Async :meth:`stream_chat`."""
+        """Async [`stream_chat`][llama_index.memory.memtrellis.MemtrellisLLM.stream_chat]."""
         placed = await self._aplace(messages)
         with internal_call("wrapper"):
             stream = await self.llm.astream_chat(placed, **kwargs)

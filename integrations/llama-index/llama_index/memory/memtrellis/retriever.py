@@ -55,15 +55,16 @@ class MemoryRetriever(BaseRetriever):
 
     Each node is one memory; its score is the recall's final score and its metadata
     carries the provenance (``sources``), ``confidence`` and the ``explanation`` of the
-    score (see :func:`to_node`). :meth:`aretrieve` runs recall off the event loop
+    score (see `to_node`). `aretrieve` runs recall off the event loop
     (``Memory.arecall``). Works on its own, in a ``RetrieverQueryEngine`` and among
     the retrievers of a ``QueryFusionRetriever``.
 
-    A memory failure is logged and counted in :attr:`failures` and the retriever returns
+    A memory failure is logged and counted in
+    [`failures`][llama_index.memory.memtrellis.MemoryRetriever.failures] and the retriever returns
     no nodes; ``strict=True`` raises instead.
 
     Args:
-        memory: The memtrellis :class:`~memtrellis.Memory`.
+        memory: The memtrellis [`Memory`][memtrellis.Memory].
         k: Most memories per query.
         entity_id: Whose memory (default: the ``Memory``'s own).
         process_id: Which app or agent (default: the ``Memory``'s own).
