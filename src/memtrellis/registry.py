@@ -52,7 +52,12 @@ def _entry_points(group: str) -> dict[str, EntryPoint]:
 
 
 def integration_names() -> list[str]:
-    """Names of the installed integrations, sorted."""
+    """Names of the installed integrations, sorted.
+
+    Examples:
+        >>> {"openai", "anthropic"} <= set(integration_names())  # the core's own handlers
+        True
+    """
     return list(_entry_points(INTEGRATIONS_GROUP))
 
 
@@ -62,6 +67,16 @@ def load_integration(name: str) -> Callable[..., Any]:
     Raises:
         UnknownIntegrationError: No installed package registers ``name``.
         InvalidInputError: The entry point does not load a callable.
+
+    Examples:
+        >>> callable(load_integration("openai"))
+        True
+        >>> from memtrellis import UnknownIntegrationError
+        >>> try:
+        ...     load_integration("no-such-framework")
+        ... except UnknownIntegrationError:
+        ...     print("not installed")
+        not installed
     """
     found = _entry_points(INTEGRATIONS_GROUP)
     if name not in found:
@@ -93,6 +108,11 @@ def llm_adapters(
     Args:
         only: Load only the adapters of these names (``None``: all of them).
         skip: Leave out the adapters of these names.
+
+    Examples:
+        >>> adapters = llm_adapters(skip={"langchain", "llama_index"})
+        >>> all(callable(adapter) for adapter in adapters)
+        True
     """
     adapters: list[Callable[[Any], Any]] = []
     for name, ep in _entry_points(LLM_ADAPTERS_GROUP).items():

@@ -68,6 +68,16 @@ def match_client(obj: Any) -> ClientMatch | None:
 
     Raises:
         RuntimeError: Two matchers recognise it (they are written to be exclusive).
+
+    Examples:
+        >>> class OpenAI:  # recognised by module and class name; the SDK is never imported
+        ...     pass
+        >>> OpenAI.__module__ = "openai._client"
+        >>> found = match_client(OpenAI())
+        >>> found.matcher.name, found.is_async
+        ('openai', False)
+        >>> match_client(object()) is None
+        True
     """
     found = [
         ClientMatch(matcher, kind)
@@ -80,5 +90,10 @@ def match_client(obj: Any) -> ClientMatch | None:
 
 
 def supported_clients() -> list[str]:
-    """``package.Class`` of every client type the matchers recognise, sorted."""
+    """``package.Class`` of every client type the matchers recognise, sorted.
+
+    Examples:
+        >>> supported_clients()[:2]
+        ['anthropic.Anthropic', 'anthropic.AsyncAnthropic']
+    """
     return sorted(f"{m.package}.{name}" for m in MATCHERS for name in (*m.sync, *m.asynchronous))

@@ -53,7 +53,14 @@ class Registration:
 
 
 def registration_of(client: Any) -> Registration | None:
-    """The client's registration, None when it is not registered."""
+    """The client's registration, None when it is not registered.
+
+    Examples:
+        >>> class Client:  # a client that memory.register(client) patched carries one
+        ...     pass
+        >>> registration_of(Client()) is None
+        True
+    """
     found = getattr(client, "__dict__", {}).get(_ATTR)
     return found if isinstance(found, Registration) else None
 

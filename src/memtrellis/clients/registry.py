@@ -51,6 +51,18 @@ def register_client(memory: Memory, client: Any, **options: Any) -> Any:
 
     Raises:
         UnsupportedClientError: No matcher recognises ``client``.
+
+    Examples:
+        >>> import tempfile
+        >>> from memtrellis import Memory, UnsupportedClientError
+        >>> from memtrellis.testing import HashingEmbedder
+        >>> memory = Memory(tempfile.mkdtemp(), embedder=HashingEmbedder())
+        >>> try:  # an OpenAI or Anthropic client is patched; anything else is refused
+        ...     register_client(memory, object())
+        ... except UnsupportedClientError:
+        ...     print("not an SDK client")
+        not an SDK client
+        >>> memory.close()
     """
     found = match_client(client)
     if found is None:

@@ -29,7 +29,12 @@ class Mode(str, Enum):
 
 
 class Language(str, Enum):
-    """Prompt language; both ship."""
+    """Prompt language; both ship.
+
+    Examples:
+        >>> [language.value for language in Language]
+        ['en', 'zh']
+    """
 
     EN = "en"
     ZH = "zh"
@@ -37,7 +42,16 @@ class Language(str, Enum):
 
 @dataclass(frozen=True)
 class Turn:
-    """One chat message after normalisation (always has an id and an aware timestamp)."""
+    """One chat message after normalisation (always has an id and an aware timestamp).
+
+    Examples:
+        >>> from datetime import datetime, timezone
+        >>> when = datetime(2025, 9, 14, tzinfo=timezone.utc)
+        >>> turn = Turn(0, 0, "user", "I moved to Porto.", "m1", when)
+        >>> source = turn.source()
+        >>> source.message_id, source.role, source.content
+        ('m1', 'user', 'I moved to Porto.')
+    """
 
     conversation: int  # which conversation of the input it belongs to
     index: int  # its position in that conversation
@@ -62,7 +76,15 @@ class Turn:
 
 @dataclass(frozen=True)
 class Document:
-    """A document's text, read from a path (``kind`` DOC) or given as plain text (TEXT)."""
+    """A document's text, read from a path (``kind`` DOC) or given as plain text (TEXT).
+
+    Examples:
+        >>> from datetime import datetime, timezone
+        >>> when = datetime(2025, 9, 14, tzinfo=timezone.utc)
+        >>> doc = Document("notes.md", "Ana moved to Porto.", when)
+        >>> doc.source("Ana moved to Porto.", 0).kind.value
+        'doc'
+    """
 
     doc_id: str  # the path as given, or a generated id
     text: str
@@ -83,7 +105,12 @@ class Document:
 
 @dataclass(frozen=True)
 class Normalized:
-    """The reader's input after normalisation."""
+    """The reader's input after normalisation.
+
+    Examples:
+        >>> Normalized().conversations, Normalized().skipped
+        ([], 0)
+    """
 
     conversations: list[list[Turn]] = field(default_factory=list)
     documents: list[Document] = field(default_factory=list)
@@ -97,6 +124,13 @@ class Window:
 
     ``sources`` are exactly the messages (or document chunks) whose text is in ``text``,
     in order; a message split across windows appears in each, with its own excerpt.
+
+    Examples:
+        >>> from memtrellis import SourceKind, SourceRef
+        >>> source = SourceRef(kind="text", content="Ana moved to Porto.")
+        >>> window = Window("Ana moved to Porto.", (source,), SourceKind.TEXT, tokens=5)
+        >>> window.language.value
+        'en'
     """
 
     text: str

@@ -92,7 +92,13 @@ class ExtractionConfig:
 
 @dataclass
 class ExtractionResult:
-    """What one extraction produced."""
+    """What one extraction produced.
+
+    Examples:
+        >>> from memtrellis import Mode
+        >>> ExtractionResult(items=[], mode=Mode.FAST).errors
+        []
+    """
 
     items: list[MemoryItem]
     mode: Mode
@@ -137,6 +143,12 @@ class Extractor:
     Args:
         llm: Any [`memtrellis.llm.LLM`][memtrellis.LLM]; required for fine mode.
         config: Window sizes, quality passes, retries.
+
+    Examples:
+        >>> from memtrellis import Scope
+        >>> result = Extractor().extract("Ana moved to Porto.", Scope(entity_id="ana"))
+        >>> result.mode.value, [item.text for item in result.items]
+        ('fast', ['Ana moved to Porto.'])
     """
 
     def __init__(self, llm: LLM | None = None, config: ExtractionConfig | None = None) -> None:

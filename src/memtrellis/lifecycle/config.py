@@ -56,6 +56,13 @@ class LifecycleConfig(BaseModel):
             which a new entity name resolves to an existing entity of the same scope.
         aliases: Extra names for the same entity, ``{"bob": "robert"}`` (either way round).
         judge_candidates: With an LLM configured, how many related memories it judges.
+
+    Examples:
+        >>> from datetime import timedelta
+        >>> from memtrellis import MemoryType
+        >>> config = LifecycleConfig(validity={MemoryType.EVENT: timedelta(days=7)})
+        >>> config.validity_for(MemoryType.EVENT)
+        datetime.timedelta(days=7)
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)

@@ -55,7 +55,14 @@ Judge = Callable[[MemoryItem, Sequence[Candidate]], Sequence[Relation | None] | 
 
 @dataclass(frozen=True)
 class Outcome:
-    """What became of one new memory: stored, or merged into ``target``."""
+    """What became of one new memory: stored, or merged into ``target``.
+
+    Examples:
+        >>> from memtrellis import MemoryItem, Scope
+        >>> item = MemoryItem(text="Ana lives in Porto.", scope=Scope(entity_id="ana"))
+        >>> Outcome(item).relation is None  # stored as a new memory
+        True
+    """
 
     item: MemoryItem
     relation: RelationKind | None = None
@@ -66,7 +73,13 @@ class Outcome:
 
 @dataclass
 class Plan:
-    """The changes and edges to commit, and the outcome of each new memory."""
+    """The changes and edges to commit, and the outcome of each new memory.
+
+    Examples:
+        >>> plan = Plan()
+        >>> (plan.changes, plan.edges, plan.outcomes)
+        ([], [], [])
+    """
 
     changes: list[Change] = field(default_factory=list)
     edges: list[tuple[str, str, EdgeKind]] = field(default_factory=list)
@@ -294,6 +307,23 @@ def plan_additions(
 
     Call with the store's lock or the facade's lifecycle lock held, so that the plan is
     made against the state it will be committed to.
+
+    Examples:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> from memtrellis.store import EmbedderInfo, Store
+        >>> from memtrellis.testing import HashingEmbedder
+        >>> embedder = HashingEmbedder()
+        >>> info = EmbedderInfo(model_id=embedder.model_id, dimension=embedder.dimension)
+        >>> store = Store(Path(tempfile.mkdtemp()), embedder=info, embed=embedder.embed_documents)
+        >>> from datetime import datetime, timezone
+        >>> from memtrellis import MemoryItem, Scope
+        >>> items = [MemoryItem(text="Ana lives in Porto.", scope=Scope(entity_id="ana"))]
+        >>> vectors = embedder.embed_documents([item.text for item in items])
+        >>> plan = plan_additions(store, items, vectors, datetime.now(timezone.utc))
+        >>> [change.action for change in plan.changes], len(store.graph.tenant_ids("ana"))
+        (['created'], 0)
+        >>> store.close()
     """
     planner = _Planner(store, config or LifecycleConfig(), judge, action, detail or {})
     for item, embedding in zip(items, embeddings, strict=True):
@@ -317,6 +347,25 @@ def store_additions(
 
     Memories whose id is already stored (a captured turn replayed after a crash) replace
     their earlier copy without being compared again.
+
+    Examples:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> from memtrellis.store import EmbedderInfo, Store
+        >>> from memtrellis.testing import HashingEmbedder
+        >>> embedder = HashingEmbedder()
+        >>> info = EmbedderInfo(model_id=embedder.model_id, dimension=embedder.dimension)
+        >>> store = Store(Path(tempfile.mkdtemp()), embedder=info, embed=embedder.embed_documents)
+        >>> from datetime import datetime, timezone
+        >>> from memtrellis import MemoryItem, Scope
+        >>> items = [MemoryItem(text="Ana lives in Porto.", scope=Scope(entity_id="ana"))]
+        >>> vectors = embedder.embed_documents([item.text for item in items])
+        >>> outcomes = store_additions(store, items, vectors, datetime.now(timezone.utc))
+        >>> [outcome.relation for outcome in outcomes]
+        [None]
+        >>> len(store.graph.tenant_ids("ana"))
+        1
+        >>> store.close()
     """
     known = [store.graph.item(i.id) is not None for i in items]
     fresh = [(i, e) for i, e, k in zip(items, embeddings, known, strict=True) if not k]

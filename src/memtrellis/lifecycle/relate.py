@@ -31,7 +31,12 @@ __all__ = ["Relation", "RelationKind", "relate"]
 
 
 class RelationKind(str, Enum):
-    """What the new memory is to the existing one."""
+    """What the new memory is to the existing one.
+
+    Examples:
+        >>> RelationKind("contradicts") is RelationKind.CONTRADICTS
+        True
+    """
 
     DUPLICATE = "duplicate"  # says the same: merge, no new node
     SUPPORTS = "supports"  # same claim in other words: more evidence
@@ -42,6 +47,13 @@ class RelationKind(str, Enum):
 
 @dataclass(frozen=True)
 class Relation:
+    """The relation of a new memory to an existing one, and why (for logs and history).
+
+    Examples:
+        >>> Relation(RelationKind.SUPPORTS, "same claim, other words").kind.value
+        'supports'
+    """
+
     kind: RelationKind
     reason: str
 
@@ -161,7 +173,15 @@ def relate(
     similarity: float,
     config: LifecycleConfig | None = None,
 ) -> Relation:
-    """The relation of ``new`` to ``old`` (same scope), given their cosine similarity."""
+    """The relation of ``new`` to ``old`` (same scope), given their cosine similarity.
+
+    Examples:
+        >>> from memtrellis import MemoryItem, Scope
+        >>> old = MemoryItem(text="Ana lives in Lyon.", scope=Scope(entity_id="ana"))
+        >>> new = MemoryItem(text="Ana lives in Lyon.", scope=Scope(entity_id="ana"))
+        >>> relate(new, old, similarity=1.0).kind
+        <RelationKind.DUPLICATE: 'duplicate'>
+    """
     config = config or LifecycleConfig()
     if _WORDS.findall(new.text.casefold()) == _WORDS.findall(old.text.casefold()):
         return Relation(RelationKind.DUPLICATE, "same words")

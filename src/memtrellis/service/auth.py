@@ -54,7 +54,12 @@ _FORMAT = 1
 
 
 def default_keys_path(store: str | os.PathLike[str]) -> Path:
-    """Where the keys of the store at ``store`` live: ``<store>/service-keys.json``."""
+    """Where the keys of the store at ``store`` live: ``<store>/service-keys.json``.
+
+    Examples:
+        >>> default_keys_path("/srv/memtrellis").name
+        'service-keys.json'
+    """
     return Path(store) / KEYS_FILE
 
 
@@ -74,6 +79,11 @@ class ApiKey:
         monitor: The key may read ``/health`` and ``/metrics`` (store-wide figures).
         label: A note for the operator.
         created_at: ISO 8601 time the key was made.
+
+    Examples:
+        >>> key = ApiKey(key_id="k1", sha256="0" * 64, entity_ids=("alice",))
+        >>> key.public()["entity_ids"]
+        ['alice']
     """
 
     key_id: str
@@ -105,6 +115,16 @@ class KeyRing:
     Args:
         path: The keys file (see [`default_keys_path`][memtrellis.service.default_keys_path]);
             created by the first ``add``.
+
+    Examples:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> ring = KeyRing(Path(tempfile.mkdtemp()) / "keys.json")
+        >>> record, key = ring.add(entity_ids=["alice"], label="support bot")
+        >>> ring.authenticate(key) == record, ring.authenticate(key + "x")
+        (True, None)
+        >>> ring.revoke(record.key_id), ring.list()
+        (True, [])
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:

@@ -29,12 +29,22 @@ _ENTITY = "entity"
 
 
 def normalize_entity(name: str) -> str:
-    """Case- and whitespace-insensitive form of an entity name."""
+    """Case- and whitespace-insensitive form of an entity name.
+
+    Examples:
+        >>> normalize_entity("  New   York ")
+        'new york'
+    """
     return " ".join(name.split()).casefold()
 
 
 def entity_node_id(tenant: str, name: str) -> str:
-    """The node id of entity ``name`` in tenant ``tenant``'s part of the graph."""
+    """The node id of entity ``name`` in tenant ``tenant``'s part of the graph.
+
+    Examples:
+        >>> entity_node_id("ana", "Porto")
+        'entity:ana:porto'
+    """
     return f"entity:{tenant}:{normalize_entity(name)}"
 
 
@@ -42,6 +52,14 @@ class MemoryGraph:
     """Memories, entities and the edges between them, with a per-tenant index.
 
     Not thread-safe by itself; [`memtrellis.store.Store`][memtrellis.store.Store] serialises access.
+
+    Examples:
+        >>> from memtrellis import MemoryItem, Scope
+        >>> graph = MemoryGraph()
+        >>> item = MemoryItem(text="Ana lives in Porto.", scope=Scope(entity_id="ana"))
+        >>> graph.put(item)
+        >>> graph.tenants(), graph.item(item.id).text
+        (['ana'], 'Ana lives in Porto.')
     """
 
     def __init__(self) -> None:

@@ -85,7 +85,12 @@ _STOP = frozenset(
 
 
 def tokenize(text: str) -> list[str]:
-    """Lowercased word tokens; CJK runs become character bigrams (and the lone char)."""
+    """Lowercased word tokens; CJK runs become character bigrams (and the lone char).
+
+    Examples:
+        >>> tokenize("Ana moved to Porto!")
+        ['ana', 'moved', 'porto']
+    """
     tokens: list[str] = []
     for word in _WORD.findall(text.casefold()):
         if _CJK.search(word):
@@ -166,7 +171,15 @@ class _Shard:
 
 
 class KeywordIndex:
-    """Okapi BM25 (k1 1.5, b 0.75) with one shard per tenant."""
+    """Okapi BM25 (k1 1.5, b 0.75) with one shard per tenant.
+
+    Examples:
+        >>> index = KeywordIndex()
+        >>> index.add("ana", "m1", "Ana drinks green tea")
+        >>> index.add("ana", "m2", "Ana moved to Porto")
+        >>> [memory_id for memory_id, _ in index.search("ana", "green tea", 5)]
+        ['m1']
+    """
 
     def __init__(self, k1: float = 1.5, b: float = 0.75) -> None:
         self.k1 = k1

@@ -18,7 +18,12 @@ SCHEMA_VERSION = 1
 
 
 class EmbedderInfo(BaseModel):
-    """Which embedder produced the vectors in a store."""
+    """Which embedder produced the vectors in a store.
+
+    Examples:
+        >>> EmbedderInfo(model_id="hashing-256", dimension=256).dimension
+        256
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -31,6 +36,16 @@ class Manifest(BaseModel):
 
     ``generation`` counts graph snapshots: the write-ahead log of generation ``g`` holds
     the changes made after snapshot ``g``.
+
+    Examples:
+        >>> from pathlib import Path
+        >>> from memtrellis import EmbeddingMismatchError
+        >>> manifest = Manifest(embedder=EmbedderInfo(model_id="minilm", dimension=384))
+        >>> try:
+        ...     manifest.check_embedder("hashing-256", 256, Path("store"))
+        ... except EmbeddingMismatchError:
+        ...     print("refused")
+        refused
     """
 
     model_config = ConfigDict(extra="allow")

@@ -48,7 +48,12 @@ _CHANGE_OPS = frozenset({"put", "del", "drop"})
 
 @dataclass
 class RepairReport:
-    """What opening (or catching up with) a store had to repair after a crash."""
+    """What opening (or catching up with) a store had to repair after a crash.
+
+    Examples:
+        >>> RepairReport(rolled_forward=["m1"]).summary()
+        'rolled forward 1 interrupted change(s), dropped 0 torn log record(s)'
+    """
 
     rolled_forward: list[str] = field(default_factory=list)
     torn_records: int = 0
@@ -69,7 +74,14 @@ class RepairReport:
 
 @dataclass(frozen=True)
 class Change:
-    """One item to store: its new state, its vector (``None``: text unchanged), the event."""
+    """One item to store: its new state, its vector (``None``: text unchanged), the event.
+
+    Examples:
+        >>> from memtrellis import MemoryItem, Scope
+        >>> item = MemoryItem(text="Ana lives in Porto.", scope=Scope(entity_id="ana"))
+        >>> Change(item, embedding=None, action="updated").detail
+        {}
+    """
 
     item: MemoryItem
     embedding: Sequence[float] | None
@@ -78,7 +90,23 @@ class Change:
 
 
 class Store:
-    """Graph + vectors + keywords on one directory, safe across threads and processes."""
+    """Graph + vectors + keywords on one directory, safe across threads and processes.
+
+    Examples:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> from memtrellis.store import EmbedderInfo, Store
+        >>> from memtrellis.testing import HashingEmbedder
+        >>> embedder = HashingEmbedder()
+        >>> info = EmbedderInfo(model_id=embedder.model_id, dimension=embedder.dimension)
+        >>> store = Store(Path(tempfile.mkdtemp()), embedder=info, embed=embedder.embed_documents)
+        >>> from memtrellis import MemoryItem, Scope
+        >>> item = MemoryItem(text="Ana lives in Porto.", scope=Scope(entity_id="ana"))
+        >>> store.put([item], embedder.embed_documents([item.text]), action="created")
+        >>> store.graph.item(item.id).text
+        'Ana lives in Porto.'
+        >>> store.close()
+    """
 
     def __init__(
         self,

@@ -27,7 +27,14 @@ HNSW_EF_CONSTRUCTION = 200
 
 
 def collection_name(entity_id: str) -> str:
-    """A Chroma-safe collection name for one entity (names allow only ``[a-zA-Z0-9._-]``)."""
+    """A Chroma-safe collection name for one entity (names allow only ``[a-zA-Z0-9._-]``).
+
+    Examples:
+        >>> collection_name("ana") == collection_name("ana")  # stable across runs
+        True
+        >>> collection_name("Ana Lima/2").startswith("mt-")
+        True
+    """
     return "mt-" + hashlib.blake2b(entity_id.encode(), digest_size=16).hexdigest()
 
 
@@ -51,7 +58,19 @@ def _metadata(item: MemoryItem) -> dict[str, str | int | float | bool]:
 
 
 class VectorIndex:
-    """Thin, typed access to Chroma for memtrellis' needs."""
+    """Thin, typed access to Chroma for memtrellis' needs.
+
+    Examples:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> from memtrellis import MemoryItem, Scope
+        >>> index = VectorIndex(Path(tempfile.mkdtemp()))
+        >>> item = MemoryItem(text="Ana lives in Porto.", scope=Scope(entity_id="ana"))
+        >>> index.upsert([item], [[1.0, 0.0, 0.0]])
+        >>> index.query("ana", [1.0, 0.0, 0.0], n=1) == [(item.id, 1.0)]
+        True
+        >>> index.close()
+    """
 
     def __init__(self, directory: Path, *, chroma_url: str | None = None) -> None:
         self.directory = directory
