@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import runpy
 from pathlib import Path
 from types import ModuleType
 
@@ -20,6 +21,12 @@ import memtrellis.store
 import memtrellis.testing
 
 SRC = Path(memtrellis.__file__).parent
+TOOL = Path(__file__).resolve().parent.parent / "tools" / "docstring_examples.py"
+
+
+def _lacking_examples(modules: list[ModuleType]) -> list[str]:
+    found: list[str] = runpy.run_path(str(TOOL))["lacking_examples"](modules)
+    return found
 
 
 def test_public_api_is_pinned() -> None:
@@ -151,18 +158,6 @@ def test_core_never_imports_frameworks_and_layers_hold() -> None:
             assert not any(_under(m, banned) for m in imports), (path, banned)
 
 
-def lacking_examples(modules: list[ModuleType]) -> list[str]:
-    """The public classes and functions (``__all__``) of ``modules`` whose docstring has
-    no Google ``Examples:`` section with a doctest in it."""
-    return [
-        f"{module.__name__}.{name}"
-        for module in modules
-        for name in module.__all__
-        if isinstance(obj := getattr(module, name), type) or inspect.isfunction(obj)
-        if "Examples:\n" not in (doc := inspect.getdoc(obj) or "") or ">>>" not in doc
-    ]
-
-
 def test_lacking_examples_finds_a_missing_example() -> None:
     module = ModuleType("sample")
 
@@ -177,7 +172,7 @@ def test_lacking_examples_finds_a_missing_example() -> None:
         """No example."""
 
     module.__dict__.update(__all__=["documented", "bare"], documented=documented, bare=bare)
-    assert lacking_examples([module]) == ["sample.bare"]
+    assert _lacking_examples([module]) == ["sample.bare"]
 
 
 def test_public_names_have_a_docstring_with_an_example() -> None:
@@ -197,7 +192,7 @@ def test_public_names_have_a_docstring_with_an_example() -> None:
         memtrellis.store,
         memtrellis.testing,
     ]
-    assert lacking_examples(modules) == []
+    assert _lacking_examples(modules) == []
     undocumented = [
         name
         for name, member in vars(memtrellis.Memory).items()

@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 import os
 import re
+import runpy
 import subprocess
 import sys
 from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
+
+import langchain_memtrellis
 
 ROOT = Path(__file__).resolve().parents[3]
 NOTEBOOK = ROOT / "cookbook" / "langchain_quickstart.ipynb"
@@ -85,3 +88,11 @@ def test_cookbook_rag_graph_runs(tmp_path: Path) -> None:
     # and the generate node put them in the system message
     assert "- I'm allergic to peanuts. (message m1)" in lines
     assert lines[-1] == "answer: Try a peanut-free mezze: hummus, tabbouleh and falafel."
+
+
+def test_public_names_have_a_docstring_with_an_example() -> None:
+    """Every class and function of the package's ``__all__`` shows itself at work in a
+    Google ``Examples:`` doctest: the API reference renders it, ``--doctest-modules`` runs
+    it here (the rule of tools/docstring_examples.py, as in the core)."""
+    lacking = runpy.run_path(str(ROOT / "tools" / "docstring_examples.py"))["lacking_examples"]
+    assert lacking([langchain_memtrellis]) == []

@@ -8,6 +8,7 @@ import io
 import json
 import os
 import re
+import runpy
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +16,8 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbclient import NotebookClient
+
+import llama_index.memory.memtrellis
 
 ROOT = Path(__file__).resolve().parents[3]
 NOTEBOOK = ROOT / "cookbook" / "llamaindex_quickstart.ipynb"
@@ -86,3 +89,11 @@ def test_cookbook_notebook_runs(tmp_path: Path) -> None:
     assert "Booked: window seat." in printed
     assert "('user', 'My frequent flyer number is TP-4711.')" in printed
     assert "('user', 'Pick a seat for me.')" in printed
+
+
+def test_public_names_have_a_docstring_with_an_example() -> None:
+    """Every class and function of the package's ``__all__`` shows itself at work in a
+    Google ``Examples:`` doctest: the API reference renders it, ``--doctest-modules`` runs
+    it here (the rule of tools/docstring_examples.py, as in the core)."""
+    lacking = runpy.run_path(str(ROOT / "tools" / "docstring_examples.py"))["lacking_examples"]
+    assert lacking([llama_index.memory.memtrellis]) == []

@@ -65,6 +65,12 @@ class AdapterStats:
         captured: Turns handed to ``Memory.capture``.
         recall_failures: Recalls that failed (the call went on without memory).
         capture_failures: Captures that failed (the call's answer was still returned).
+
+    Examples:
+        >>> stats = AdapterStats()
+        >>> stats.count("captured")
+        >>> stats.as_dict()["captured"]
+        1
     """
 
     recalls: int = 0

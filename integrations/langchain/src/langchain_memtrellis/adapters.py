@@ -7,12 +7,6 @@
   [`ChatMemoryWrapper`][langchain_memtrellis.ChatMemoryWrapper].
 * A LangChain ``Embeddings`` needs no adapter: ``Memory(embedder=embeddings)`` adapts
   ``embed_documents``/``embed_query`` by duck typing.
-
-Examples:
-    >>> from langchain_core.language_models import GenericFakeChatModel
-    >>> llm = as_llm(GenericFakeChatModel(messages=iter(['{"memories": []}'])))
-    >>> llm.complete([{"role": "user", "content": "hi"}])
-    '{"memories": []}'
 """
 
 from __future__ import annotations
@@ -38,6 +32,13 @@ class LangChainLLM:
 
     Args:
         model: Any LangChain chat model.
+
+    Examples:
+        >>> from langchain_core.language_models import GenericFakeChatModel
+        >>> llm = LangChainLLM(GenericFakeChatModel(messages=iter(['{"memories": []}'])))
+        >>> messages = [{"role": "system", "content": "Extract"}, {"role": "user", "content": "hi"}]
+        >>> llm.complete(messages)
+        '{"memories": []}'
     """
 
     def __init__(self, model: BaseChatModel) -> None:
@@ -65,7 +66,14 @@ class LangChainLLM:
 
 
 def as_llm(model: BaseChatModel) -> LangChainLLM:
-    """Make a LangChain chat model usable as ``Memory(llm=...)`` explicitly."""
+    """Make a LangChain chat model usable as ``Memory(llm=...)`` explicitly.
+
+    Examples:
+        >>> from langchain_core.language_models import GenericFakeChatModel
+        >>> llm = as_llm(GenericFakeChatModel(messages=iter(['{"memories": []}'])))
+        >>> llm.complete([{"role": "user", "content": "hi"}])
+        '{"memories": []}'
+    """
     return LangChainLLM(model)
 
 

@@ -3,21 +3,6 @@
 Memory context is placed in the model request's system message in ``wrap_model_call``
 (so it is never written into the agent's checkpointed state) and each model turn is
 captured in ``after_model``.
-
-Examples:
-    >>> import tempfile
-    >>> from langchain.agents import create_agent
-    >>> from langchain_core.language_models import GenericFakeChatModel
-    >>> from memtrellis import Memory
-    >>> from memtrellis.testing import HashingEmbedder
-    >>> from langchain_memtrellis import MemoryMiddleware
-    >>> memory = Memory(tempfile.mkdtemp(), entity_id="alice", embedder=HashingEmbedder())
-    >>> model = GenericFakeChatModel(messages=iter(["Booked a window seat."]))
-    >>> agent = create_agent(model, middleware=[MemoryMiddleware(memory)])
-    >>> state = agent.invoke({"messages": [("user", "Book me a seat")]})
-    >>> state["messages"][-1].content
-    'Booked a window seat.'
-    >>> memory.close()
 """
 
 from __future__ import annotations
@@ -68,6 +53,21 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         capture: Capture the agent's turns.
         capture_mode: ``"fast"``/``"fine"``; default the memory's own.
         strict: Raise memory failures.
+
+    Examples:
+        >>> import tempfile
+        >>> from langchain.agents import create_agent
+        >>> from langchain_core.language_models import GenericFakeChatModel
+        >>> from memtrellis import Memory
+        >>> from memtrellis.testing import HashingEmbedder
+        >>> from langchain_memtrellis import MemoryMiddleware
+        >>> memory = Memory(tempfile.mkdtemp(), entity_id="alice", embedder=HashingEmbedder())
+        >>> model = GenericFakeChatModel(messages=iter(["Booked a window seat."]))
+        >>> agent = create_agent(model, middleware=[MemoryMiddleware(memory)])
+        >>> state = agent.invoke({"messages": [("user", "Book me a seat")]})
+        >>> state["messages"][-1].content
+        'Booked a window seat.'
+        >>> memory.close()
     """
 
     def __init__(

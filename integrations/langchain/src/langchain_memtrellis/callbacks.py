@@ -5,21 +5,6 @@ Attach one to a call's config, a chain or an agent; each chat-model run's input
 new turn goes to ``Memory.capture``. Runs of
 [`ChatMemoryWrapper`][langchain_memtrellis.ChatMemoryWrapper] are skipped, as the wrapper captures
 its own turns.
-
-Examples:
-    >>> import tempfile
-    >>> from langchain_core.language_models import GenericFakeChatModel
-    >>> from memtrellis import Memory
-    >>> from memtrellis.testing import HashingEmbedder
-    >>> from langchain_memtrellis import MemoryCallbackHandler
-    >>> memory = Memory(tempfile.mkdtemp(), embedder=HashingEmbedder())
-    >>> handler = MemoryCallbackHandler(memory, entity_id="alice")
-    >>> llm = GenericFakeChatModel(messages=iter(["Noted."]))
-    >>> llm.invoke("I prefer window seats", config={"callbacks": [handler]}).content
-    'Noted.'
-    >>> memory.flush() and sorted(m.text for m in memory.list(entity_id="alice"))
-    ['I prefer window seats', 'Noted.']
-    >>> memory.close()
 """
 
 from __future__ import annotations
@@ -136,6 +121,21 @@ class MemoryCallbackHandler(_HandlerBase, BaseCallbackHandler):
         session_id: Default session.
         capture_mode: ``"fast"``/``"fine"``; default the memory's own.
         strict: Raise memory failures into the chain.
+
+    Examples:
+        >>> import tempfile
+        >>> from langchain_core.language_models import GenericFakeChatModel
+        >>> from memtrellis import Memory
+        >>> from memtrellis.testing import HashingEmbedder
+        >>> from langchain_memtrellis import MemoryCallbackHandler
+        >>> memory = Memory(tempfile.mkdtemp(), embedder=HashingEmbedder())
+        >>> handler = MemoryCallbackHandler(memory, entity_id="alice")
+        >>> llm = GenericFakeChatModel(messages=iter(["Noted."]))
+        >>> llm.invoke("I prefer window seats", config={"callbacks": [handler]}).content
+        'Noted.'
+        >>> memory.flush() and sorted(m.text for m in memory.list(entity_id="alice"))
+        ['I prefer window seats', 'Noted.']
+        >>> memory.close()
     """
 
     def on_chat_model_start(
@@ -187,6 +187,23 @@ class AsyncMemoryCallbackHandler(_HandlerBase, AsyncCallbackHandler):
         session_id: Default session.
         capture_mode: ``"fast"``/``"fine"``; default the memory's own.
         strict: Raise memory failures into the chain.
+
+    Examples:
+        >>> import tempfile
+        >>> from memtrellis import Memory
+        >>> from memtrellis.testing import HashingEmbedder
+        >>> import asyncio
+        >>> from langchain_core.language_models import GenericFakeChatModel
+        >>> from langchain_memtrellis import AsyncMemoryCallbackHandler
+        >>> memory = Memory(tempfile.mkdtemp(), embedder=HashingEmbedder())
+        >>> handler = AsyncMemoryCallbackHandler(memory, entity_id="alice")
+        >>> llm = GenericFakeChatModel(messages=iter(["Noted."]))
+        >>> config = {"callbacks": [handler]}
+        >>> asyncio.run(llm.ainvoke("I prefer aisle seats", config=config)).content
+        'Noted.'
+        >>> memory.flush() and sorted(m.text for m in memory.list(entity_id="alice"))
+        ['I prefer aisle seats', 'Noted.']
+        >>> memory.close()
     """
 
     async def on_chat_model_start(

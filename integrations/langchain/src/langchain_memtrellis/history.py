@@ -1,20 +1,5 @@
 """``MemoryChatMessageHistory``: a session's messages kept as memories, for
 ``RunnableWithMessageHistory``.
-
-Examples:
-    >>> import tempfile
-    >>> from langchain_core.messages import AIMessage, HumanMessage
-    >>> from memtrellis import Memory
-    >>> from memtrellis.testing import HashingEmbedder
-    >>> from langchain_memtrellis import MemoryChatMessageHistory
-    >>> memory = Memory(tempfile.mkdtemp(), entity_id="alice", embedder=HashingEmbedder())
-    >>> history = MemoryChatMessageHistory("s1", memory)
-    >>> history.add_messages([HumanMessage("Hi, I'm Alice"), AIMessage("Hello Alice!")])
-    >>> [(m.type, m.content) for m in history.messages]
-    [('human', "Hi, I'm Alice"), ('ai', 'Hello Alice!')]
-    >>> history.clear(); history.messages
-    []
-    >>> memory.close()
 """
 
 from __future__ import annotations
@@ -70,6 +55,21 @@ class MemoryChatMessageHistory(BaseChatMessageHistory):
         memory: The store; default the shared ``Memory()``.
         entity_id: Whose session (default: the memory's default entity).
         process_id: Which app or agent.
+
+    Examples:
+        >>> import tempfile
+        >>> from langchain_core.messages import AIMessage, HumanMessage
+        >>> from memtrellis import Memory
+        >>> from memtrellis.testing import HashingEmbedder
+        >>> from langchain_memtrellis import MemoryChatMessageHistory
+        >>> memory = Memory(tempfile.mkdtemp(), entity_id="alice", embedder=HashingEmbedder())
+        >>> history = MemoryChatMessageHistory("s1", memory)
+        >>> history.add_messages([HumanMessage("Hi, I'm Alice"), AIMessage("Hello Alice!")])
+        >>> [(m.type, m.content) for m in history.messages]
+        [('human', "Hi, I'm Alice"), ('ai', 'Hello Alice!')]
+        >>> history.clear(); history.messages
+        []
+        >>> memory.close()
     """
 
     def __init__(

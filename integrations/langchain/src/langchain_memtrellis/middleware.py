@@ -1,19 +1,4 @@
-"""LCEL middleware: ``prompt | memory_context(memory) | llm`` places memory context.
-
-Examples:
-    >>> import tempfile
-    >>> from langchain_core.prompts import ChatPromptTemplate
-    >>> from memtrellis import Memory
-    >>> from memtrellis.testing import HashingEmbedder
-    >>> from langchain_memtrellis import memory_context
-    >>> memory = Memory(tempfile.mkdtemp(), entity_id="alice", embedder=HashingEmbedder())
-    >>> _ = memory.add("Alice is vegetarian")
-    >>> prompt = ChatPromptTemplate.from_messages([("system", "Be brief."), ("human", "{q}")])
-    >>> value = (prompt | memory_context(memory)).invoke({"q": "Is Alice vegetarian?"})
-    >>> "Alice is vegetarian" in value.to_messages()[0].content
-    True
-    >>> memory.close()
-"""
+"""LCEL middleware: ``prompt | memory_context(memory) | llm`` places memory context."""
 
 from __future__ import annotations
 
@@ -62,6 +47,20 @@ class MemoryContextRunnable(Runnable[Any, Any]):
         token_budget: Tokens the block may take.
         position: ``"append"`` to the leading system message or ``"insert"`` one.
         strict: Raise memory failures.
+
+    Examples:
+        >>> import tempfile
+        >>> from memtrellis import Memory
+        >>> from memtrellis.testing import HashingEmbedder
+        >>> from langchain_core.messages import HumanMessage
+        >>> from langchain_memtrellis import MemoryContextRunnable
+        >>> memory = Memory(tempfile.mkdtemp(), entity_id="alice", embedder=HashingEmbedder())
+        >>> _ = memory.add("Alice is vegetarian")
+        >>> step = MemoryContextRunnable(memory)
+        >>> messages = step.invoke([HumanMessage("What should Alice eat?")])
+        >>> messages[0].type, "Alice is vegetarian" in messages[0].content, step.stats.placed
+        ('system', True, 1)
+        >>> memory.close()
     """
 
     def __init__(
@@ -117,5 +116,19 @@ def memory_context(memory: Memory | None = None, **options: Any) -> MemoryContex
     Args:
         memory: The store; default the shared ``Memory()``.
         **options: See [`MemoryContextRunnable`][langchain_memtrellis.MemoryContextRunnable].
+
+    Examples:
+        >>> import tempfile
+        >>> from langchain_core.prompts import ChatPromptTemplate
+        >>> from memtrellis import Memory
+        >>> from memtrellis.testing import HashingEmbedder
+        >>> from langchain_memtrellis import memory_context
+        >>> memory = Memory(tempfile.mkdtemp(), entity_id="alice", embedder=HashingEmbedder())
+        >>> _ = memory.add("Alice is vegetarian")
+        >>> prompt = ChatPromptTemplate.from_messages([("system", "Be brief."), ("human", "{q}")])
+        >>> value = (prompt | memory_context(memory)).invoke({"q": "Is Alice vegetarian?"})
+        >>> "Alice is vegetarian" in value.to_messages()[0].content
+        True
+        >>> memory.close()
     """
     return MemoryContextRunnable(memory, **options)

@@ -1,17 +1,4 @@
-"""``MemoryRetriever``: recalled memories as LangChain ``Document``s.
-
-Examples:
-    >>> import tempfile
-    >>> from memtrellis import Memory
-    >>> from memtrellis.testing import HashingEmbedder
-    >>> from langchain_memtrellis import MemoryRetriever
-    >>> memory = Memory(tempfile.mkdtemp(), entity_id="alice", embedder=HashingEmbedder())
-    >>> _ = memory.add("Alice's cat is called Miso")
-    >>> [doc] = MemoryRetriever(memory=memory, k=1).invoke("what is the cat called?")
-    >>> doc.page_content, doc.metadata["type"]
-    ("Alice's cat is called Miso", 'fact')
-    >>> memory.close()
-"""
+"""``MemoryRetriever``: recalled memories as LangChain ``Document``s."""
 
 from __future__ import annotations
 
@@ -73,6 +60,18 @@ class MemoryRetriever(BaseRetriever):
         entity_id: Whose memories (default: the memory's default entity).
         process_id: Only this app's or agent's memories.
         session_id: Only this session's memories (default: every session).
+
+    Examples:
+        >>> import tempfile
+        >>> from memtrellis import Memory
+        >>> from memtrellis.testing import HashingEmbedder
+        >>> from langchain_memtrellis import MemoryRetriever
+        >>> memory = Memory(tempfile.mkdtemp(), entity_id="alice", embedder=HashingEmbedder())
+        >>> _ = memory.add("Alice's cat is called Miso")
+        >>> [doc] = MemoryRetriever(memory=memory, k=1).invoke("what is the cat called?")
+        >>> doc.page_content, doc.metadata["type"]
+        ("Alice's cat is called Miso", 'fact')
+        >>> memory.close()
     """
 
     memory: Memory = Field(default_factory=default_memory, exclude=True)
