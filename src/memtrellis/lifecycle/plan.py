@@ -358,11 +358,14 @@ def store_additions(
         >>> store = Store(Path(tempfile.mkdtemp()), embedder=info, embed=embedder.embed_documents)
         >>> from datetime import datetime, timezone
         >>> from memtrellis import MemoryItem, Scope
-        >>> items = [MemoryItem(text="Ana lives in Porto.", scope=Scope(entity_id="ana"))]
-        >>> vectors = embedder.embed_documents([item.text for item in items])
-        >>> outcomes = store_additions(store, items, vectors, datetime.now(timezone.utc))
-        >>> [outcome.relation for outcome in outcomes]
-        [None]
+        >>> def said(text):  # one new memory of Ana's, with its vector
+        ...     item = MemoryItem(text=text, scope=Scope(entity_id="ana"))
+        ...     return [item], [embedder.embed_query(text)]
+        >>> now = datetime.now(timezone.utc)
+        >>> [first] = store_additions(store, *said("Ana lives in Porto."), now)
+        >>> [again] = store_additions(store, *said("Ana lives in Porto."), now)  # merged
+        >>> first.relation, again.relation.value, again.target == first.item.id
+        (None, 'duplicate', True)
         >>> len(store.graph.tenant_ids("ana"))
         1
         >>> store.close()
