@@ -44,6 +44,11 @@ def test_site_builds_strict(tmp_path: Path) -> None:
     }.items():
         html = (site / "reference" / page / "index.html").read_text("utf-8")
         assert all(f'id="{name}"' in html for name in names), page
+    # docstring cross references became links, never raw Sphinx roles
+    assert 'class="autorefs autorefs-internal"' in memory_page
+    for html in sorted((site / "reference").rglob("index.html")):
+        text = html.read_text("utf-8")
+        assert not any(f":{role}:`" in text for role in ("class", "meth", "func")), html
     # every page of the nav is there, and nothing asks for remote fonts
     for page in ("getting-started", "langchain", "llamaindex", "graph", "benchmarks"):
         assert (site / page / "index.html").is_file(), page
