@@ -194,7 +194,7 @@ class RecallResponse(RecallResult):
     def of(cls, result: RecallResult, *, token_budget: int | None) -> RecallResponse:
         """The answer for ``result``: its fields as they are, and its memory context.
 
-        The block is built by `memtrellis.context.build_context` within
+        The block is built by [`build_context`][memtrellis.context.build_context] within
         ``token_budget`` (the recall's own, else the block's default), as of the recall's
         ``as_of``.
 

@@ -1,6 +1,6 @@
 """LangChain messages to the core's message dicts and back, and memory context in them.
 
-Placement and stripping reuse `memtrellis.context` on light dict views of the
+Placement and stripping reuse [`memtrellis.context`][memtrellis.context] on light dict views of the
 messages, so the rules (append to the leading system message or insert one; take
 blocks back out) are written once for every adapter.
 """
@@ -68,7 +68,7 @@ def new_turn(messages: Sequence[BaseMessage], reply: BaseMessage | None) -> list
     A chat model is sent the whole conversation every call; only what follows the last
     assistant message is new. System messages (instructions, placed memory context) and
     messages without text (a tool call alone) are left out
-    (`memtrellis.context.new_turn`).
+    ([`new_turn`][memtrellis.context.new_turn]).
     """
     return turn.new_turn(
         [to_dict(m) for m in messages], to_dict(reply) if reply is not None else None
@@ -78,7 +78,8 @@ def new_turn(messages: Sequence[BaseMessage], reply: BaseMessage | None) -> list
 def place(
     messages: Sequence[BaseMessage], context: MemoryContext, position: Position = "append"
 ) -> list[BaseMessage]:
-    """``messages`` with the block placed as `memtrellis.context.place_in_messages` does."""
+    """``messages`` with the block placed as
+    [`place_in_messages`][memtrellis.context.place_in_messages] does."""
     out = list(messages)
     if context.empty:
         return out

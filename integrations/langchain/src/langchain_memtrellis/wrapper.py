@@ -67,10 +67,10 @@ class ChatMemoryWrapper(BaseChatModel):
     """A chat model that recalls memories before each call and captures each turn after it.
 
     Before the inner model runs, the memories most relevant to the last user message are
-    rendered as a memory-context block (see `memtrellis.context`) and placed in the
-    system message. After the answer, or when a stream ends (also by an early break or
-    an error, with what was received), the turn is handed to ``Memory.capture``, which
-    spools it and returns at once; extraction runs in the background.
+    rendered as a memory-context block (see [`memtrellis.context`][memtrellis.context]) and placed
+    in the system message. After the answer, or when a stream ends (also by an early break or an
+    error, with what was received), the turn is handed to ``Memory.capture``, which spools it and
+    returns at once; extraction runs in the background.
 
     ``bind_tools``, ``with_structured_output``, ``batch``, callbacks and config reach the
     inner model, and memory stays in the call path. A failure of memory (recall or

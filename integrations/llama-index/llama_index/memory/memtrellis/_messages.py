@@ -2,7 +2,7 @@
 
 Memory context is data the adapters put into a prompt; it must never come back as
 something the user said. Every turn built here has its memory-context blocks stripped
-(`memtrellis.context.strip_blocks`), and placement never changes the caller's
+([`strip_blocks`][memtrellis.context.strip_blocks]), and placement never changes the caller's
 messages.
 """
 
