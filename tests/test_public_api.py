@@ -17,6 +17,7 @@ import memtrellis.graph_export
 import memtrellis.lifecycle
 import memtrellis.registry
 import memtrellis.service
+import memtrellis.service.openapi
 import memtrellis.store
 import memtrellis.testing
 
@@ -189,6 +190,7 @@ def test_public_names_have_a_docstring_with_an_example() -> None:
         memtrellis.lifecycle,
         memtrellis.registry,
         memtrellis.service,
+        memtrellis.service.openapi,
         memtrellis.store,
         memtrellis.testing,
     ]

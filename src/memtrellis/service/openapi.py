@@ -85,7 +85,13 @@ def tidy(document: dict[str, Any]) -> dict[str, Any]:
 
 
 def openapi_document() -> dict[str, Any]:
-    """The OpenAPI 3.1 document of the HTTP API, generated from the routes and schemas."""
+    """The OpenAPI 3.1 document of the HTTP API, generated from the routes and schemas.
+
+    Examples:
+        >>> document = openapi_document()
+        >>> document["openapi"].startswith("3.1"), "/v1/recall" in document["paths"]
+        (True, True)
+    """
     from memtrellis.service.app import create_app
 
     document: dict[str, Any] = create_app(None, keys=None).openapi()
@@ -94,12 +100,28 @@ def openapi_document() -> dict[str, Any]:
 
 
 def render() -> str:
-    """The document as the published file holds it (stable key order, final newline)."""
+    """The document as the published file holds it (stable key order, final newline).
+
+    Examples:
+        >>> import json
+        >>> text = render()
+        >>> json.loads(text) == openapi_document(), text.splitlines()[-1]
+        (True, '}')
+    """
     return json.dumps(openapi_document(), indent=2, ensure_ascii=False) + "\n"
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Write the document to the path given (``-`` or nothing: stdout)."""
+    """Write the document to the path given (``-`` or nothing: stdout).
+
+    Examples:
+        >>> import json, tempfile
+        >>> from pathlib import Path
+        >>> target = Path(tempfile.mkdtemp()) / "openapi.json"
+        >>> main([str(target)])
+        >>> json.loads(target.read_text(encoding="utf-8"))["info"]["title"]
+        'memtrellis'
+    """
     args = sys.argv[1:] if argv is None else argv
     target = args[0] if args else "-"
     if target == "-":
