@@ -12,6 +12,7 @@ import memtrellis
 import memtrellis.clients
 import memtrellis.context
 import memtrellis.embeddings
+import memtrellis.errors
 import memtrellis.extraction
 import memtrellis.graph_export
 import memtrellis.lifecycle
@@ -20,6 +21,7 @@ import memtrellis.service
 import memtrellis.service.openapi
 import memtrellis.store
 import memtrellis.testing
+import memtrellis.types
 
 SRC = Path(memtrellis.__file__).parent
 TOOL = Path(__file__).resolve().parent.parent / "tools" / "docstring_examples.py"
@@ -185,6 +187,7 @@ def test_public_names_have_a_docstring_with_an_example() -> None:
         memtrellis.clients,
         memtrellis.context,
         memtrellis.embeddings,
+        memtrellis.errors,
         memtrellis.extraction,
         memtrellis.graph_export,
         memtrellis.lifecycle,
@@ -193,6 +196,7 @@ def test_public_names_have_a_docstring_with_an_example() -> None:
         memtrellis.service.openapi,
         memtrellis.store,
         memtrellis.testing,
+        memtrellis.types,
     ]
     assert _lacking_examples(modules) == []
     undocumented = [

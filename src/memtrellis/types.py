@@ -42,7 +42,12 @@ _MAX_SCOPE_ID = 256
 
 
 def utcnow() -> datetime:
-    """The current time, timezone-aware in UTC (the only kind of time memtrellis stores)."""
+    """The current time, timezone-aware in UTC (the only kind of time memtrellis stores).
+
+    Examples:
+        >>> utcnow().tzinfo
+        datetime.timezone.utc
+    """
     return datetime.now(timezone.utc)
 
 
@@ -340,7 +345,13 @@ class RecallExplanation(_Model):
 
 
 class SkippedMemory(_Model):
-    """A memory that matched a recall but was left out, and why."""
+    """A memory that matched a recall but was left out, and why.
+
+    Examples:
+        >>> skipped = SkippedMemory(id="m1", reason="superseded", superseded_by="m2")
+        >>> skipped.reason, skipped.superseded_by
+        ('superseded', 'm2')
+    """
 
     id: str
     reason: str  # "superseded", "expired" or "not yet valid"
