@@ -53,6 +53,8 @@ class MemoryRetriever(BaseRetriever):
     ``invoke(query, k=..., token_budget=...)`` overrides the defaults for one call. The
     async path awaits ``Memory.arecall``, which runs recall off the event loop.
 
+    The attributes below are also the constructor's keyword arguments (pydantic fields).
+
     Attributes:
         memory: The store; default the shared ``Memory()``.
         k: Documents returned at most.

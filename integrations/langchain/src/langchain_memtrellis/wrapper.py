@@ -81,6 +81,8 @@ class ChatMemoryWrapper(BaseChatModel):
     ``chat.invoke(msgs, config={"metadata": {"memtrellis_entity_id": "bob"}})``
     (also ``memtrellis_session_id`` and ``memtrellis_process_id``).
 
+    The attributes below are also the constructor's keyword arguments (pydantic fields).
+
     Args:
         llm: The chat model to wrap (also the keyword ``llm=``).
 

@@ -33,6 +33,8 @@ class MemtrellisMemoryBlock(RecallFields, BaseMemoryBlock[str]):
     A memory failure is logged and counted in `failures` and the block reads as
     empty, so the agent still answers; ``strict=True`` raises instead.
 
+    The attributes below are also the constructor's keyword arguments (pydantic fields).
+
     Attributes:
         memory: The memtrellis [`Memory`][memtrellis.Memory] to read and write.
         name: The block's name in the ``<memory>`` section (default ``"memtrellis"``).

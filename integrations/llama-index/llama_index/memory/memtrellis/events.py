@@ -78,6 +78,8 @@ class MemtrellisEventHandler(CaptureFields, BaseEventHandler):
     LlamaIndex's dispatcher drops whatever a handler raises, so capture is always
     fail-open here: failures are logged and counted in `failures`.
 
+    The attributes below are also the constructor's keyword arguments (pydantic fields).
+
     Attributes:
         memory: The memtrellis [`Memory`][memtrellis.Memory] to capture into.
         entity_id: Whose memory (default: the ``Memory``'s own).

@@ -52,6 +52,8 @@ class MemtrellisLLM(RecallFields, FunctionCallingLLM):
     A memory failure is logged and counted in `failures` and the call goes on
     without memory; ``strict=True`` raises instead.
 
+    The attributes below are also the constructor's keyword arguments (pydantic fields).
+
     Attributes:
         llm: The LlamaIndex LLM to wrap (a ``FunctionCallingLLM`` for tool calling).
         memory: The memtrellis [`Memory`][memtrellis.Memory].
