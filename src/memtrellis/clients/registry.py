@@ -54,14 +54,24 @@ def register_client(memory: Memory, client: Any, **options: Any) -> Any:
 
     Examples:
         >>> import tempfile
-        >>> from memtrellis import Memory, UnsupportedClientError
+        >>> from types import SimpleNamespace
+        >>> from memtrellis import Memory
         >>> from memtrellis.testing import HashingEmbedder
+        >>> class OpenAI:  # stands in for openai.OpenAI (matched by module and class name)
+        ...     def __init__(self):
+        ...         self.sent = []  # what reached the "API"
+        ...         def create(**request):
+        ...             self.sent.append(request)
+        ...             return SimpleNamespace(choices=[])
+        ...         self.chat = SimpleNamespace(completions=SimpleNamespace(create=create))
+        >>> OpenAI.__module__ = "openai"
         >>> memory = Memory(tempfile.mkdtemp(), embedder=HashingEmbedder())
-        >>> try:  # an OpenAI or Anthropic client is patched; anything else is refused
-        ...     register_client(memory, object())
-        ... except UnsupportedClientError:
-        ...     print("not an SDK client")
-        not an SDK client
+        >>> _ = memory.add("Alice is allergic to peanuts", entity_id="alice")
+        >>> client = register_client(memory, OpenAI(), entity_id="alice")
+        >>> _ = client.chat.completions.create(messages=[{"role": "user", "content": "Snack?"}])
+        >>> system, user = client.sent[0]["messages"]
+        >>> system["role"], "allergic to peanuts" in system["content"], user["content"]
+        ('system', True, 'Snack?')
         >>> memory.close()
     """
     found = match_client(client)
