@@ -117,6 +117,13 @@ def _in_thread(
 class Memory:
     """Long-term memory on one store directory, shared by every adapter.
 
+    The methods that read or write memories have an async form, named with an ``a`` prefix
+    and taking the same arguments: `aadd` (LLM calls awaited concurrently) and `acapture`
+    (it only queues) are coroutines of their own; `astore`, `aupdate`, `aforget`, `aget`,
+    `ahistory`, `aversions`, `alist`, `arecall`, `ahealth`, `aflush`, `arefine` and `aclose`
+    run the sync method in a worker thread, so the loop never blocks. `async with
+    Memory(...)` closes the store on exit.
+
     Args:
         path: Store directory; default ``$MEMTRELLIS_HOME`` or ``./.memtrellis``.
         entity_id: Whose memory calls refer to when they do not say (default ``"default"``).
