@@ -5,7 +5,7 @@ which one fact changes, and writes docs/assets/graph-ana.png with ``Memory.expor
 the same picture as ``memtrellis graph --entity-id ana --png``. Needs the ``viz`` extra.
 
 Beside the picture, docs/assets/graph-ana.json records what it shows (each node and edge,
-without the random ids), the PNG's SHA-256 and the matplotlib that drew it;
+without the random ids), the PNG's SHA-256 and the renderer that drew it (matplotlib, FreeType);
 tests/test_graph_picture.py rebuilds the graph and fails when the picture is out of date.
 """
 
@@ -67,14 +67,21 @@ def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def main() -> Path:
+def renderer() -> str:
+    """matplotlib's version and the FreeType it draws text with: the PNG's bytes depend on
+    both (the layout is seeded, so nothing else varies)."""
     import matplotlib
+    from matplotlib import ft2font
 
+    return f"matplotlib {matplotlib.__version__}, freetype {ft2font.__freetype_version__}"
+
+
+def main() -> Path:
     drawn = draw(OUT)
     record = {
         "regenerate": COMMAND,
         "png_sha256": sha256(OUT),
-        "matplotlib": matplotlib.__version__,
+        "renderer": renderer(),
         "graph": drawn,
     }
     RECORD.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
