@@ -333,6 +333,11 @@ class Store:
         for old in self.path.glob("wal-*.jsonl"):
             if old.name < current:
                 old.unlink(missing_ok=True)
+        # A process killed while writing a snapshot leaves its temporary file, as large as
+        # the graph, behind. Snapshots are written only under the lock we hold: any such
+        # file now belongs to a writer that died.
+        for stale in self.path.glob(f".{self._graph_path.name}.*.tmp"):
+            stale.unlink(missing_ok=True)
 
     # -- writing ---------------------------------------------------------------------------
     def _rid(self) -> str:
