@@ -1,0 +1,132 @@
+"""The process tests/test_crash_safety.py kills: a fork server and the workload it forks.
+
+Run as ``python tests/crash_child.py``. It imports memtrellis and Chroma once (no client,
+no thread yet), then reads one JSON trial per stdin line, forks a worker for it and
+prints ``pid <n>``; when the worker dies it prints ``exit <n> <wait status>``. Forking
+from a warm interpreter saves the ~1 s start-up of a fresh Python per trial, while each
+worker is still a real process opening a real store that the test kills with SIGKILL.
+
+A worker opens ``Memory`` on the trial's store, prints ``ready``, then loops over random
+writes (``add`` in fast mode, ``store``, ``capture``, ``forget``) until it is killed.
+After each call RETURNS it appends one JSON acknowledgement line to the ack file and
+fsyncs it: an acknowledged call is one the caller was told had succeeded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import sys
+import time
+import traceback
+from collections.abc import Iterator
+from typing import Any
+
+from memtrellis import Memory
+from memtrellis.store.graph import MemoryGraph
+from memtrellis.testing import HashingEmbedder
+from memtrellis.types import MemoryItem, MemoryType, Scope
+
+ENTITIES = ("alice", "bob")
+
+
+def word(number: int) -> str:
+    """A number spelt in letters (13 -> "bd"): numbered texts would read as changed values."""
+    return "".join(chr(97 + int(digit)) for digit in str(number))
+
+
+def _slow_snapshots() -> None:
+    """Make every snapshot write take a while, so that kills often land inside one."""
+    original = MemoryGraph._json_chunks
+
+    def slow(self: MemoryGraph, generation: int) -> Iterator[bytes]:
+        for chunk in original(self, generation):
+            time.sleep(0.015)
+            yield chunk
+
+    MemoryGraph._json_chunks = slow  # type: ignore[method-assign]
+
+
+def _ack(fd: int, record: dict[str, Any]) -> None:
+    os.write(fd, (json.dumps(record) + "\n").encode())
+    os.fsync(fd)
+
+
+def work(trial: dict[str, Any]) -> None:
+    """Random writes on the trial's store until killed; each returned call acknowledged."""
+    rng = random.Random(trial["seed"])
+    if trial["slow_snapshots"]:
+        _slow_snapshots()
+    ack = os.open(trial["ack"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    memory = Memory(trial["store"], entity_id="alice", embedder=HashingEmbedder())
+    # Small thresholds: a new snapshot every few writes, so kills land around compactions.
+    # (A store normally waits for as many changes as its last snapshot held; not here.)
+    store = memory._store
+    store._compact_every = trial["compact_every"]
+    compact = store._compact
+
+    def compact_often() -> None:
+        compact()
+        store._snapshot_size = 0
+
+    store._compact = compact_often  # type: ignore[method-assign]
+    store._snapshot_size = 0
+    print("ready", flush=True)
+    tag = trial["tag"]
+    acked: list[tuple[str, str]] = []  # (entity, id) of acknowledged adds and stores
+    for number in range(1_000_000):
+        entity = rng.choice(ENTITIES)
+        text = f"{tag} {entity} note {word(number)}"
+        roll = rng.random()
+        if roll < 0.35:
+            items = memory.add(text, entity_id=entity, memory_type="episode", mode="fast")
+            _ack(ack, {"op": "add", "entity": entity, "text": text, "ids": [i.id for i in items]})
+            acked.extend((entity, i.id) for i in items)
+        elif roll < 0.55:
+            item = MemoryItem(
+                id=f"{tag}-{number}",
+                text=text,
+                memory_type=MemoryType.EPISODE,
+                scope=Scope(entity_id=entity),
+            )
+            stored = memory.store(item)
+            _ack(ack, {"op": "store", "entity": entity, "text": text, "ids": [stored.id]})
+            acked.append((entity, stored.id))
+        elif roll < 0.9:
+            # A burst: capture returns at once, so a backlog of unstored turns builds up.
+            for turn in range(rng.randint(1, 8)):
+                said = f"{text} turn {word(turn)}"
+                message = {"role": "user", "content": said}
+                entry = memory.capture([message], entity_id=entity, mode="fast")
+                _ack(ack, {"op": "capture", "entity": entity, "text": said, "entry": entry})
+        elif acked:
+            entity, memory_id = acked.pop(rng.randrange(len(acked)))
+            # Killed mid-forget, the memory may be there or not: say so before the call.
+            _ack(ack, {"op": "forgetting", "entity": entity, "ids": [memory_id]})
+            memory.forget(memory_id, entity_id=entity)
+            _ack(ack, {"op": "forget", "entity": entity, "ids": [memory_id]})
+
+
+def serve() -> None:
+    """Fork one worker per trial line on stdin; report its pid and how it ended."""
+    for line in sys.stdin:
+        trial = json.loads(line)
+        sys.stdout.flush()
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                work(trial)
+            except BaseException:  # reported to the test through stderr
+                traceback.print_exc()
+                sys.stderr.flush()
+                code = 3
+            os._exit(code)
+        print(f"pid {pid}", flush=True)
+        _, status = os.waitpid(pid, 0)
+        print(f"exit {pid} {status}", flush=True)
+
+
+if __name__ == "__main__":
+    serve()
