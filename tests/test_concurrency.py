@@ -14,8 +14,12 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from memtrellis import Memory
 from memtrellis.errors import MemoryNotFoundError
@@ -221,3 +225,50 @@ async def test_fifty_concurrent_async_captures_are_stored_exactly_once(store_pat
         assert memory._capture.adopted == []
         texts = [i.text for i in await memory.alist(limit=1000)]
         assert len(texts) == len(set(texts)) == 60
+
+
+def test_recall_threads_survive_index_reloads(
+    store_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memtrellis.store.vectors import VectorIndex
+
+    # After another process writes, the next call here reopens the Chroma client (an
+    # embedded client does not see another process's writes). The reloading thread below
+    # does what that catch-up does. Widen the gap between taking a collection handle and
+    # using it, where a recall in another thread used to be caught holding a handle of
+    # the client just closed (AttributeError from inside Chroma).
+    handle = VectorIndex._collection
+
+    def slow_handle(self: VectorIndex, entity_id: str, *, create: bool) -> Any:
+        found = handle(self, entity_id, create=create)
+        time.sleep(0.002)
+        return found
+
+    monkeypatch.setattr(VectorIndex, "_collection", slow_handle)
+    errors: list[BaseException] = []
+    done = threading.Event()
+    with Memory(store_path, entity_id="alice", embedder=HashingEmbedder()) as memory:
+        memory.add(["a first note", "a second note"])
+
+        def reload() -> None:
+            try:
+                for _ in range(40):
+                    memory._store.vectors.stale = True  # what reading a foreign write does
+                    memory._store.refresh()
+            finally:
+                done.set()
+
+        def recall() -> None:
+            while not done.is_set():
+                try:
+                    assert len(memory.recall("note", k=5).items) == 2
+                except BaseException as exc:  # reported below
+                    errors.append(exc)
+
+        threads = [threading.Thread(target=recall) for _ in range(2)]
+        threads.append(threading.Thread(target=reload))
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert not errors, errors[:3]

@@ -11,11 +11,12 @@ import contextlib
 import hashlib
 import json
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from memtrellis._offline import chroma_settings, prepare_offline_env
+from memtrellis.store._rwlock import SharedExclusiveLock
 from memtrellis.types import MemoryItem
 
 __all__ = ["HNSW_EF_SEARCH", "VectorIndex", "collection_name"]
@@ -76,6 +77,10 @@ class VectorIndex:
         self.directory = directory
         self.chroma_url = chroma_url
         self._lock = threading.RLock()
+        # A collection handle dies with the client that made it. Calls hold the gate
+        # shared while they use one; refresh and close replace the client holding it
+        # exclusive, so a recall in one thread never queries a client another closed.
+        self._gate = SharedExclusiveLock()
         self._collections: dict[str, Any] = {}
         self._client: Any = None
         self.stale = False
@@ -113,7 +118,7 @@ class VectorIndex:
         An embedded Chroma keeps its HNSW index in memory and does not notice another
         process's writes; reopening costs about 15 ms and happens only after one.
         """
-        with self._lock:
+        with self._gate.exclusive(), self._lock:
             if self.mode == "embedded":
                 self._close_client()
                 self._connect()
@@ -128,15 +133,22 @@ class VectorIndex:
 
     def close(self) -> None:
         """Release the client."""
-        with self._lock:
+        with self._gate.exclusive(), self._lock:
             self._collections.clear()
             if self._client is not None:
                 self._close_client()
 
+    @contextlib.contextmanager
+    def _client_in_use(self) -> Iterator[None]:
+        """Hold the current client for one call (reopened first when it is stale)."""
+        if self.stale:
+            self.refresh()
+        with self._gate.shared():
+            yield
+
     def _collection(self, entity_id: str, *, create: bool) -> Any:
+        # Call with the client in use (_client_in_use).
         with self._lock:
-            if self.stale:
-                self.refresh()
             found = self._collections.get(entity_id)
             if found is not None:
                 return found
@@ -164,78 +176,85 @@ class VectorIndex:
 
     def upsert(self, items: Sequence[MemoryItem], embeddings: Sequence[Sequence[float]]) -> None:
         """Insert or replace vectors; items may belong to several entities."""
-        by_entity: dict[str, list[int]] = {}
-        for position, item in enumerate(items):
-            by_entity.setdefault(item.scope.entity_id, []).append(position)
-        for entity_id, positions in by_entity.items():
-            collection = self._collection(entity_id, create=True)
-            collection.upsert(
-                ids=[items[p].id for p in positions],
-                embeddings=[list(embeddings[p]) for p in positions],
-                # No documents: the item JSON in the metadata carries the text, nothing reads
-                # documents back, and Chroma's full-text indexing of them cost ~30% of a write.
-                metadatas=[_metadata(items[p]) for p in positions],
-            )
+        with self._client_in_use():
+            by_entity: dict[str, list[int]] = {}
+            for position, item in enumerate(items):
+                by_entity.setdefault(item.scope.entity_id, []).append(position)
+            for entity_id, positions in by_entity.items():
+                collection = self._collection(entity_id, create=True)
+                collection.upsert(
+                    ids=[items[p].id for p in positions],
+                    embeddings=[list(embeddings[p]) for p in positions],
+                    # No documents: the item JSON in the metadata carries the text, nothing reads
+                    # documents back, and Chroma's full-text indexing of them cost ~30% of a write.
+                    metadatas=[_metadata(items[p]) for p in positions],
+                )
 
     def update_metadata(self, items: Sequence[MemoryItem]) -> None:
         """Refresh the stored metadata (and item copy) without re-embedding."""
-        by_entity: dict[str, list[MemoryItem]] = {}
-        for item in items:
-            by_entity.setdefault(item.scope.entity_id, []).append(item)
-        for entity_id, group in by_entity.items():
-            collection = self._collection(entity_id, create=False)
-            if collection is not None:
-                collection.update(
-                    ids=[i.id for i in group],
-                    metadatas=[_metadata(i) for i in group],
-                )
+        with self._client_in_use():
+            by_entity: dict[str, list[MemoryItem]] = {}
+            for item in items:
+                by_entity.setdefault(item.scope.entity_id, []).append(item)
+            for entity_id, group in by_entity.items():
+                collection = self._collection(entity_id, create=False)
+                if collection is not None:
+                    collection.update(
+                        ids=[i.id for i in group],
+                        metadatas=[_metadata(i) for i in group],
+                    )
 
     def delete(self, entity_id: str, ids: Sequence[str]) -> None:
         """Delete vectors by id from one entity's collection (missing ids are ignored)."""
-        collection = self._collection(entity_id, create=False)
-        if collection is not None and ids:
-            collection.delete(ids=list(ids))
+        with self._client_in_use():
+            collection = self._collection(entity_id, create=False)
+            if collection is not None and ids:
+                collection.delete(ids=list(ids))
 
     def drop_entity(self, entity_id: str) -> None:
         """Delete one entity's whole collection."""
-        with self._lock:
+        with self._client_in_use(), self._lock:
             self._collections.pop(entity_id, None)
             with contextlib.suppress(*_missing()):  # already gone: the goal is reached
                 self._client.delete_collection(collection_name(entity_id))
 
     def has(self, entity_id: str, ids: Sequence[str]) -> set[str]:
         """Which of ``ids`` the entity's collection holds."""
-        collection = self._collection(entity_id, create=False)
-        if collection is None or not ids:
-            return set()
-        got = collection.get(ids=list(ids), include=[])
-        return set(got["ids"])
+        with self._client_in_use():
+            collection = self._collection(entity_id, create=False)
+            if collection is None or not ids:
+                return set()
+            got = collection.get(ids=list(ids), include=[])
+            return set(got["ids"])
 
     def embeddings(self, entity_id: str, ids: Sequence[str]) -> dict[str, list[float]]:
         """Stored vectors of ``ids`` in one entity's collection (missing ids left out)."""
-        collection = self._collection(entity_id, create=False)
-        if collection is None or not ids:
-            return {}
-        got = collection.get(ids=list(ids), include=["embeddings"])
-        vectors = got["embeddings"] if got["embeddings"] is not None else []
-        return {i: [float(x) for x in v] for i, v in zip(got["ids"], vectors, strict=True)}
+        with self._client_in_use():
+            collection = self._collection(entity_id, create=False)
+            if collection is None or not ids:
+                return {}
+            got = collection.get(ids=list(ids), include=["embeddings"])
+            vectors = got["embeddings"] if got["embeddings"] is not None else []
+            return {i: [float(x) for x in v] for i, v in zip(got["ids"], vectors, strict=True)}
 
     def count(self, entity_id: str) -> int:
         """Number of vectors in one entity's collection."""
-        collection = self._collection(entity_id, create=False)
-        return 0 if collection is None else int(collection.count())
+        with self._client_in_use():
+            collection = self._collection(entity_id, create=False)
+            return 0 if collection is None else int(collection.count())
 
     def all_items(self, entity_id: str) -> list[MemoryItem]:
         """Every item copy stored in an entity's collection metadata (for repair)."""
-        collection = self._collection(entity_id, create=False)
-        if collection is None:
-            return []
-        got = collection.get(include=["metadatas"])
-        return [
-            MemoryItem.model_validate(json.loads(str(meta["item"])))
-            for meta in got["metadatas"] or []
-            if meta and "item" in meta
-        ]
+        with self._client_in_use():
+            collection = self._collection(entity_id, create=False)
+            if collection is None:
+                return []
+            got = collection.get(include=["metadatas"])
+            return [
+                MemoryItem.model_validate(json.loads(str(meta["item"])))
+                for meta in got["metadatas"] or []
+                if meta and "item" in meta
+            ]
 
     def query(
         self,
@@ -247,36 +266,38 @@ class VectorIndex:
         session_id: str | None = None,
     ) -> list[tuple[str, float]]:
         """Nearest memories as ``(id, cosine similarity)``, best first."""
-        collection = self._collection(entity_id, create=False)
-        if collection is None:
-            return []
-        # n may exceed the collection's size: Chroma then returns what it has, and asking
-        # for the count first would cost as much as the query itself.
-        clauses: list[dict[str, Any]] = []
-        if process_id is not None:
-            clauses.append({"process_id": process_id})
-        if session_id is not None:
-            clauses.append({"session_id": session_id})
-        where: dict[str, Any] | None = None
-        if len(clauses) == 1:
-            where = clauses[0]
-        elif clauses:
-            where = {"$and": clauses}
-        result = collection.query(
-            query_embeddings=[list(embedding)],
-            n_results=n,
-            where=where,
-            include=["distances"],
-        )
-        ids = result["ids"][0]
-        distances = result["distances"][0] if result["distances"] else [1.0] * len(ids)
-        return [(i, 1.0 - float(d)) for i, d in zip(ids, distances, strict=True)]
+        with self._client_in_use():
+            collection = self._collection(entity_id, create=False)
+            if collection is None:
+                return []
+            # n may exceed the collection's size: Chroma then returns what it has, and asking
+            # for the count first would cost as much as the query itself.
+            clauses: list[dict[str, Any]] = []
+            if process_id is not None:
+                clauses.append({"process_id": process_id})
+            if session_id is not None:
+                clauses.append({"session_id": session_id})
+            where: dict[str, Any] | None = None
+            if len(clauses) == 1:
+                where = clauses[0]
+            elif clauses:
+                where = {"$and": clauses}
+            result = collection.query(
+                query_embeddings=[list(embedding)],
+                n_results=n,
+                where=where,
+                include=["distances"],
+            )
+            ids = result["ids"][0]
+            distances = result["distances"][0] if result["distances"] else [1.0] * len(ids)
+            return [(i, 1.0 - float(d)) for i, d in zip(ids, distances, strict=True)]
 
     def entity_ids(self) -> list[str]:
         """Entities that have a collection, read from collection metadata."""
-        found: list[str] = []
-        for collection in self._client.list_collections():
-            meta = collection.metadata or {}
-            if meta.get("memtrellis") and "entity_id" in meta:
-                found.append(str(meta["entity_id"]))
-        return found
+        with self._client_in_use():
+            found: list[str] = []
+            for collection in self._client.list_collections():
+                meta = collection.metadata or {}
+                if meta.get("memtrellis") and "entity_id" in meta:
+                    found.append(str(meta["entity_id"]))
+            return found
