@@ -272,3 +272,41 @@ def test_recall_threads_survive_index_reloads(
         for thread in threads:
             thread.join()
         assert not errors, errors[:3]
+
+
+BUSY_WRITER = """
+    import sys
+    from memtrellis import Memory
+    from memtrellis.testing import HashingEmbedder
+    with Memory(sys.argv[1], entity_id="alice", embedder=HashingEmbedder()) as m:
+        print("writing", flush=True)
+        for i in range(60):  # back to back: the lock is free only for instants
+            m.add("busy note " + "".join(chr(97 + int(d)) for d in str(i)), memory_type="episode")
+"""
+
+
+def test_recall_does_not_wait_out_a_busy_writer_in_another_process(store_path: Path) -> None:
+    # A short lock timeout: a recall that waited for the writer to pause would raise
+    # StoreLockedError here long before the writer is done.
+    with Memory(
+        store_path, entity_id="alice", embedder=HashingEmbedder(), lock_timeout=1.0
+    ) as memory:
+        memory.add("a first note")
+        writer = subprocess.Popen(
+            [sys.executable, "-c", textwrap.dedent(BUSY_WRITER), str(store_path)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert writer.stdout is not None and writer.stdout.readline() == "writing\n"
+        recalls = 0
+        while writer.poll() is None:
+            memory.recall("busy note", k=5)
+            recalls += 1
+        assert writer.wait() == 0, writer.stderr.read() if writer.stderr else ""
+        assert recalls > 0
+        # Once the writer is done, the index reload catches up with everything it wrote.
+        hits = memory.recall("busy note ba", k=3).items
+        assert hits[0].memory.text == "busy note ba"
+        assert hits[0].explanation.dense_score is not None
+        assert len(memory.list(limit=1000)) == 61

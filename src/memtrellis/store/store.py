@@ -16,6 +16,7 @@ never disagree for longer than one crash.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import logging
 import os
@@ -44,6 +45,9 @@ log = logging.getLogger("memtrellis.store")
 
 EmbedFn = Callable[[list[str]], list[list[float]]]
 _CHANGE_OPS = frozenset({"put", "del", "drop"})
+#: Seconds a read waits for the store lock (to reload the vector index, to log recall
+#: counts) before it goes on without (see Store.refresh and Store.touch).
+_RELOAD_WAIT = 0.2
 
 
 @dataclass
@@ -170,14 +174,14 @@ class Store:
 
     # -- locking -------------------------------------------------------------------------
     @contextmanager
-    def _locked(self) -> Iterator[None]:
+    def _locked(self, timeout: float | None = None) -> Iterator[None]:
         with self._mu:
+            wait = self._file_lock.timeout if timeout is None else timeout
             try:
-                self._file_lock.acquire()
+                self._file_lock.acquire(timeout=wait)
             except Timeout as exc:
                 raise StoreLockedError(
-                    f"another process held the lock on {self.path} for longer than "
-                    f"{self._file_lock.timeout} s"
+                    f"another process held the lock on {self.path} for longer than {wait} s"
                 ) from exc
             try:
                 yield
@@ -491,7 +495,10 @@ class Store:
                     item.last_recalled_at = at
             self._touches.append((",".join(ids), at.isoformat()))
             if len(self._touches) >= 256:
-                self.commit([])
+                # A read must not fail on a busy writer: the counts wait for a later call.
+                wait = min(self._file_lock.timeout, _RELOAD_WAIT)
+                with contextlib.suppress(StoreLockedError), self._locked(timeout=wait):
+                    self.commit([])
 
     def _drain_touches(self) -> list[dict[str, Any]]:
         touches, self._touches = self._touches, []
@@ -524,13 +531,22 @@ class Store:
         return self._mu
 
     def refresh(self) -> None:
-        """See what other processes wrote (cheap when nothing changed)."""
+        """See what other processes wrote (cheap when nothing changed).
+
+        The graph and keyword index catch up at once. Reloading the vector index takes
+        the store lock; while another process keeps it busy writing, this does not wait
+        for it (a busy writer could hold a reader off until the lock timeout) and the
+        reload is retried on the next call.
+        """
         self._check_open()
         with self._mu:
             self._catch_up(locked=False)
             if self.vectors.stale:
-                with self._locked():
-                    self._catch_up(locked=True)
+                try:
+                    with self._locked(timeout=min(self._file_lock.timeout, _RELOAD_WAIT)):
+                        self._catch_up(locked=True)
+                except StoreLockedError:
+                    log.debug("store %s: busy; the vector index reloads on a later call", self.path)
 
     @property
     def pending_count(self) -> int:
