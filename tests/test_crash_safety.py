@@ -21,7 +21,6 @@ import random
 import signal
 import subprocess
 import sys
-import textwrap
 import threading
 import time
 import uuid
@@ -34,6 +33,7 @@ import pytest
 
 from memtrellis import Memory
 from memtrellis.testing import HashingEmbedder
+from test_store_durability import _run as run_code
 
 CHILD = Path(__file__).with_name("crash_child.py")
 ENTITIES = ("alice", "bob")
@@ -257,12 +257,7 @@ KILLED_MID_SNAPSHOT = """
 
 
 def test_a_snapshot_cut_off_by_a_kill_is_cleaned_up_and_loses_nothing(store_path: Path) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(KILLED_MID_SNAPSHOT), str(store_path)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = run_code(KILLED_MID_SNAPSHOT, str(store_path))
     assert proc.returncode == -signal.SIGKILL, proc.stderr
     assert list(store_path.glob(".graph.json.*.tmp"))  # the half-written snapshot
     with Memory(store_path, entity_id="alice", embedder=HashingEmbedder()) as memory:
