@@ -376,7 +376,7 @@ class Memory:
                 item.id = uuid.uuid5(uuid.NAMESPACE_URL, f"{ids}:{number}").hex
         embeddings = self.embedder.embed_documents([item.search_text() for item in result.items])
         with self._writing:
-            self._store.refresh()
+            self._store.refresh(wait=True)  # the plan compares with the current index
             outcomes = store_additions(
                 self._store,
                 result.items,
@@ -528,7 +528,7 @@ class Memory:
             self._store.put([item], [embedding], "updated" if existing else "created")
             return item.detached()
         with self._writing:
-            self._store.refresh()
+            self._store.refresh(wait=True)
             [outcome] = store_additions(
                 self._store, [item], [embedding], utcnow(), config=self.lifecycle, judge=self._judge
             )

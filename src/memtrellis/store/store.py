@@ -530,22 +530,26 @@ class Store:
         """Hold this while reading the graph or keyword index across several calls."""
         return self._mu
 
-    def refresh(self) -> None:
+    def refresh(self, *, wait: bool = False) -> None:
         """See what other processes wrote (cheap when nothing changed).
 
         The graph and keyword index catch up at once. Reloading the vector index takes
-        the store lock; while another process keeps it busy writing, this does not wait
+        the store lock; while another process keeps it busy writing, a read does not wait
         for it (a busy writer could hold a reader off until the lock timeout) and the
-        reload is retried on the next call.
+        reload is retried on the next call. ``wait=True`` (before planning a write
+        against the index) waits up to the lock timeout like a write.
         """
         self._check_open()
         with self._mu:
             self._catch_up(locked=False)
             if self.vectors.stale:
+                timeout = None if wait else min(self._file_lock.timeout, _RELOAD_WAIT)
                 try:
-                    with self._locked(timeout=min(self._file_lock.timeout, _RELOAD_WAIT)):
+                    with self._locked(timeout=timeout):
                         self._catch_up(locked=True)
                 except StoreLockedError:
+                    if wait:
+                        raise
                     log.debug("store %s: busy; the vector index reloads on a later call", self.path)
 
     @property
