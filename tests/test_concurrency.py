@@ -310,3 +310,30 @@ def test_recall_does_not_wait_out_a_busy_writer_in_another_process(store_path: P
         assert hits[0].memory.text == "busy note ba"
         assert hits[0].explanation.dense_score is not None
         assert len(memory.list(limit=1000)) == 41
+
+
+def test_index_reopen_waits_for_calls_in_flight_and_goes_before_new_ones() -> None:
+    from memtrellis.store._rwlock import SharedExclusiveLock
+
+    lock = SharedExclusiveLock()
+    order: list[str] = []
+
+    def reopen() -> None:
+        with lock.exclusive():
+            order.append("reopen")
+
+    def late_call() -> None:
+        with lock.shared():
+            order.append("late call")
+
+    with lock.shared():  # a call in flight
+        reopener = threading.Thread(target=reopen)
+        reopener.start()
+        while not lock._waiting:  # until the reopen is queued behind the call in flight
+            time.sleep(0.001)
+        late = threading.Thread(target=late_call)
+        late.start()
+        order.append("call done")
+    reopener.join()
+    late.join()
+    assert order == ["call done", "reopen", "late call"]
