@@ -78,10 +78,24 @@ class EmbeddingMismatchError(MemtrellisError):
 class StoreCorruptError(MemtrellisError):
     """A store file cannot be read. The message names the path and the way to recover.
 
+    ``path`` is the damaged file or directory and ``command`` the ``memtrellis repair``
+    command line that rebuilds it from the store's other copies (``None`` when no repair
+    applies, e.g. a store written by a newer memtrellis).
+
     Examples:
-        >>> issubclass(StoreCorruptError, MemtrellisError)
-        True
+        >>> error = StoreCorruptError(
+        ...     "graph.json is cut short", path="s/graph.json", command="memtrellis repair s"
+        ... )
+        >>> error.path, error.command, issubclass(StoreCorruptError, MemtrellisError)
+        ('s/graph.json', 'memtrellis repair s', True)
     """
+
+    def __init__(
+        self, message: str, *, path: str | None = None, command: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.path = path
+        self.command = command
 
 
 class StoreLockedError(MemtrellisError):

@@ -15,7 +15,7 @@ from typing import Any, TypeVar, cast
 
 import networkx as nx
 
-from memtrellis.errors import StoreCorruptError
+from memtrellis.store._corrupt import FROM_INDEX, damaged
 from memtrellis.store._files import atomic_write_chunks
 from memtrellis.types import EdgeKind, HistoryEvent, MemoryItem
 
@@ -345,10 +345,11 @@ class MemoryGraph:
                 if edge["key"] != EdgeKind.MENTIONS.value:
                     graph.add_edge(edge["source"], edge["target"], EdgeKind(edge["key"]))
         except (ValueError, KeyError, TypeError) as exc:
-            raise StoreCorruptError(
-                f"the memory graph {path} cannot be read ({exc.__class__.__name__}: "
-                f"{str(exc)[:200]}). Restore it from a backup, or move the store "
-                "directory aside and re-import an export into a new store."
+            raise damaged(
+                path,
+                f"cannot be read ({exc.__class__.__name__}: {str(exc)[:200]})",
+                path.parent,
+                FROM_INDEX,
             ) from exc
         return graph, generation
 

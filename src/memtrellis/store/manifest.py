@@ -8,6 +8,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from memtrellis.errors import EmbeddingMismatchError, StoreCorruptError
+from memtrellis.store._corrupt import damaged
 from memtrellis.store._files import atomic_write_bytes
 from memtrellis.types import utcnow
 
@@ -69,8 +70,11 @@ class Manifest(BaseModel):
             )
 
 
-def read_manifest(path: Path) -> Manifest | None:
-    """Read the manifest, or ``None`` when the store is new."""
+def read_manifest(path: Path, *, flags: tuple[str, ...] = ()) -> Manifest | None:
+    """Read the manifest, or ``None`` when the store is new.
+
+    ``flags`` are added to the ``memtrellis repair`` command a damaged manifest names.
+    """
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -78,13 +82,11 @@ def read_manifest(path: Path) -> Manifest | None:
     try:
         manifest = Manifest.model_validate(json.loads(raw))
     except (ValueError, ValidationError) as exc:
-        raise StoreCorruptError(
-            f"the store manifest {path} cannot be read ({exc.__class__.__name__}). "
-            "Restore it from a backup, or move the store directory aside and re-import "
-            "an export into a new store."
+        raise damaged(
+            path, f"cannot be read ({exc.__class__.__name__})", path.parent, *flags
         ) from exc
     if manifest.format != "memtrellis-store":
-        raise StoreCorruptError(f"{path} is not a memtrellis store manifest")
+        raise damaged(path, "is not a memtrellis store manifest", path.parent, *flags)
     if manifest.schema_version > SCHEMA_VERSION:
         raise StoreCorruptError(
             f"the store at {path.parent} uses schema {manifest.schema_version}; this "

@@ -31,12 +31,13 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
-from memtrellis.errors import StoreClosedError, StoreCorruptError, StoreLockedError
+from memtrellis.errors import StoreClosedError, StoreLockedError
+from memtrellis.store._corrupt import FROM_GRAPH, FROM_INDEX, damaged, embedder_flags
 from memtrellis.store.graph import MemoryGraph
 from memtrellis.store.keyword import KeywordIndex
 from memtrellis.store.manifest import EmbedderInfo, Manifest, read_manifest, write_manifest
 from memtrellis.store.vectors import VectorIndex
-from memtrellis.store.wal import WalReader, append_records, wal_path
+from memtrellis.store.wal import WalReader, append_records, replay_record, wal_path
 from memtrellis.types import EdgeKind, HistoryEvent, MemoryItem, utcnow
 
 __all__ = ["RepairReport", "Store"]
@@ -143,18 +144,20 @@ class Store:
         self.graph = MemoryGraph()
         self.keywords = KeywordIndex()
         with self._locked():
-            manifest = read_manifest(self._manifest_path)
+            flags = embedder_flags(embedder.model_id)
+            manifest = read_manifest(self._manifest_path, flags=flags)
             if manifest is None:
-                if self._graph_path.exists():
-                    raise StoreCorruptError(
-                        f"{self._manifest_path} is missing but {self._graph_path} exists; "
-                        "restore the manifest from a backup rather than start a new store "
-                        "over old data."
+                if self._has_data():
+                    # Starting a new store over old data would hide it: repair instead.
+                    raise damaged(
+                        self._manifest_path, "is missing but the store holds data", path, *flags
                     )
                 manifest = Manifest(embedder=embedder)
                 write_manifest(self._manifest_path, manifest)
             else:
                 manifest.check_embedder(embedder.model_id, embedder.dimension, path)
+                if chroma_url is None and not (path / "chroma").is_dir():
+                    raise damaged(path / "chroma", "is missing", path, FROM_GRAPH)
             self.manifest = manifest
             self.vectors = VectorIndex(path / "chroma", chroma_url=chroma_url)
             self._load_snapshot()
@@ -171,6 +174,13 @@ class Store:
     @property
     def _graph_path(self) -> Path:
         return self.path / "graph.json"
+
+    def _has_data(self) -> bool:
+        return (
+            self._graph_path.exists()
+            or (self.path / "chroma").exists()
+            or any(self.path.glob("wal-*.jsonl"))
+        )
 
     # -- locking -------------------------------------------------------------------------
     @contextmanager
@@ -221,10 +231,13 @@ class Store:
     def _load_snapshot_now(self) -> None:
         graph, generation = MemoryGraph.load(self._graph_path)
         if generation < self.manifest.generation:
-            raise StoreCorruptError(
-                f"the graph snapshot {self._graph_path} is at generation {generation} but "
-                f"the manifest expects {self.manifest.generation}; the snapshot was lost. "
-                "Restore graph.json from a backup."
+            state = "is missing" if not self._graph_path.exists() else "is out of date"
+            raise damaged(
+                self._graph_path,
+                f"{state}: it holds generation {generation} but the manifest expects "
+                f"{self.manifest.generation}",
+                self.path,
+                FROM_INDEX,
             )
         if generation > self.manifest.generation:
             # A compaction wrote the snapshot but died before the manifest: finish it.
@@ -277,29 +290,21 @@ class Store:
             self._ops_since_snapshot += 1
         if op in _CHANGE_OPS:
             self._pending[record["rid"]] = record
+        try:
+            replay_record(self.graph, record)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise damaged(
+                self._reader.path, f"holds a record it cannot apply ({exc})", self.path
+            ) from exc
         if op == "put":
-            item = MemoryItem.model_validate(record["item"])
-            event = HistoryEvent.model_validate(record["event"]) if record.get("event") else None
-            self.graph.put(item, event)
-            self.keywords.add(item.scope.entity_id, item.id, item.search_text())
+            item = self.graph.item(record["item"]["id"])
+            if item is not None:
+                self.keywords.add(item.scope.entity_id, item.id, item.search_text())
         elif op == "del":
             for memory_id in record["ids"]:
-                self.graph.remove(memory_id)
                 self.keywords.remove(memory_id)
         elif op == "drop":
-            self.graph.remove_tenant(record["entity_id"])
             self.keywords.drop_tenant(record["entity_id"])
-        elif op == "edge":
-            self.graph.add_edge(record["src"], record["dst"], EdgeKind(record["kind"]))
-        elif op == "touch":
-            at = datetime.fromisoformat(record["at"])
-            for memory_id in record["ids"]:
-                recalled = self.graph.item(memory_id)
-                if recalled is not None:
-                    recalled.recall_count += 1
-                    recalled.last_recalled_at = at
-        else:
-            raise StoreCorruptError(f"unknown log record {op!r} in {self._reader.path}")
 
     def _index_change(self, record: dict[str, Any]) -> None:
         """Carry one logged change into the vector index (idempotent)."""

@@ -17,6 +17,7 @@ from typing import Any
 
 from memtrellis._offline import chroma_settings, prepare_offline_env
 from memtrellis.store._rwlock import SharedExclusiveLock
+from memtrellis.store._corrupt import FROM_GRAPH, damaged
 from memtrellis.types import MemoryItem
 
 __all__ = ["HNSW_EF_SEARCH", "VectorIndex", "collection_name"]
@@ -106,9 +107,17 @@ class VectorIndex:
                 settings=chroma_settings(),
             )
         else:
-            self._client = chromadb.PersistentClient(
-                path=str(self.directory), settings=chroma_settings()
-            )
+            try:
+                self._client = chromadb.PersistentClient(
+                    path=str(self.directory), settings=chroma_settings()
+                )
+            except Exception as exc:  # chromadb raises several kinds for a damaged file
+                raise damaged(
+                    self.directory,
+                    f"cannot be opened ({type(exc).__name__}: {str(exc)[:200]})",
+                    self.directory.parent,
+                    FROM_GRAPH,
+                ) from exc
         self._collections.clear()
         self.stale = False
 
@@ -255,6 +264,22 @@ class VectorIndex:
                 for meta in got["metadatas"] or []
                 if meta and "item" in meta
             ]
+
+    def item_copies(self, entity_id: str) -> tuple[dict[str, MemoryItem], int]:
+        """The readable item copies of an entity's collection by id, and how many were not."""
+        with self._client_in_use():
+            collection = self._collection(entity_id, create=False)
+            if collection is None:
+                return {}, 0
+            got = collection.get(include=["metadatas"])
+        copies: dict[str, MemoryItem] = {}
+        unreadable = 0
+        for memory_id, meta in zip(got["ids"], got["metadatas"] or [], strict=True):
+            try:
+                copies[memory_id] = MemoryItem.model_validate(json.loads(str(meta["item"])))
+            except (ValueError, KeyError, TypeError):
+                unreadable += 1
+        return copies, unreadable
 
     def query(
         self,

@@ -12,17 +12,49 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memtrellis.errors import StoreCorruptError
+from memtrellis.store._corrupt import damaged
+from memtrellis.store.graph import MemoryGraph
+from memtrellis.types import EdgeKind, HistoryEvent, MemoryItem
 
-__all__ = ["WalReader", "append_records", "wal_path"]
+__all__ = ["WalReader", "append_records", "replay_record", "wal_path"]
 
 
 def wal_path(directory: Path, generation: int) -> Path:
     """The log file that follows graph snapshot ``generation``."""
     return directory / f"wal-{generation:06d}.jsonl"
+
+
+def replay_record(graph: MemoryGraph, record: dict[str, Any]) -> None:
+    """Apply one logged change to ``graph`` (``ok`` records change nothing).
+
+    Raises:
+        ValueError: The record is not one memtrellis writes (unknown ``op``, bad fields).
+    """
+    op = record["op"]
+    if op == "put":
+        item = MemoryItem.model_validate(record["item"])
+        event = HistoryEvent.model_validate(record["event"]) if record.get("event") else None
+        graph.put(item, event)
+    elif op == "del":
+        for memory_id in record["ids"]:
+            graph.remove(memory_id)
+    elif op == "drop":
+        graph.remove_tenant(record["entity_id"])
+    elif op == "edge":
+        graph.add_edge(record["src"], record["dst"], EdgeKind(record["kind"]))
+    elif op == "touch":
+        at = datetime.fromisoformat(record["at"])
+        for memory_id in record["ids"]:
+            recalled = graph.item(memory_id)
+            if recalled is not None:
+                recalled.recall_count += 1
+                recalled.last_recalled_at = at
+    elif op != "ok":
+        raise ValueError(f"unknown log record {op!r}")
 
 
 def append_records(path: Path, records: list[dict[str, Any]], *, durable: bool = True) -> int:
@@ -77,10 +109,11 @@ class WalReader:
                     if not isinstance(record, dict) or "op" not in record:
                         raise ValueError("not a log record")
                 except ValueError as exc:
-                    raise StoreCorruptError(
-                        f"the write-ahead log {self.path} has an unreadable record at byte "
-                        f"{line_start}. Move the file aside to open the store without the "
-                        "changes after the last snapshot, or restore it from a backup."
+                    raise damaged(
+                        self.path,
+                        f"has an unreadable record at byte {line_start} (not a torn last "
+                        "line, which is dropped by itself)",
+                        self.path.parent,
                     ) from exc
                 records.append(record)
             line_start += len(line) + 1

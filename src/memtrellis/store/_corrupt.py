@@ -1,0 +1,42 @@
+"""The error a damaged store file raises: it names the file and the repair command."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+from memtrellis.errors import StoreCorruptError
+
+__all__ = ["FROM_GRAPH", "FROM_INDEX", "damaged", "embedder_flags", "repair_command"]
+
+#: ``memtrellis repair`` flag: rebuild the graph from the item copies in the vector index.
+FROM_INDEX = "--from-index"
+#: ``memtrellis repair`` flag: rebuild the vector index from the graph (re-embedding).
+FROM_GRAPH = "--from-graph"
+
+
+def embedder_flags(model_id: str) -> tuple[str, ...]:
+    """The ``--embedder`` option naming ``model_id`` for the command line, if it has one.
+
+    The command line builds the default MiniLM model (no option needed) and the hashing
+    test embedder; a store built with another embedder is repaired through
+    ``memtrellis.repair_store(path, embedder=...)``.
+    """
+    return ("--embedder", "hashing") if model_id == "hashing-64" else ()
+
+
+def repair_command(store: Path, *flags: str) -> str:
+    """The ``memtrellis repair`` command line for the store directory ``store``."""
+    return " ".join(["memtrellis", "repair", shlex.quote(str(store)), *flags])
+
+
+def damaged(target: Path, problem: str, store: Path, *flags: str) -> StoreCorruptError:
+    """A :class:`StoreCorruptError` for ``target`` (inside ``store``) with its cure."""
+    command = repair_command(store, *flags)
+    return StoreCorruptError(
+        f"{target} {problem}. Nothing was changed. Run `{command}` to rebuild it from the "
+        "store's other copies (add --dry-run to see the report first); damaged files are "
+        "moved aside, never deleted.",
+        path=str(target),
+        command=command,
+    )
