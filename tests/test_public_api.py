@@ -45,6 +45,7 @@ def test_public_api_is_pinned() -> None:
             "HistoryEvent",
             "InvalidInputError",
             "Memory",
+            "repair_store",
             "MemoryItem",
             "MemoryNotFoundError",
             "MemoryType",

@@ -30,6 +30,7 @@ from memtrellis.errors import (  # noqa: E402
 from memtrellis.extraction import ExtractionConfig, Mode  # noqa: E402
 from memtrellis.llm import LLM  # noqa: E402
 from memtrellis.memory import Memory  # noqa: E402
+from memtrellis.repair import repair_store  # noqa: E402
 from memtrellis.types import (  # noqa: E402
     EdgeKind,
     Health,
@@ -74,4 +75,5 @@ __all__ = [
     "UnknownIntegrationError",
     "UnsupportedClientError",
     "__version__",
+    "repair_store",
 ]
