@@ -67,13 +67,15 @@ class FineResult:
 
     ``items`` holds the memories (or the single fallback item when ``fallback``);
     ``summary`` is the background item, stored apart; ``errors`` lists what was wrong
-    with the reply, memory by memory.
+    with the reply, memory by memory. ``partial`` means the items are what could be
+    salvaged from a reply that was repaired or lost memories on the way.
     """
 
     items: list[MemoryItem]
     summary: MemoryItem | None = None
     fallback: bool = False
     errors: list[str] = field(default_factory=list)
+    partial: bool = False
 
 
 def parse_date_hint(text: str | None) -> datetime | None:
@@ -253,10 +255,12 @@ def items_from_reply(
     outcome = parse_answer(raw)
     errors = list(outcome.errors)
     items: list[MemoryItem] = []
+    whole = outcome.whole
     for index, draft in enumerate(outcome.drafts):
         try:
             items.append(_item(draft, index, window, scope, moment, errors))
         except ValueError as exc:
+            whole = False
             errors.append(f"memory {index}: not a valid memory item ({type(exc).__name__})")
     if not outcome.salvaged or (outcome.drafts and not items):
         reason = errors[-1] if errors else "no usable reply"
@@ -265,4 +269,4 @@ def items_from_reply(
     summary = None
     if outcome.summary:
         summary = _summary_item(outcome.summary, window, scope, moment, errors)
-    return FineResult(items, summary, False, errors)
+    return FineResult(items, summary, False, errors, partial=not whole)

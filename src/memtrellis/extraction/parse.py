@@ -59,6 +59,9 @@ class ParseOutcome:
     summary: str | None = None
     errors: list[str] = field(default_factory=list)
     salvaged: bool = False  # anything usable (see the module docstring)
+    #: The reply was valid JSON (not repaired, not cut) and every memory in it validated:
+    #: nothing in it was lost. A captured turn is stored only from whole replies.
+    whole: bool = False
 
 
 def describe_validation_error(exc: ValidationError, limit: int = 3) -> str:
@@ -95,7 +98,8 @@ def _any_valid(entries: list[Any]) -> bool:
 def _build(
     entries: list[Any], summary: object, *, explicit: bool, strict: bool, errors: list[str]
 ) -> ParseOutcome:
-    if len(entries) > MAX_MEMORIES:
+    capped = len(entries) > MAX_MEMORIES
+    if capped:
         errors.append(f"{len(entries)} memories in the reply; only the first {MAX_MEMORIES} kept")
         entries = entries[:MAX_MEMORIES]
     drafts: list[MemoryDraft] = []
@@ -108,7 +112,8 @@ def _build(
             errors.append(f"memory {index}: {type(exc).__name__}")
     text = scalar_text(summary) if isinstance(summary, str) else None
     salvaged = bool(drafts) or text is not None or (explicit and strict and not entries)
-    return ParseOutcome(drafts, text, errors, salvaged)
+    whole = salvaged and strict and not capped and len(drafts) == len(entries)
+    return ParseOutcome(drafts, text, errors, salvaged, whole)
 
 
 def _salvage(text: str, errors: list[str]) -> ParseOutcome:
@@ -157,7 +162,7 @@ def _parse(raw: object) -> ParseOutcome:
     if loaded.value is not None:
         if loaded.repaired:
             errors.append("the reply was not valid JSON; it was repaired")
-        return _decoded(loaded.value, strict=not loaded.repaired, errors=errors)
+        return _decoded(loaded.value, strict=not loaded.repaired and not cut, errors=errors)
     return _salvage(text, errors)
 
 

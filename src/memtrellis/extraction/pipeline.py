@@ -28,6 +28,12 @@ from typing import Any
 from tenacity import AsyncRetrying, Retrying, stop_after_attempt, wait_exponential
 
 from memtrellis.errors import InvalidInputError
+from memtrellis.extraction.failures import (
+    ExtractionFailure,
+    FailureCounts,
+    call_with_timeout,
+    failure_kind,
+)
 from memtrellis.extraction.fast import fast_items
 from memtrellis.extraction.fine import FineResult, items_from_reply
 from memtrellis.extraction.model import Mode, Normalized, Window
@@ -64,7 +70,16 @@ class ExtractionConfig:
         extract_tools: Also extract from tool calls and results.
         rewrite: A second LLM pass resolves pronouns and adds missing subjects.
         judge: A third LLM pass drops memories their sources do not support.
-        llm_attempts: Tries per window before the fallback memory is kept.
+        llm_attempts: Tries per LLM call of :meth:`Memory.add` before the fallback memory
+            is kept.
+        llm_timeout: Seconds one LLM call may take before it counts as a timeout (and is
+            tried again); ``None`` waits forever.
+        llm_backoff: Seconds before the second try of an LLM call; doubles each try.
+        llm_max_backoff: Longest wait between two tries of an LLM call.
+        capture_attempts: Tries of a captured turn's extraction (each a fresh LLM call)
+            before the turn is stored in fast mode, tagged ``extraction:fallback``.
+        capture_backoff: Seconds before a captured turn is tried again; doubles each try.
+        capture_max_backoff: Longest wait between two tries of a captured turn.
         concurrency: Windows extracted at once by the async driver.
 
     Examples:
@@ -87,7 +102,21 @@ class ExtractionConfig:
     rewrite: bool = False  # LLM resolves pronouns and adds missing subjects
     judge: bool = False  # LLM drops memories its sources do not support
     llm_attempts: int = 3
+    llm_timeout: float | None = 120.0
+    llm_backoff: float = 0.2
+    llm_max_backoff: float = 2.0
+    capture_attempts: int = 4
+    capture_backoff: float = 0.5
+    capture_max_backoff: float = 30.0
     concurrency: int = 4  # windows extracted at once by the async driver
+
+    def __post_init__(self) -> None:
+        if self.llm_timeout is not None and self.llm_timeout <= 0:
+            raise InvalidInputError("llm_timeout must be positive or None")
+        if self.llm_attempts < 1 or self.capture_attempts < 1:
+            raise InvalidInputError("llm_attempts and capture_attempts must be at least 1")
+        if min(self.llm_backoff, self.llm_max_backoff, self.capture_backoff) < 0:
+            raise InvalidInputError("backoff times cannot be negative")
 
 
 @dataclass
@@ -154,7 +183,10 @@ class Extractor:
     def __init__(self, llm: LLM | None = None, config: ExtractionConfig | None = None) -> None:
         self.llm = as_llm(llm) if llm is not None else None
         self.config = config or ExtractionConfig()
+        #: LLM calls that still failed after their last try.
         self.llm_failures = 0
+        #: Timeouts, errors and garbage replies of every try, and the tries repeated.
+        self.failures = FailureCounts()
 
     # -- shared, pure parts ----------------------------------------------------------------
     def resolve_mode(self, mode: Mode | str | None) -> Mode:
@@ -276,8 +308,17 @@ class Extractor:
         tags: Sequence[str] = (),
         entities: Sequence[str] = (),
         metadata: Mapping[str, Any] | None = None,
+        strict: bool = False,
     ) -> ExtractionResult:
-        """Extract memories from ``data`` (messages, conversations, texts or document paths)."""
+        """Extract memories from ``data`` (messages, conversations, texts or document paths).
+
+        By default a failed LLM call is tried ``llm_attempts`` times and a window whose
+        reply stays unusable becomes one fallback memory; a partly usable reply keeps what
+        it could salvage. ``strict=True`` (captured turns) tries each call once and
+        raises :class:`~memtrellis.extraction.failures.ExtractionFailure` on a timeout,
+        an error or any reply that is not usable whole, so that the caller can try the
+        whole turn again later: a turn is stored from whole replies only, or not at all.
+        """
         chosen, normalized, moment, scope = self._prepare(data, scope, mode, now)
         docs = self._doc_windows(normalized)
         if chosen is Mode.FAST:
@@ -285,33 +326,72 @@ class Extractor:
                 normalized, docs, scope, moment, memory_type, tags, entities, metadata
             )
         windows = self._chat_windows(normalized) + docs
-        outcomes = [self._drive(_fine_window(w, scope, moment, self.config)) for w in windows]
+        outcomes = [
+            self._drive(_fine_window(w, scope, moment, self.config), strict) for w in windows
+        ]
         result = ExtractionResult([], chosen, normalized.skipped, len(windows))
         return self._finish(result, outcomes, tags, entities, metadata)
 
-    def _drive(self, step: Step) -> FineResult:
+    def _drive(self, step: Step, strict: bool = False) -> FineResult:
         assert self.llm is not None
+        answered = True
         try:
             request = next(step)
             while True:
-                request = step.send(self._call(request))
+                reply = self._call(request, strict)
+                answered = answered and reply is not None
+                request = step.send(reply)
         except StopIteration as done:
             outcome: FineResult = done.value
-            return outcome
+            return self._judge_reply(outcome, strict, answered)
 
-    def _call(self, request: LLMRequest) -> str | None:
+    def _judge_reply(self, outcome: FineResult, strict: bool, answered: bool) -> FineResult:
+        """Count a reply that cannot be used whole; in strict mode, refuse it.
+
+        ``answered`` is false when a call failed (already counted as a timeout or error).
+        """
+        if answered and (outcome.fallback or outcome.partial):
+            self.failures.count("garbage")
+            if strict:
+                detail = outcome.errors[-1] if outcome.errors else "unusable reply"
+                raise ExtractionFailure("garbage", detail)
+        return outcome
+
+    def _retrying(self, attempts: int) -> dict[str, Any]:
+        cfg = self.config
+        return {
+            "stop": stop_after_attempt(attempts),
+            "wait": wait_exponential(multiplier=cfg.llm_backoff, max=cfg.llm_max_backoff),
+            "reraise": True,
+            "before_sleep": lambda _: self.failures.retried(),
+        }
+
+    def _failed(self, request: LLMRequest, exc: Exception, strict: bool) -> None:
+        self.llm_failures += 1
+        log.warning("LLM %s call failed after retries: %s", request.purpose, exc)
+        if strict:
+            raise ExtractionFailure(failure_kind(exc), f"{type(exc).__name__}: {exc}") from exc
+
+    def _call(self, request: LLMRequest, strict: bool = False) -> str | None:
         assert self.llm is not None
+        llm = self.llm
+
+        def once() -> str:
+            try:
+                return call_with_timeout(
+                    lambda: complete(llm, request.messages, request.schema),
+                    self.config.llm_timeout,
+                )
+            except Exception as exc:
+                self.failures.count(failure_kind(exc))
+                raise
+
         try:
-            for attempt in Retrying(
-                stop=stop_after_attempt(self.config.llm_attempts),
-                wait=wait_exponential(multiplier=0.2, max=2.0),
-                reraise=True,
-            ):
+            for attempt in Retrying(**self._retrying(1 if strict else self.config.llm_attempts)):
                 with attempt:
-                    return complete(self.llm, request.messages, request.schema)
+                    return once()
         except Exception as exc:
-            self.llm_failures += 1
-            log.warning("LLM %s call failed after retries: %s", request.purpose, exc)
+            self._failed(request, exc, strict)
         return None
 
     # -- async ------------------------------------------------------------------------------
@@ -349,25 +429,34 @@ class Extractor:
         return self._finish(result, outcomes, tags, entities, metadata)
 
     async def _adrive(self, step: Step) -> FineResult:
+        answered = True
         try:
             request = next(step)
             while True:
-                request = step.send(await self._acall(request))
+                reply = await self._acall(request)
+                answered = answered and reply is not None
+                request = step.send(reply)
         except StopIteration as done:
             outcome: FineResult = done.value
-            return outcome
+            return self._judge_reply(outcome, False, answered)
 
     async def _acall(self, request: LLMRequest) -> str | None:
         assert self.llm is not None
+        llm = self.llm
+
+        async def once() -> str:
+            try:
+                return await asyncio.wait_for(
+                    acomplete(llm, request.messages, request.schema), self.config.llm_timeout
+                )
+            except Exception as exc:
+                self.failures.count(failure_kind(exc))
+                raise
+
         try:
-            async for attempt in AsyncRetrying(
-                stop=stop_after_attempt(self.config.llm_attempts),
-                wait=wait_exponential(multiplier=0.2, max=2.0),
-                reraise=True,
-            ):
+            async for attempt in AsyncRetrying(**self._retrying(self.config.llm_attempts)):
                 with attempt:
-                    return await acomplete(self.llm, request.messages, request.schema)
+                    return await once()
         except Exception as exc:
-            self.llm_failures += 1
-            log.warning("LLM %s call failed after retries: %s", request.purpose, exc)
+            self._failed(request, exc, strict=False)
         return None
