@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from memtrellis import InvalidInputError, Memory, StoreClosedError
+from memtrellis import ExtractionConfig, InvalidInputError, Memory, StoreClosedError
 from memtrellis.testing import HashingEmbedder, ScriptedLLM
 
 TURN = [
@@ -81,14 +81,19 @@ def test_capture_rejects_bad_input_in_the_caller(store_path: Path) -> None:
 def test_failures_retry_then_fall_back_and_are_counted(store_path: Path) -> None:
     boom = RuntimeError("model overloaded")
     llm = ScriptedLLM([boom, boom, boom])
-    with Memory(store_path, entity_id="u", embedder=HashingEmbedder(), llm=llm) as memory:
+    config = ExtractionConfig(capture_attempts=3, capture_backoff=0.01)
+    with Memory(
+        store_path, entity_id="u", embedder=HashingEmbedder(), llm=llm, extraction=config
+    ) as memory:
         memory.capture([{"role": "user", "content": "My locker code is 4411", "id": "x"}])
         assert memory.flush(timeout=60)
         [item] = memory.list()
-        # the LLM never answered: the window is kept as a fallback memory, not dropped
+        # the LLM never answered: the turn is kept as a fallback memory, not dropped
         assert "extraction:fallback" in item.tags and "4411" in item.text
         health = memory.health()
-        assert health.llm_failures == 1 and health.extraction_fallbacks == 1
+        assert len(llm.calls) == 3  # the whole turn tried three times, one call each
+        assert health.llm_failures == 3 and health.extraction_errors == 3
+        assert health.extraction_retries == 2 and health.extraction_fallbacks == 1
 
 
 CRASH_WITH_QUEUED_TURNS = """

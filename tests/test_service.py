@@ -279,6 +279,8 @@ def test_health_and_metrics_need_a_monitor_key(service: Running, client: httpx.C
     assert "memtrellis_memories 1.0" in text
     assert "memtrellis_capture_queue_depth 0.0" in text
     assert 'memtrellis_extraction_failures_total{kind="capture"} 0.0' in text
+    for kind in ("timeout", "error", "garbage"):
+        assert f'memtrellis_extraction_failures_total{{kind="{kind}"}} 0.0' in text
 
 
 def test_bad_input_gets_typed_json_errors_and_nothing_is_lost(

@@ -202,7 +202,15 @@ class Memory:
         )
         self._stats = FacadeStats()
         self._drain_timeout = drain_timeout
-        self._capture = CaptureService(self.path / "spool", self._store_captured)
+        config = self.extractor.config
+        self._capture = CaptureService(
+            self.path / "spool",
+            self._store_captured,
+            attempts=config.capture_attempts,
+            backoff=config.capture_backoff,
+            max_backoff=config.capture_max_backoff,
+            fallback=self._store_captured_fallback,
+        )
 
     # -- scope ---------------------------------------------------------------------------
     @staticmethod
@@ -442,6 +450,8 @@ class Memory:
         )
 
     def _store_captured(self, entry: dict[str, Any]) -> None:
+        # Strict: a timeout, an error or a reply not usable whole raises, and the worker
+        # tries the whole turn again later; nothing of a half-understood turn is stored.
         result = self.extractor.extract(
             entry["data"],
             Scope.model_validate(entry["scope"]),
@@ -449,7 +459,21 @@ class Memory:
             now=datetime.fromisoformat(entry["at"]),
             tags=entry.get("tags", ()),
             metadata=entry.get("metadata") or None,
+            strict=True,
         )
+        self._store_result(result, ids=str(entry["id"]))
+
+    def _store_captured_fallback(self, entry: dict[str, Any]) -> None:
+        """Store a turn whose extraction failed on every try in fast mode, tagged as such."""
+        result = self.extractor.extract(
+            entry["data"],
+            Scope.model_validate(entry["scope"]),
+            mode=Mode.FAST,
+            now=datetime.fromisoformat(entry["at"]),
+            tags=[*entry.get("tags", ()), FALLBACK_TAG],
+            metadata=entry.get("metadata") or None,
+        )
+        result.fallbacks = len(result.items)
         self._store_result(result, ids=str(entry["id"]))
 
     def flush(self, timeout: float | None = None) -> bool:
@@ -908,6 +932,7 @@ class Memory:
         """Counts, edges by kind, recall latency since open, capture queue and disk size."""
         self._store.refresh()
         capture = self._capture.stats
+        failures = self.extractor.failures
         return Health(
             path=str(self.path.resolve()),
             embedder_model_id=self.embedder.model_id,
@@ -917,6 +942,10 @@ class Memory:
             capture_retries=capture.retries,
             capture_failures=capture.failures,
             llm_failures=self.extractor.llm_failures,
+            extraction_timeouts=failures.timeouts,
+            extraction_errors=failures.errors,
+            extraction_garbage=failures.garbage,
+            extraction_retries=failures.retries + capture.extraction_retries,
             judge_failures=self._judge.failures if self._judge is not None else 0,
             **store_figures(self._store),
             **self._stats.figures(),

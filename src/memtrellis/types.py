@@ -428,6 +428,14 @@ class Health(_Model):
     recall_latency_p95_ms: float
     skipped_inputs: int
     extraction_fallbacks: int = 0
+    #: Extraction LLM calls that timed out, raised, or answered with a reply that could
+    #: not be used whole (unparseable, wrong shape, empty, repaired or partly invalid),
+    #: each try counted; and the tries repeated after one of them.
+    extraction_timeouts: int = 0
+    extraction_errors: int = 0
+    extraction_garbage: int = 0
+    extraction_retries: int = 0
+    #: LLM calls still failing after their last try (timeouts and errors).
     llm_failures: int = 0
     merged_duplicates: int = 0
     judge_failures: int = 0

@@ -27,11 +27,15 @@ class CaptureService:
         *,
         attempts: int = 4,
         backoff: float = 0.5,
+        max_backoff: float = 30.0,
+        fallback: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
         self.spool = Spool(directory)
         self._handle = handle
         self._attempts = attempts
         self._backoff = backoff
+        self._max_backoff = max_backoff
+        self._fallback = fallback
         self._worker: CaptureWorker | None = None
         self._mu = threading.Lock()
         self.adopted = self.spool.adopt_orphans()
@@ -42,7 +46,12 @@ class CaptureService:
         with self._mu:
             if self._worker is None:
                 self._worker = CaptureWorker(
-                    self._handle, self.spool, attempts=self._attempts, backoff=self._backoff
+                    self._handle,
+                    self.spool,
+                    attempts=self._attempts,
+                    backoff=self._backoff,
+                    max_backoff=self._max_backoff,
+                    fallback=self._fallback,
                 )
             return self._worker
 

@@ -1,8 +1,11 @@
 """The capture worker: one background thread that extracts and stores captured turns.
 
 ``submit`` only puts an entry on a queue. The worker retries a failed entry with
-exponential backoff; an entry that still fails stays in the spool (not marked done) and
-is retried when the store is next opened, so a captured turn is never lost.
+exponential backoff. When its extraction still fails after the last try (the LLM timed
+out, raised or answered garbage) the ``fallback`` stores the turn without the LLM; an
+entry that fails otherwise (the store) stays in the spool, not marked done, and is retried
+when the store is next opened, as is one whose retries a crash or ``close`` cut short. So
+a captured turn is never lost.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memtrellis.capture.spool import Spool
+from memtrellis.extraction.failures import ExtractionFailure
 
 __all__ = ["CaptureStats", "CaptureWorker"]
 
@@ -29,6 +33,10 @@ class CaptureStats:
     stored: int = 0
     retries: int = 0
     failures: int = 0
+    #: Retries because the extraction failed (a subset of ``retries``).
+    extraction_retries: int = 0
+    #: Turns stored by the fallback after their extraction's last try failed.
+    fallbacks: int = 0
 
 
 class CaptureWorker:
@@ -42,8 +50,10 @@ class CaptureWorker:
         attempts: int = 4,
         backoff: float = 0.5,
         max_backoff: float = 30.0,
+        fallback: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
         self._handle = handle
+        self._fallback = fallback
         self._spool = spool
         self._attempts = max(1, attempts)
         self._backoff = backoff
@@ -84,20 +94,44 @@ class CaptureWorker:
         for attempt in range(self._attempts):
             try:
                 self._handle(entry)
-            except Exception:
-                if attempt + 1 == self._attempts or self._stop.is_set():
-                    self.stats.failures += 1
-                    log.exception(
-                        "captured turn %s could not be stored; kept in the spool for the next open",
-                        entry.get("id"),
-                    )
+            except Exception as exc:
+                last = attempt + 1 == self._attempts
+                if last and isinstance(exc, ExtractionFailure) and self._fallback is not None:
+                    self._fall_back(entry, exc)
+                    return
+                if last or self._stop.is_set():
+                    self._keep(entry)
                     return
                 self.stats.retries += 1
+                if isinstance(exc, ExtractionFailure):
+                    self.stats.extraction_retries += 1
+                log.warning("captured turn %s: %s; trying again", entry.get("id"), exc)
                 self._stop.wait(min(self._backoff * 2**attempt, self._max_backoff))
             else:
-                self.stats.stored += 1
-                self._spool.done(str(entry["id"]))
+                self._stored(entry)
                 return
+
+    def _stored(self, entry: dict[str, Any]) -> None:
+        self.stats.stored += 1
+        self._spool.done(str(entry["id"]))
+
+    def _keep(self, entry: dict[str, Any]) -> None:
+        self.stats.failures += 1
+        log.exception(
+            "captured turn %s could not be stored; kept in the spool for the next open",
+            entry.get("id"),
+        )
+
+    def _fall_back(self, entry: dict[str, Any], exc: ExtractionFailure) -> None:
+        assert self._fallback is not None
+        log.warning("captured turn %s: %s; stored without the LLM", entry.get("id"), exc)
+        try:
+            self._fallback(entry)
+        except Exception:
+            self._keep(entry)
+            return
+        self.stats.fallbacks += 1
+        self._stored(entry)
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until every submitted entry is finished; False on timeout."""

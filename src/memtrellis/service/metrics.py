@@ -66,6 +66,9 @@ class _StoreCollector:
         failures.add_metric(["llm"], h.llm_failures)
         failures.add_metric(["judge"], h.judge_failures)
         failures.add_metric(["fallback"], h.extraction_fallbacks)
+        failures.add_metric(["timeout"], h.extraction_timeouts)
+        failures.add_metric(["error"], h.extraction_errors)
+        failures.add_metric(["garbage"], h.extraction_garbage)
         yield failures
         yield CounterMetricFamily(
             "memtrellis_recalls", "Recalls since the service started.", value=h.recalls
