@@ -101,7 +101,7 @@ class StoreRepairReport:
         """The report as text lines, as ``memtrellis repair`` prints it."""
         head = "would restore" if self.dry_run else "restored"
         edges = ", ".join(f"{k} {v}" for k, v in sorted(self.edges.items()) if v) or "none"
-        out = [f"store {self.path}{' (dry run: nothing written)' if self.dry_run else ''}"]
+        out = [f"store: {self.path}{' (dry run: nothing written)' if self.dry_run else ''}"]
         out += [f"damaged: {name}: {problem}" for name, problem in self.damaged.items()]
         if not self.damaged:
             out.append("damaged: nothing")
