@@ -176,3 +176,23 @@ def test_add_times_out_too_sync_and_async(store_path: Path) -> None:
         health = memory.health()
         assert (health.extraction_timeouts, health.extraction_retries) == (4, 2)
         assert health.llm_failures == 2
+
+
+def test_a_hanging_lifecycle_judge_is_cut_off_by_the_same_timeout(store_path: Path) -> None:
+    release = threading.Event()
+
+    def answer(messages: list[dict[str, str]]) -> str:
+        if messages[0]["content"].startswith("You extract"):
+            return WHOLE
+        release.wait(30)  # the judge comparing the second memory with the first hangs
+        return "[]"
+
+    config = ExtractionConfig(llm_timeout=0.2)
+    try:
+        with _memory(store_path, ScriptedLLM(answer), config) as memory:
+            started = time.perf_counter()
+            assert len(memory.add(TURN)) == 2
+            assert time.perf_counter() - started < 5
+            assert memory.health().judge_failures >= 1
+    finally:
+        release.set()

@@ -180,7 +180,8 @@ class Memory:
         # The extractor adapted the llm (a LangChain or LlamaIndex model, say) to the LLM
         # protocol; the judge asks the same adapted model.
         chat = self.extractor.llm
-        self._judge = llm_judge(chat) if chat is not None else None
+        timeout = self.extractor.config.llm_timeout
+        self._judge = llm_judge(chat, timeout=timeout) if chat is not None else None
         # One plan-and-commit at a time in this process, so that two adds never both
         # miss the duplicate the other is storing.
         self._writing = threading.Lock()

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from memtrellis.extraction._jsonload import load_json
+from memtrellis.extraction.failures import call_with_timeout
 from memtrellis.extraction.language import detect_language
 from memtrellis.lifecycle.plan import Candidate
 from memtrellis.lifecycle.relate import Relation, RelationKind
@@ -142,8 +143,9 @@ def parse_relations(text: str, count: int) -> list[Relation | None]:
 class LLMJudge:
     """A `Judge` backed by a chat model."""
 
-    def __init__(self, llm: LLM) -> None:
+    def __init__(self, llm: LLM, *, timeout: float | None = None) -> None:
         self.llm = llm
+        self.timeout = timeout
         self.failures = 0
 
     def __call__(
@@ -151,8 +153,10 @@ class LLMJudge:
     ) -> Sequence[Relation | None] | None:
         messages = build_relation_messages(new, [c.item for c in candidates])
         try:
-            reply = complete(self.llm, messages, JUDGE_SCHEMA)
-        except Exception:  # a judge failure must never lose the memory being stored
+            reply = call_with_timeout(
+                lambda: complete(self.llm, messages, JUDGE_SCHEMA), self.timeout
+            )
+        except Exception:  # a judge failure (or hang) must never lose the memory being stored
             self.failures += 1
             log.warning("lifecycle judge failed; the rules decide", exc_info=True)
             return None
@@ -163,6 +167,9 @@ class LLMJudge:
         return verdicts
 
 
-def llm_judge(llm: LLM) -> LLMJudge:
-    """A judge that asks ``llm`` (any object with ``complete(messages) -> str``)."""
-    return LLMJudge(llm)
+def llm_judge(llm: LLM, *, timeout: float | None = None) -> LLMJudge:
+    """A judge that asks ``llm`` (any object with ``complete(messages) -> str``).
+
+    A call that has not answered after ``timeout`` seconds counts as a failure.
+    """
+    return LLMJudge(llm, timeout=timeout)
