@@ -196,3 +196,17 @@ def test_a_hanging_lifecycle_judge_is_cut_off_by_the_same_timeout(store_path: Pa
             assert memory.health().judge_failures >= 1
     finally:
         release.set()
+
+
+def test_a_bounded_call_sees_the_callers_context_variables() -> None:
+    # LangChain's callbacks and tracing ride on context variables: the call keeps them
+    from contextvars import ContextVar
+
+    from memtrellis.extraction.failures import call_with_timeout
+
+    run_name: ContextVar[str] = ContextVar("run_name", default="none")
+    token = run_name.set("extraction-run")
+    try:
+        assert call_with_timeout(run_name.get, 5.0) == "extraction-run"
+    finally:
+        run_name.reset(token)

@@ -24,6 +24,7 @@ Examples:
 
 from __future__ import annotations
 
+import contextvars
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -71,15 +72,18 @@ def call_with_timeout(call: Callable[[], T], timeout: float | None) -> T:
     """Run ``call``; raise :class:`TimeoutError` if it has not returned after ``timeout`` s.
 
     A Python thread cannot be killed, so a call that hangs is left running on a daemon
-    thread and its eventual answer dropped; the caller moves on. ``None`` waits forever.
+    thread and its eventual answer dropped; the caller moves on. The call runs in a copy
+    of the caller's context, so context variables (a framework's callbacks or tracing)
+    still reach it. ``None`` waits forever.
     """
     if timeout is None:
         return call()
     box: dict[str, T | BaseException] = {}
+    context = contextvars.copy_context()
 
     def run() -> None:
         try:
-            box["value"] = call()
+            box["value"] = context.run(call)
         except BaseException as exc:  # handed to the waiting thread, re-raised there
             box["error"] = exc
 
