@@ -154,6 +154,8 @@ def test_a_crash_between_retries_leaves_the_turn_spooled_for_the_next_open(
     )
     assert proc.returncode == 9, proc.stderr
     assert proc.stdout.split() == ["1", "0"]  # one failed try, nothing stored
+    spooled = b"".join(p.read_bytes() for p in (store_path / "spool").glob("*.jsonl"))
+    assert b"I have a red bike" in spooled  # the turn waits in the spool, not lost
     llm = ScriptedLLM([WHOLE])
     with _memory(store_path, llm) as memory:
         assert memory.flush(timeout=30)

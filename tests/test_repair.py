@@ -324,3 +324,44 @@ def test_index_copies_the_graph_lacks_are_restored_not_dropped(
     assert report.memories == len(before.items) + 1
     after = _state(store)
     assert after.items[extra.id]["text"] == "Ana plants tomatoes in May"
+
+
+NEVER_COMPACTED = """
+    import os, sys
+    from memtrellis import Memory
+    from memtrellis.testing import HashingEmbedder
+    m = Memory(sys.argv[1], entity_id="ana", embedder=HashingEmbedder())
+    m.add("Ana lives in Lyon", memory_type="fact", entities=["Ana", "Lyon"])
+    m.add("Ana moved to Porto", memory_type="fact", entities=["Ana", "Porto"])
+    m.add([{"role": "user", "content": "I start at the bakery on Monday", "id": "c1"},
+           {"role": "assistant", "content": "Good luck with the new job", "id": "c2"}])
+    os._exit(0)  # no snapshot yet: every change is in wal-000000.jsonl
+"""
+
+
+def test_a_lost_manifest_of_a_never_compacted_store_comes_back_whole_from_the_log(
+    tmp_path: Path,
+) -> None:
+    store = tmp_path / "store"
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(NEVER_COMPACTED), str(store)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert not (store / "graph.json").exists()
+    probe = tmp_path / "probe"
+    shutil.copytree(store, probe)
+    before = _state(probe)
+    (store / "manifest.json").unlink()
+    with pytest.raises(StoreCorruptError, match="is missing but the store holds data"):
+        _open(store)
+    report = repair_store(store, embedder=HashingEmbedder())
+    # the log held every change: edges only the graph keeps came back too, nothing lost
+    assert report.graph_source == "snapshot" and report.lost == []
+    assert report.damaged == {"manifest.json": "missing"} and report.manifest_written
+    assert report.memories == len(before.items) == 4
+    assert report.edges == before.edges and before.edges["follows"] == 1
+    after = _state(store)
+    assert after.items == before.items and after.edges == before.edges

@@ -45,7 +45,7 @@ from memtrellis.errors import (
 from memtrellis.store.graph import MemoryGraph
 from memtrellis.store.manifest import EmbedderInfo, Manifest, read_manifest, write_manifest
 from memtrellis.store.vectors import VectorIndex
-from memtrellis.store.wal import replay_record
+from memtrellis.store.wal import replay_record, wal_path
 from memtrellis.types import EdgeKind, HistoryEvent, MemoryItem, utcnow
 
 __all__ = ["Source", "StoreRepairReport", "rebuild_store", "recorded_embedder"]
@@ -180,8 +180,13 @@ def _read_manifest(path: Path, found: _Found, report: StoreRepairReport) -> None
 def _read_snapshot(path: Path, found: _Found, report: StoreRepairReport, source: Source) -> None:
     target = path / "graph.json"
     if not target.exists():
-        if found.manifest is not None and found.manifest.generation == 0:
-            found.snapshot = MemoryGraph()  # never compacted: the log holds everything
+        never_compacted = (
+            found.manifest.generation == 0
+            if found.manifest is not None
+            else wal_path(path, 0).exists()  # a compaction removes the log it replaces
+        )
+        if never_compacted:
+            found.snapshot = MemoryGraph()  # the log holds every change since the start
         else:
             report.damaged[target.name] = "missing"
         return
