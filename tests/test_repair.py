@@ -365,3 +365,24 @@ def test_a_lost_manifest_of_a_never_compacted_store_comes_back_whole_from_the_lo
     assert report.edges == before.edges and before.edges["follows"] == 1
     after = _state(store)
     assert after.items == before.items and after.edges == before.edges
+
+
+def test_repair_takes_the_write_lock_and_refuses_what_is_no_store(
+    healthy: tuple[Path, Snapshot], tmp_path: Path
+) -> None:
+    from filelock import FileLock
+
+    from memtrellis import StoreLockedError
+
+    store = tmp_path / "store"
+    shutil.copytree(healthy[0], store)
+    _garble(store / "graph.json")
+    garbled = (store / "graph.json").read_bytes()
+    busy = FileLock(str(store / "store.lock"))  # another writer holds the lock
+    with busy, pytest.raises(StoreLockedError):
+        repair_store(store, lock_timeout=0.2)
+    assert (store / "graph.json").read_bytes() == garbled  # untouched while locked
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = CliRunner().invoke(app, ["repair", str(empty)])
+    assert result.exit_code == 2 and "holds no memtrellis store" in result.stderr
