@@ -317,7 +317,8 @@ def _build_graph(found: _Found, report: StoreRepairReport) -> tuple[MemoryGraph,
     else:
         report.graph_source = "index"
         graph = MemoryGraph()
-        for item in found.index.values():
+        # Creation order stands in for the order memories were first stored (list order).
+        for item in sorted(found.index.values(), key=lambda i: (i.created_at, i.id)):
             graph.put(item.model_copy(deep=True), restored)
         report.lost += [_LOST_EDGES, _LOST_HISTORY, _LOST_RECALLS]
     before = {i.id for i in graph.items()}

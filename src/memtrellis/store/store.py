@@ -231,14 +231,13 @@ class Store:
     def _load_snapshot_now(self) -> None:
         graph, generation = MemoryGraph.load(self._graph_path)
         if generation < self.manifest.generation:
-            state = "is missing" if not self._graph_path.exists() else "is out of date"
-            raise damaged(
-                self._graph_path,
-                f"{state}: it holds generation {generation} but the manifest expects "
-                f"{self.manifest.generation}",
-                self.path,
-                FROM_INDEX,
+            expects = f"the manifest expects generation {self.manifest.generation}"
+            problem = (
+                f"is out of date (generation {generation}; {expects})"
+                if self._graph_path.exists()
+                else f"is missing ({expects})"
             )
+            raise damaged(self._graph_path, problem, self.path, FROM_INDEX)
         if generation > self.manifest.generation:
             # A compaction wrote the snapshot but died before the manifest: finish it.
             self.manifest.generation = generation
