@@ -8,6 +8,7 @@ CLI) or :func:`memtrellis.repair_store`, and reopens it.
 
 from __future__ import annotations
 
+import json
 import shlex
 import shutil
 import subprocess
@@ -224,8 +225,6 @@ def test_damage_names_path_and_command_and_repair_restores_everything(
     if via == "cli":
         result = CliRunner().invoke(app, ["--json", *shlex.split(command)[1:]])
         assert result.exit_code == 0, result.output
-        import json
-
         report = json.loads(result.stdout)
     else:
         # the API reads the embedder from the manifest; a lost one needs it given
@@ -386,3 +385,21 @@ def test_repair_takes_the_write_lock_and_refuses_what_is_no_store(
     empty.mkdir()
     result = CliRunner().invoke(app, ["repair", str(empty)])
     assert result.exit_code == 2 and "holds no memtrellis store" in result.stderr
+
+
+@pytest.mark.parametrize("flag", ["--from-index", "--from-graph"])
+def test_a_forced_rebuild_of_a_healthy_store_keeps_every_memory(
+    flag: str, healthy: tuple[Path, Snapshot], tmp_path: Path
+) -> None:
+    store = tmp_path / "store"
+    shutil.copytree(healthy[0], store)
+    result = CliRunner().invoke(app, ["--json", "repair", str(store), flag])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    before = healthy[1]
+    assert report["damaged"] == {} and report["memories"] == len(before.items)
+    rebuilt = "graph.json" if flag == "--from-index" else "chroma"
+    assert report["moved_aside"][rebuilt].startswith(f"{rebuilt}.replaced-")
+    assert report["vectors_written"] == (len(before.items) if flag == "--from-graph" else 0)
+    after = _state(store)
+    assert after.items == before.items

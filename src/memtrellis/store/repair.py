@@ -19,7 +19,8 @@ is damaged, and rebuilds it from the other:
 
 Index copies that the graph lacks are restored into it (never dropped), unless the log
 deleted them. Damaged files are renamed ``<name>.corrupt-<UTC timestamp>``, never deleted,
-and the graph is saved as a new snapshot generation.
+and the graph is saved as a new snapshot generation (a readable ``graph.json`` that
+``--from-index`` replaces is kept as ``graph.json.replaced-<UTC timestamp>``).
 """
 
 from __future__ import annotations
@@ -141,8 +142,8 @@ class _Found:
     logs: list[tuple[int, Path]] = field(default_factory=list)
 
 
-def _aside(target: Path, stamp: str) -> Path:
-    return target.with_name(f"{target.name}.corrupt-{stamp}")
+def _aside(target: Path, stamp: str, why: str = "corrupt") -> Path:
+    return target.with_name(f"{target.name}.{why}-{stamp}")
 
 
 def _salvage_embedder(raw: bytes) -> EmbedderInfo | None:
@@ -397,7 +398,7 @@ def _fix_index(
         )
     directory = path / "chroma"
     if rebuild and directory.exists():
-        moved = _aside(directory, stamp)
+        moved = _aside(directory, stamp, "corrupt" if "chroma" in report.damaged else "replaced")
         directory.rename(moved)
         report.moved_aside[directory.name] = moved.name
     vectors = VectorIndex(directory)
@@ -490,7 +491,7 @@ def rebuild_store(
                 target.rename(moved)
                 report.moved_aside[name] = moved.name
         if found.snapshot is None and (path / "graph.json").exists():
-            moved = _aside(path / "graph.json", stamp)  # readable but not trusted (--from-index)
+            moved = _aside(path / "graph.json", stamp, "replaced")  # readable (--from-index)
             (path / "graph.json").rename(moved)
             report.moved_aside["graph.json"] = moved.name
         graph.save(path / "graph.json", generation)
