@@ -1,4 +1,4 @@
-"""Repairing a damaged store: :func:`repair_store`, behind ``memtrellis repair``."""
+"""Repairing a damaged store: [`repair_store`][memtrellis.repair_store], the CLI's ``repair``."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def repair_store(
     and rebuilds it: the graph from the item copies kept in the vector index (plus what the
     log still holds), the index from the graph (re-embedding the texts), a lost manifest
     from what the store holds. Damaged files are renamed ``<name>.corrupt-<timestamp>``,
-    never deleted. See :mod:`memtrellis.store.repair` for what can and cannot come back.
+    never deleted. See `memtrellis.store.repair` for what can and cannot come back.
 
     Args:
         path: The store directory.

@@ -3,7 +3,7 @@
 Three kinds are told apart, because each asks a different fix of the operator:
 
 * ``timeout``: the model did not answer within ``ExtractionConfig.llm_timeout`` (or raised a
-  timeout of its own: :class:`TimeoutError`, ``httpx.TimeoutException``, an SDK's
+  timeout of its own: `TimeoutError`, ``httpx.TimeoutException``, an SDK's
   ``APITimeoutError``...);
 * ``error``: the call raised anything else;
 * ``garbage``: it answered, but the reply cannot be used whole: not JSON, the wrong
@@ -58,7 +58,7 @@ def failure_kind(exc: BaseException) -> FailureKind:
     """``"timeout"`` for any timeout exception (by type or class name), else ``"error"``.
 
     Client libraries have their own timeout classes that do not derive from
-    :class:`TimeoutError` (``httpx.TimeoutException``, ``openai.APITimeoutError``,
+    `TimeoutError` (``httpx.TimeoutException``, ``openai.APITimeoutError``,
     ``requests.Timeout``); their names say what they are, and the core imports none of them.
     """
     if isinstance(exc, TimeoutError):
@@ -69,7 +69,7 @@ def failure_kind(exc: BaseException) -> FailureKind:
 
 
 def call_with_timeout(call: Callable[[], T], timeout: float | None) -> T:
-    """Run ``call``; raise :class:`TimeoutError` if it has not returned after ``timeout`` s.
+    """Run ``call``; raise `TimeoutError` if it has not returned after ``timeout`` s.
 
     A Python thread cannot be killed, so a call that hangs is left running on a daemon
     thread and its eventual answer dropped; the caller moves on. The call runs in a copy

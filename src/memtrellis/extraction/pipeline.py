@@ -70,8 +70,8 @@ class ExtractionConfig:
         extract_tools: Also extract from tool calls and results.
         rewrite: A second LLM pass resolves pronouns and adds missing subjects.
         judge: A third LLM pass drops memories their sources do not support.
-        llm_attempts: Tries per LLM call of :meth:`Memory.add` before the fallback memory
-            is kept.
+        llm_attempts: Tries per LLM call of [`Memory.add`][memtrellis.Memory.add] before
+            the fallback memory is kept.
         llm_timeout: Seconds one LLM call may take before it counts as a timeout (and is
             tried again); ``None`` waits forever.
         llm_backoff: Seconds before the second try of an LLM call; doubles each try.
@@ -315,7 +315,7 @@ class Extractor:
         By default a failed LLM call is tried ``llm_attempts`` times and a window whose
         reply stays unusable becomes one fallback memory; a partly usable reply keeps what
         it could salvage. ``strict=True`` (captured turns) tries each call once and
-        raises :class:`~memtrellis.extraction.failures.ExtractionFailure` on a timeout,
+        raises `ExtractionFailure` (`memtrellis.extraction.failures`) on a timeout,
         an error or any reply that is not usable whole, so that the caller can try the
         whole turn again later: a turn is stored from whole replies only, or not at all.
         """

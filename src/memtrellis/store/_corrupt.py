@@ -31,7 +31,7 @@ def repair_command(store: Path, *flags: str) -> str:
 
 
 def damaged(target: Path, problem: str, store: Path, *flags: str) -> StoreCorruptError:
-    """A :class:`StoreCorruptError` for ``target`` (inside ``store``) with its cure."""
+    """A [`StoreCorruptError`][memtrellis.StoreCorruptError] for ``target`` with its cure."""
     command = repair_command(store, *flags)
     return StoreCorruptError(
         f"{target} {problem}. Nothing was changed. Run `{command}` to rebuild it from the "

@@ -2,7 +2,7 @@
 
 Every memory lives twice in a store: as a node of the graph (``graph.json`` plus the
 write-ahead log) and as a full item copy in the metadata of its vector in the index
-(``chroma/``). :func:`rebuild_store` reads whatever survives of each, decides which side
+(``chroma/``). `rebuild_store` reads whatever survives of each, decides which side
 is damaged, and rebuilds it from the other:
 
 * graph lost (``graph.json`` cut short or garbled): memory nodes come back from the index
@@ -68,7 +68,7 @@ _LOST_RECALLS = "recall counts since each memory last changed (kept only in grap
 
 @dataclass
 class StoreRepairReport:
-    """What :func:`rebuild_store` found damaged, what it restored and what is lost.
+    """What `rebuild_store` found damaged, what it restored and what is lost.
 
     Counts describe the store after the repair (or as it would be, with ``dry_run``).
     """
@@ -430,7 +430,7 @@ def rebuild_store(
         path: The store directory.
         embedder: The embedder the store was built with (checked against the manifest).
         embed: Embeds texts with it; needed when vectors must be written again.
-        source: Which side to trust (:data:`Source`).
+        source: Which side to trust (`Source`).
         dry_run: Work out the report without writing anything.
         lock_timeout: Seconds to wait for the store's write lock.
 
