@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from memtrellis._offline import chroma_settings, prepare_offline_env
-from memtrellis.store._rwlock import SharedExclusiveLock
 from memtrellis.store._corrupt import FROM_GRAPH, damaged
+from memtrellis.store._rwlock import SharedExclusiveLock
 from memtrellis.types import MemoryItem
 
 __all__ = ["HNSW_EF_SEARCH", "VectorIndex", "collection_name"]
