@@ -356,12 +356,16 @@ class Store:
         self,
         records: list[dict[str, Any]],
         index: Callable[[], None] | None = None,
+        *,
+        compact: bool = False,
     ) -> None:
         """Log ``records``, apply them, then run ``index`` (the vector-index half).
 
         Change records (``put``, ``del``, ``drop``) get a record id here. If ``index``
         fails the change stays logged and pending: it is in the graph now and reaches the
         index when the next writer rolls it forward, so nothing acknowledged is lost.
+        ``compact=True`` writes a snapshot and starts a new log right after (unless a
+        change is still pending).
         """
         self._check_open()
         with self._locked():
@@ -395,8 +399,14 @@ class Store:
             # A snapshot costs O(graph); waiting for as many changes as the last snapshot
             # held keeps ingest linear overall.
             logged = self._ops_since_snapshot + self._touches_since_snapshot
-            if logged >= max(self._compact_every, self._snapshot_size):
+            if compact or logged >= max(self._compact_every, self._snapshot_size):
                 self._compact()
+            if compact and self._pending:
+                log.warning(
+                    "store %s: changes are pending in the vector index, so the log was "
+                    "not compacted; the next snapshot removes what it still holds",
+                    self.path,
+                )
 
     def put(
         self,
@@ -456,8 +466,12 @@ class Store:
             self.commit([{"op": "del", "entity_id": entity_id, "ids": list(ids)}])
 
     def drop_entity(self, entity_id: str) -> None:
-        """Delete everything one entity has."""
-        self.commit([{"op": "drop", "entity_id": entity_id}])
+        """Delete everything one entity has, then compact.
+
+        The log still holds the entity's ``put`` records until the next snapshot, so a
+        snapshot is written at once: afterwards no file of the store holds its memories.
+        """
+        self.commit([{"op": "drop", "entity_id": entity_id}], compact=True)
 
     def supersede(self, replaced: dict[str, str]) -> None:
         """Mark each ``old id -> new id`` superseded, with a ``supersedes`` edge new -> old."""

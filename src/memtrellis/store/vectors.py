@@ -10,6 +10,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
+import shutil
+import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -21,6 +24,8 @@ from memtrellis.store._rwlock import SharedExclusiveLock
 from memtrellis.types import MemoryItem
 
 __all__ = ["HNSW_EF_SEARCH", "VectorIndex", "collection_name"]
+
+log = logging.getLogger("memtrellis.store")
 
 #: Chroma's default ef_search of 100 gave recall@10 0.955 against exact search at 100k
 #: vectors; 200 gave 0.979. Recall quality is worth the extra fraction of a millisecond.
@@ -221,11 +226,69 @@ class VectorIndex:
                 collection.delete(ids=list(ids))
 
     def drop_entity(self, entity_id: str) -> None:
-        """Delete one entity's whole collection."""
+        """Delete one entity's whole collection, leaving none of its data on disk.
+
+        Chroma 1.5's ``delete_collection`` leaves two copies behind in embedded mode: the
+        collection's HNSW segment directory (vectors, and stray bytes of its documents)
+        and the SQLite pages that held its metadata, now free but not overwritten. Both
+        are removed here, because forgetting an entity must not leave its memories in
+        the store directory.
+        """
         with self._client_in_use(), self._lock:
             self._collections.pop(entity_id, None)
+            name = collection_name(entity_id)
+            segments = self._segment_dirs(name)
             with contextlib.suppress(*_missing()):  # already gone: the goal is reached
-                self._client.delete_collection(collection_name(entity_id))
+                self._client.delete_collection(name)
+            self._scrub(segments)
+
+    @property
+    def _sqlite_path(self) -> Path:
+        return self.directory / "chroma.sqlite3"
+
+    def _segment_dirs(self, name: str) -> list[Path]:
+        """The on-disk segment directories of a collection (embedded mode only)."""
+        if self.mode != "embedded" or not self._sqlite_path.exists():
+            return []
+        try:
+            collection_id = str(self._client.get_collection(name, embedding_function=None).id)
+        except _missing():
+            collection_id = None
+        try:
+            with contextlib.closing(
+                sqlite3.connect(f"file:{self._sqlite_path}?mode=ro", uri=True)
+            ) as db:
+                if collection_id is None:
+                    rows = db.execute(
+                        "SELECT s.id FROM segments s JOIN collections c ON s.collection = c.id"
+                        " WHERE c.name = ?",
+                        (name,),
+                    ).fetchall()
+                else:
+                    rows = db.execute(
+                        "SELECT id FROM segments WHERE collection = ?", (collection_id,)
+                    ).fetchall()
+        except sqlite3.Error:
+            log.warning("could not list the Chroma segments of %s; its files may remain", name)
+            return []
+        return [self.directory / str(row[0]) for row in rows]
+
+    def _scrub(self, segments: list[Path]) -> None:
+        """Remove a dropped collection's segment files and the freed SQLite pages."""
+        if self.mode != "embedded":
+            return
+        for segment in segments:
+            shutil.rmtree(segment, ignore_errors=True)
+        if not self._sqlite_path.exists():
+            return
+        try:
+            # VACUUM rewrites the database without its free pages (where the deleted
+            # rows' bytes still sit); it costs one copy of chroma.sqlite3.
+            with contextlib.closing(sqlite3.connect(self._sqlite_path, timeout=30)) as db:
+                db.isolation_level = None
+                db.execute("VACUUM")
+        except sqlite3.Error:
+            log.warning("could not compact %s after dropping a collection", self._sqlite_path)
 
     def has(self, entity_id: str, ids: Sequence[str]) -> set[str]:
         """Which of ``ids`` the entity's collection holds."""
