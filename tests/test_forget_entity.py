@@ -7,13 +7,17 @@ a marker token that only the forgotten entity's texts carry.
 
 from __future__ import annotations
 
+import json
+import re
+import threading
 from pathlib import Path
 
 import httpx
+import pytest
 
 from memtrellis import Memory
 from memtrellis.store.vectors import collection_name
-from memtrellis.testing import HashingEmbedder
+from memtrellis.testing import HashingEmbedder, ScriptedLLM
 from service_helpers import auth, running_service
 
 A_MARK = "zqxalphamark"
@@ -51,6 +55,88 @@ def _turn(mark: str, number: int) -> list[dict[str, str]]:
         {"role": "user", "content": f"{mark} note {number}: my locker is number {number}"},
         {"role": "assistant", "content": f"Noted, {mark} locker {number}."},
     ]
+
+
+class GatedLLM:
+    """A scripted extractor that holds the first turn of entity A until released."""
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        self.held = False
+        self.llm = ScriptedLLM(self._reply)
+
+    def _reply(self, messages: list[dict[str, str]]) -> str:
+        prompt = " ".join(m["content"] for m in messages)
+        found = re.search(r"(zqx\w+mark) note (\d+)", prompt)
+        assert found, "the scripted extractor got a turn without a marker"
+        mark, number = found.groups()
+        if mark == A_MARK and not self.held:
+            self.held = True
+            self.entered.set()
+            assert self.release.wait(30)
+        value = f"{mark} keeps things in locker {number}"
+        return json.dumps({"memories": [{"value": value, "entities": ["Gym"]}]})
+
+
+def test_forget_entity_purges_graph_index_log_and_spool(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    gate = GatedLLM()
+    with Memory(store, embedder=HashingEmbedder(), llm=gate.llm) as memory:
+        for who, mark in (("A", A_MARK), ("B", B_MARK)):
+            memory.add(
+                f"{mark} lives in Paris and swims at the Gym",
+                entity_id=who,
+                entities=["Paris", "Gym", f"{mark} Club"],
+                mode="fast",
+            )
+            memory.add(f"{mark} moved to Lyon", entity_id=who, memory_type="fact", mode="fast")
+        # One turn of A held inside extraction, more of A and B queued behind it.
+        memory.capture(_turn(A_MARK, 1), entity_id="A", mode="fine")
+        assert gate.entered.wait(30)
+        for number in (2, 3):
+            memory.capture(_turn(B_MARK, number), entity_id="B", mode="fine")
+            memory.capture(_turn(A_MARK, number), entity_id="A", mode="fine")
+        assert memory.health().capture_spooled == 5
+        assert files_holding(store / "spool", A_MARK)  # the turns are on disk now
+
+        a_segments = segment_dirs(memory, "A")
+        assert memory.forget(entity_id="A") == 2
+        assert not any(d.exists() for d in a_segments)
+        # Nothing of A is on disk any more although the store is still open.
+        assert files_holding(store, A_MARK) == []
+        gate.release.set()
+        assert memory.flush(30)
+
+        assert memory.list(entity_id="A") == []
+        assert memory.recall(f"{A_MARK} locker", entity_id="A").items == []
+        b_texts = {i.text for i in memory.list(entity_id="B")}
+        assert {f"{B_MARK} keeps things in locker {n}" for n in (2, 3)} <= b_texts
+        assert memory.health().capture_spooled == 0
+        # A captures again after forgetting: that is new and kept.
+        memory.capture(_turn(A_MARK, 9), entity_id="A", mode="fine")
+        assert memory.flush(30)
+        assert [i.text for i in memory.list(entity_id="A")] == [
+            f"{A_MARK} keeps things in locker 9"
+        ]
+        memory.forget(entity_id="A")
+
+    assert files_holding(store, A_MARK) == []
+    with Memory(store, embedder=HashingEmbedder()) as reopened:
+        assert reopened.list(entity_id="A") == []
+        graph = reopened._store.graph
+        assert not [n for n in graph.g.nodes if str(n).startswith("entity:A:")]
+        assert all(data.get("entity_id") != "A" for _, data in graph.g.nodes(data=True))
+        assert "A" not in reopened._store.vectors.entity_ids()
+        assert reopened._store.vectors.count("A") == 0
+        assert reopened._store.keywords.search("A", A_MARK, 10) == []
+        b_items = reopened.list(entity_id="B")
+        assert len(b_items) == 4 and all(B_MARK in i.text for i in b_items)
+        assert {"entity:B:paris", "entity:B:gym"} <= set(graph.g.nodes)
+        assert reopened.recall(f"{B_MARK} locker 3", entity_id="B").items
+    names = {p.name for p in (store / "chroma").iterdir()}
+    assert collection_name("A") not in names
+    assert files_holding(store, B_MARK)  # the search could find a marker
 
 
 def test_forget_entity_without_captures_leaves_no_file_behind(tmp_path: Path) -> None:
@@ -99,3 +185,34 @@ def test_service_forget_entity_route_removes_the_entity_from_disk(tmp_path: Path
             assert len(listed) == 3
     assert files_holding(store, A_MARK) == []
     assert files_holding(store, B_MARK)
+
+
+@pytest.mark.parametrize("in_flight", [True, False])
+def test_a_purged_turn_is_never_stored(tmp_path: Path, in_flight: bool) -> None:
+    """The worker's two cases: the entry is being extracted, or still queued."""
+    gate = GatedLLM()
+    with Memory(tmp_path / "store", embedder=HashingEmbedder(), llm=gate.llm) as memory:
+        if not in_flight:
+            gate.held = True  # A's turn is not held; hold the worker with another entity
+            gate.release.clear()
+            blocker = threading.Event()
+            original = memory._store_captured
+
+            def slow(entry: dict[str, object]) -> None:
+                blocker.wait(30)
+                original(entry)
+
+            memory._capture._handle = slow
+            if memory._capture._worker is not None:  # pragma: no cover - started lazily
+                memory._capture._worker._handle = slow
+        memory.capture(_turn(A_MARK, 1), entity_id="A", mode="fine")
+        if in_flight:
+            assert gate.entered.wait(30)
+        memory.forget(entity_id="A")
+        gate.release.set()
+        if not in_flight:
+            blocker.set()
+        assert memory.flush(30)
+        assert memory.list(entity_id="A") == []
+        stats = memory._capture.stats
+        assert stats.stored == 0 and stats.failures == 0

@@ -375,6 +375,7 @@ class Memory:
             raise InvalidInputError(f"unknown memory_type {memory_type!r}") from exc
 
     def _store_result(self, result: ExtractionResult, ids: str | None = None) -> list[MemoryItem]:
+        """Store what an extraction found; ``ids``: the capture id it came from, if any."""
         self._stats.record_extraction(result.skipped, result.fallbacks)
         if not result.items:
             return []
@@ -385,6 +386,10 @@ class Memory:
                 item.id = uuid.uuid5(uuid.NAMESPACE_URL, f"{ids}:{number}").hex
         embeddings = self.embedder.embed_documents([item.search_text() for item in result.items])
         with self._writing:
+            if ids is not None and self._capture.cancelled(ids):
+                # forget(entity_id=...) purged this turn while it was being extracted;
+                # forget holds the same lock, so the check cannot miss it.
+                return []
             self._store.refresh(wait=True)  # the plan compares with the current index
             outcomes = store_additions(
                 self._store,
@@ -612,6 +617,12 @@ class Memory:
     def forget(self, memory_id: str | None = None, *, entity_id: str | None = None) -> int:
         """Delete one memory, or with ``entity_id=`` alone every memory of that entity.
 
+        Forgetting an entity removes all it has: its memories and entity nodes and their
+        edges, its vector collection, its keyword index, its records in the log (the
+        store is compacted at once) and its captured turns still waiting in this
+        process's spool, including one being extracted at that moment. Turns captured
+        after the call are kept.
+
         Returns how many memories were removed from graph and index.
         """
         if memory_id is not None:
@@ -621,9 +632,13 @@ class Memory:
         if entity_id is None:
             raise InvalidInputError("forget() needs a memory id, or entity_id= to forget an entity")
         tenant = self._scope(entity_id, None, None).entity_id
-        self._store.refresh()
-        count = len(self._store.graph.tenant_ids(tenant))
-        self._store.drop_entity(tenant)
+        with self._writing:  # the capture worker stores under this lock too
+            purged = self._capture.purge(tenant)
+            if purged:
+                log.info("forget: %d captured turn(s) purged from the spool", purged)
+            self._store.refresh()
+            count = len(self._store.graph.tenant_ids(tenant))
+            self._store.drop_entity(tenant)
         return count
 
     # -- reading -------------------------------------------------------------------------

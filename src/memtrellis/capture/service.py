@@ -60,6 +60,22 @@ class CaptureService:
         self.spool.append(entry)
         self._ensure_worker().submit(entry)
 
+    def purge(self, entity_id: str) -> int:
+        """Forget the turns of ``entity_id`` that are spooled and not stored yet.
+
+        They are removed from the spool file and never stored, including one the worker
+        is extracting at this moment (its handler checks :meth:`cancelled` before it
+        stores). Returns how many were purged.
+        """
+        removed = self.spool.purge(lambda entry: entry["scope"]["entity_id"] == entity_id)
+        if removed and self._worker is not None:
+            self._worker.cancel(removed)
+        return len(removed)
+
+    def cancelled(self, entry_id: str) -> bool:
+        """Whether a submitted entry was purged and must not be stored."""
+        return self._worker is not None and self._worker.cancelled(entry_id)
+
     @property
     def stats(self) -> CaptureStats:
         """Counters of the worker (zeros before the first capture)."""

@@ -14,6 +14,7 @@ import logging
 import os
 import threading
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +59,8 @@ class Spool:
         self._lock.acquire(timeout=0)
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self._mu = threading.Lock()
-        self._open: set[str] = set()
+        # id -> entry, so that a purge can rewrite the file with the entries it keeps
+        self._open: dict[str, dict[str, Any]] = {}
         self._closed = False
 
     @property
@@ -73,7 +75,7 @@ class Spool:
         """Record a captured entry (it must carry an ``id``)."""
         with self._mu:
             self._write(entry)
-            self._open.add(str(entry["id"]))
+            self._open[str(entry["id"])] = entry
 
     def done(self, entry_id: str) -> None:
         """Mark an entry stored; compacts the file when nothing is left open."""
@@ -81,9 +83,39 @@ class Spool:
             if self._closed:
                 return
             self._write({"done": entry_id})
-            self._open.discard(entry_id)
+            self._open.pop(entry_id, None)
             if not self._open and os.fstat(self._fd).st_size > _COMPACT_BYTES:
                 os.ftruncate(self._fd, 0)
+
+    def purge(self, matches: Callable[[dict[str, Any]], bool]) -> list[str]:
+        """Remove the open entries ``matches`` selects, from memory and from disk.
+
+        Marking them done would leave their text in the file, so the file is rewritten
+        with the entries kept (atomically: a crash leaves the old file or the new one).
+        Returns the ids removed.
+        """
+        with self._mu:
+            if self._closed:
+                return []
+            removed = [i for i, entry in self._open.items() if matches(entry)]
+            if not removed:
+                return []
+            for entry_id in removed:
+                del self._open[entry_id]
+            temporary = self.path.with_name(self.path.name + ".purge")
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                lines = "".join(
+                    json.dumps(entry, separators=(",", ":")) + "\n" for entry in self._open.values()
+                )
+                os.write(fd, lines.encode())
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            temporary.replace(self.path)
+            os.close(self._fd)
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            return removed
 
     def adopt_orphans(self) -> list[dict[str, Any]]:
         """Take over the unfinished entries of spools whose owner died."""

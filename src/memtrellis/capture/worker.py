@@ -62,6 +62,8 @@ class CaptureWorker:
         self._idle = threading.Condition()
         self._unfinished = 0
         self._stop = threading.Event()
+        # ids of entries purged while queued or in progress: they must not be stored
+        self._cancelled: set[str] = set()
         self.stats = CaptureStats()
         self._thread = threading.Thread(target=self._run, name="memtrellis-capture", daemon=True)
         self._thread.start()
@@ -78,15 +80,31 @@ class CaptureWorker:
             self.stats.captured += 1
         self._queue.put(entry)
 
+    def cancel(self, entry_ids: list[str]) -> None:
+        """Never store these entries: skip them when queued, drop them when in progress.
+
+        An entry being extracted right now is not interrupted; its handler asks
+        :meth:`cancelled` before it stores anything.
+        """
+        with self._idle:
+            self._cancelled.update(entry_ids)
+
+    def cancelled(self, entry_id: str) -> bool:
+        """Whether the entry was purged after it was submitted."""
+        with self._idle:
+            return entry_id in self._cancelled
+
     def _run(self) -> None:
         while True:
             entry = self._queue.get()
             if entry is None:
                 return
             try:
-                self._process(entry)
+                if not self.cancelled(str(entry["id"])):
+                    self._process(entry)
             finally:
                 with self._idle:
+                    self._cancelled.discard(str(entry["id"]))
                     self._unfinished -= 1
                     self._idle.notify_all()
 
@@ -95,6 +113,8 @@ class CaptureWorker:
             try:
                 self._handle(entry)
             except Exception as exc:
+                if self.cancelled(str(entry["id"])):
+                    return  # purged meanwhile: nothing left to retry
                 last = attempt + 1 == self._attempts
                 if last and isinstance(exc, ExtractionFailure) and self._fallback is not None:
                     self._fall_back(entry, exc)
@@ -112,6 +132,8 @@ class CaptureWorker:
                 return
 
     def _stored(self, entry: dict[str, Any]) -> None:
+        if self.cancelled(str(entry["id"])):
+            return  # purged while in progress: forget took it out of the spool already
         self.stats.stored += 1
         self._spool.done(str(entry["id"]))
 
