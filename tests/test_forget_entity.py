@@ -8,6 +8,7 @@ a marker token that only the forgotten entity's texts carry.
 from __future__ import annotations
 
 import json
+import os
 import re
 import threading
 from pathlib import Path
@@ -16,8 +17,11 @@ import httpx
 import pytest
 
 from memtrellis import Memory
+from memtrellis.capture import Spool
+from memtrellis.capture.entry import build_entry
 from memtrellis.store.vectors import collection_name
 from memtrellis.testing import HashingEmbedder, ScriptedLLM
+from memtrellis.types import Scope, utcnow
 from service_helpers import auth, running_service
 
 A_MARK = "zqxalphamark"
@@ -216,3 +220,34 @@ def test_a_purged_turn_is_never_stored(tmp_path: Path, in_flight: bool) -> None:
         assert memory.list(entity_id="A") == []
         stats = memory._capture.stats
         assert stats.stored == 0 and stats.failures == 0
+
+
+def test_forget_entity_purges_the_spool_of_a_process_that_died(tmp_path: Path) -> None:
+    """A dead process's spool is adopted only by the next open: it is purged too."""
+    store = tmp_path / "store"
+    with Memory(store, embedder=HashingEmbedder()) as memory:
+        # Another process captured turns of A and B, then died before storing them.
+        dead = Spool(store / "spool")
+        for who, mark in (("A", A_MARK), ("B", B_MARK)):
+            dead.append(
+                build_entry(
+                    f"{mark} turn from the dead process",
+                    Scope(entity_id=who),
+                    mode="fast",
+                    at=utcnow(),
+                    tags=(),
+                    metadata=None,
+                )
+            )
+        os.close(dead._fd)
+        dead._lock.release()  # what the process's death does
+        assert files_holding(store / "spool", A_MARK)
+
+        memory.forget(entity_id="A")
+        assert files_holding(store, A_MARK) == []
+    with Memory(store, embedder=HashingEmbedder()) as reopened:
+        assert reopened.flush(30)
+        assert reopened.list(entity_id="A") == []
+        assert [i.text for i in reopened.list(entity_id="B")] == [
+            f"{B_MARK} turn from the dead process"
+        ]

@@ -14,7 +14,7 @@ import logging
 import os
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +46,17 @@ def _read(path: Path) -> list[dict[str, Any]]:
         elif "id" in record:
             pending[str(record["id"])] = record
     return list(pending.values())
+
+
+def _rewrite(path: Path, entries: Iterable[dict[str, Any]]) -> None:
+    """Replace a spool file by one holding just ``entries`` (write, fsync, rename)."""
+    temporary = path.with_name(path.name + ".purge")
+    with temporary.open("wb") as file:
+        for entry in entries:
+            file.write((json.dumps(entry, separators=(",", ":")) + "\n").encode())
+        file.flush()
+        os.fsync(file.fileno())
+    temporary.replace(path)
 
 
 class Spool:
@@ -92,30 +103,43 @@ class Spool:
 
         Marking them done would leave their text in the file, so the file is rewritten
         with the entries kept (atomically: a crash leaves the old file or the new one).
-        Returns the ids removed.
+        Spools of dead processes, adopted only by the next open, are rewritten the same
+        way; a live process's spool is its own to purge. Returns the ids removed here.
         """
         with self._mu:
             if self._closed:
                 return []
             removed = [i for i, entry in self._open.items() if matches(entry)]
-            if not removed:
-                return []
             for entry_id in removed:
                 del self._open[entry_id]
-            temporary = self.path.with_name(self.path.name + ".purge")
-            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            if removed:
+                _rewrite(self.path, self._open.values())
+                os.close(self._fd)
+                self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        orphaned = self._purge_orphans(matches)
+        if orphaned:
+            log.info("purged %d captured turn(s) from spools of dead processes", orphaned)
+        return removed
+
+    def _purge_orphans(self, matches: Callable[[dict[str, Any]], bool]) -> int:
+        purged = 0
+        for other in sorted(self.directory.glob("*.jsonl")):
+            if other == self.path:
+                continue
+            lock = FileLock(str(other) + ".lock", thread_local=False)
             try:
-                lines = "".join(
-                    json.dumps(entry, separators=(",", ":")) + "\n" for entry in self._open.values()
-                )
-                os.write(fd, lines.encode())
-                os.fsync(fd)
+                lock.acquire(timeout=0)
+            except Timeout:
+                continue  # its owner is alive
+            try:
+                entries = _read(other)
+                kept = [entry for entry in entries if not matches(entry)]
+                if len(kept) < len(entries):
+                    _rewrite(other, kept)
+                    purged += len(entries) - len(kept)
             finally:
-                os.close(fd)
-            temporary.replace(self.path)
-            os.close(self._fd)
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            return removed
+                lock.release()
+        return purged
 
     def adopt_orphans(self) -> list[dict[str, Any]]:
         """Take over the unfinished entries of spools whose owner died."""
