@@ -255,6 +255,11 @@ class TenantMachine(RuleBasedStateMachine):
             open_items = self.memory.list(filters={"memory_type": "decision"}, **kwargs)
         assert result.scope.entity_id == entity
         self.check_items(entity, [r.memory for r in result.items], "recall")
+        # Ids a recall names besides its items: none may be another entity's.
+        owner = self.all_ids()
+        named = [s.id for s in result.skipped] + [s.superseded_by for s in result.skipped]
+        named += [i for r in result.items for i in r.explanation.replaces]
+        assert all(owner.get(i, entity) == entity for i in named if i), "recall names an id"
         # the query echoes the bait; everything else is checked
         assert_no_leak(entity, result.model_dump_json(exclude={"query"}), "recall result")
         context = build_context(result, token_budget=budget or 800, open_items=open_items)
