@@ -425,3 +425,20 @@ def test_cli_export_holds_only_the_entitys_memories(tmp_path: Path) -> None:
         assert len(lines) == 4
         assert_no_leak(entity, "\n".join(lines), "cli export")
         assert all(json.loads(line)["scope"]["entity_id"] == entity for line in lines)
+
+
+def test_a_memory_id_cannot_take_over_another_entitys_entity_node(tmp_path: Path) -> None:
+    """Entity nodes are ``entity:<entity_id>:<name>``; a memory stored under such an id
+    (by store() or an import) became that node, so forgetting one entity broke another's."""
+    with Memory(tmp_path / "store", embedder=HashingEmbedder()) as memory:
+        [bobs] = memory.add("qqbravomark lives in Paris", entity_id="ent-b", entities=["Paris"])
+        hijack = MemoryItem(
+            id="entity:ent-b:paris", text="qqalphamark text", scope=Scope(entity_id="ent-a")
+        )
+        for lifecycle in (True, False):
+            with pytest.raises(InvalidInputError, match="reserved"):
+                memory.store(hijack, lifecycle=lifecycle)
+        assert memory.list(entity_id="ent-a") == []
+        memory.forget(entity_id="ent-a")
+        assert [i.id for i in memory.list(entity_id="ent-b")] == [bobs.id]
+        assert "entity:ent-b:paris" in memory._store.graph.g

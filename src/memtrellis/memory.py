@@ -45,6 +45,7 @@ from memtrellis.llm import LLM
 from memtrellis.recall import RecallRequest, hybrid_recall
 from memtrellis.registry import register as register_integration
 from memtrellis.store import EmbedderInfo, Store
+from memtrellis.store.graph import ENTITY_NODE_PREFIX
 from memtrellis.types import (
     EdgeKind,
     Health,
@@ -549,6 +550,13 @@ class Memory:
         if not isinstance(item, MemoryItem):
             raise InvalidInputError(f"store() takes a MemoryItem, not {type(item).__name__}")
         item = MemoryItem.model_validate(item.model_dump())
+        if item.id.startswith(ENTITY_NODE_PREFIX):
+            # Such an id names an entity node of the graph, perhaps another entity's:
+            # storing it would turn that node into this memory.
+            raise InvalidInputError(
+                f"memory id {item.id!r} is reserved: ids starting with "
+                f"{ENTITY_NODE_PREFIX!r} name the graph's entity nodes"
+            )
         self._store.refresh()
         existing = self._store.graph.item(item.id)
         if existing is not None and existing.scope.entity_id != item.scope.entity_id:

@@ -19,13 +19,15 @@ from memtrellis.store._corrupt import FROM_INDEX, damaged
 from memtrellis.store._files import atomic_write_chunks
 from memtrellis.types import EdgeKind, HistoryEvent, MemoryItem
 
-__all__ = ["MemoryGraph", "entity_node_id", "normalize_entity"]
+__all__ = ["ENTITY_NODE_PREFIX", "MemoryGraph", "entity_node_id", "normalize_entity"]
 
 T = TypeVar("T")
 _MEMORY = "memory"
 #: Entities with more mentions than this are hubs that graph expansion does not walk.
 HUB_MENTIONS = 64
 _ENTITY = "entity"
+#: Entity node ids start with this; no memory id may, or it would take over the node.
+ENTITY_NODE_PREFIX = "entity:"
 
 
 def normalize_entity(name: str) -> str:
@@ -45,7 +47,7 @@ def entity_node_id(tenant: str, name: str) -> str:
         >>> entity_node_id("ana", "Porto")
         'entity:ana:porto'
     """
-    return f"entity:{tenant}:{normalize_entity(name)}"
+    return f"{ENTITY_NODE_PREFIX}{tenant}:{normalize_entity(name)}"
 
 
 class MemoryGraph:
