@@ -442,3 +442,42 @@ def test_a_memory_id_cannot_take_over_another_entitys_entity_node(tmp_path: Path
         memory.forget(entity_id="ent-a")
         assert [i.id for i in memory.list(entity_id="ent-b")] == [bobs.id]
         assert "entity:ent-b:paris" in memory._store.graph.g
+
+
+def test_entity_nodes_of_tenants_with_colons_stay_apart(tmp_path: Path) -> None:
+    """Tenant ``bob`` mentioning ``x:code`` and tenant ``bob:x`` mentioning ``code`` shared
+    the node ``entity:bob:x:code``: bob's entity name showed in bob:x's entity names, and
+    forgetting bob left that node (bob's entity, named by bob) in the graph."""
+    store = tmp_path / "store"
+    with Memory(store, embedder=HashingEmbedder()) as memory:
+        memory.add("qqbravomark knows the code", entity_id="bob", entities=["X:Code"])
+        memory.add("qqalphamark has a code", entity_id="bob:x", entities=["code"])
+        graph = memory._store.graph
+        assert graph.entity_names("bob:x") == {"code": "code"}
+        assert graph.entity_names("bob") == {"x:code": "X:Code"}
+        memory.forget(entity_id="bob")
+        owners = [d.get("entity_id") for _, d in graph.g.nodes(data=True)]
+        assert "bob" not in owners
+        assert "X:Code" not in json.dumps(graph.to_node_link(0))
+    with Memory(store, embedder=HashingEmbedder()) as reopened:
+        graph = reopened._store.graph
+        assert graph.entity_names("bob:x") == {"code": "code"}
+        assert [i.text for i in reopened.list(entity_id="bob:x")] == ["qqalphamark has a code"]
+        assert "X:Code" not in (store / "graph.json").read_text()
+
+
+def test_entity_nodes_saved_under_the_old_ids_are_renamed_on_open(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    with Memory(store, embedder=HashingEmbedder()) as memory:
+        memory.add("qqalphamark drinks tea", entity_id="t:1", entities=["Tea"])
+        memory.add("qqbravomark drinks tea", entity_id="t", entities=["Tea"])
+    snapshot = store / "graph.json"
+    text = snapshot.read_text()
+    assert '"entity:t%3A1:tea"' in text
+    snapshot.write_text(text.replace('"entity:t%3A1:tea"', '"entity:t:1:tea"'))  # as before
+    with Memory(store, embedder=HashingEmbedder()) as reopened:
+        graph = reopened._store.graph
+        entities = sorted(n for n in graph.g.nodes if str(n).startswith("entity:"))
+        assert entities == ["entity:t%3A1:tea", "entity:t:tea"]
+        [mine] = reopened.list(entity_id="t:1")
+        assert [n for _, n in graph.g.out_edges(mine.id)] == ["entity:t%3A1:tea"]

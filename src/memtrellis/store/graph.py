@@ -43,11 +43,18 @@ def normalize_entity(name: str) -> str:
 def entity_node_id(tenant: str, name: str) -> str:
     """The node id of entity ``name`` in tenant ``tenant``'s part of the graph.
 
+    ``:`` and ``%`` in the tenant are percent-encoded, so the tenant part ends at the
+    first ``:``: otherwise tenant ``a:b`` with entity ``c`` and tenant ``a`` with entity
+    ``b:c`` would share one node. Ids of tenants without those characters are unchanged.
+
     Examples:
         >>> entity_node_id("ana", "Porto")
         'entity:ana:porto'
+        >>> entity_node_id("a:b", "C"), entity_node_id("a", "b:C")
+        ('entity:a%3Ab:c', 'entity:a:b:c')
     """
-    return f"{ENTITY_NODE_PREFIX}{tenant}:{normalize_entity(name)}"
+    escaped = tenant.replace("%", "%25").replace(":", "%3A")
+    return f"{ENTITY_NODE_PREFIX}{escaped}:{normalize_entity(name)}"
 
 
 class MemoryGraph:
@@ -339,6 +346,15 @@ class MemoryGraph:
                     memory_nodes.append((item, history))
                 else:
                     attrs = {k: v for k, v in node.items() if k != "id"}
+                    owner, name = attrs.get("entity_id"), attrs.get("name")
+                    if attrs.get("kind") == _ENTITY and (
+                        not isinstance(owner, str)
+                        or not isinstance(name, str)
+                        or entity_node_id(owner, name) != node["id"]
+                    ):
+                        # Saved under an older, ambiguous form of the id (see
+                        # entity_node_id): put re-creates it below under the current one.
+                        continue
                     graph.g.add_node(node["id"], **attrs)
             for item, history in memory_nodes:
                 graph.put(item)
