@@ -41,18 +41,20 @@ from memtrellis.testing import HashingEmbedder
 from memtrellis.types import MemoryItem, MemoryType, Scope
 
 #: "default" is the entity of the default scope (Memory(...) without entity_id).
+#: "ent" and "ent:a" with the names "a:Paris" and "Paris" would share entity nodes if the
+#: node ids were ambiguous.
 MARKERS = {
     "default": "qqdefaultmark",
-    "ent-a": "qqalphamark",
+    "ent": "qqcharliemark",
+    "ent:a": "qqalphamark",
     "ent-b": "qqbravomark",
-    "ent-c": "qqcharliemark",
 }
 ENTITIES = sorted(MARKERS)
 PROCESSES = [None, "p1", "p2"]
 SESSIONS = [None, "s1", "s2"]
 # Shared by every entity, so that an unpartitioned index would match across entities.
 WORDS = ["tea", "paris", "locker", "violin", "deadline", "garden", "python", "dentist"]
-NAMES = ["Paris", "Gym", "Alex", "Acme"]  # entity names every tenant mentions
+NAMES = ["Paris", "a:Paris", "Gym", "Alex", "Acme"]  # entity names every tenant mentions
 
 
 def foreign_markers(entity: str) -> list[str]:
@@ -363,6 +365,8 @@ class TenantMachine(RuleBasedStateMachine):
         assert self.memory.flush(30)
         assert self.memory.list(entity_id=entity, filters=EVERYTHING) == []
         assert self.memory.recall("tea paris locker", entity_id=entity).items == []
+        graph = self.memory._store.graph  # no entity node of it is left either
+        assert all(d.get("entity_id") != entity for _, d in graph.g.nodes(data=True))
 
     @precondition(lambda self: any(self.owned.values()))
     @rule(pick=picks)
