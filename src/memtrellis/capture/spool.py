@@ -14,7 +14,7 @@ import logging
 import os
 import threading
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -121,8 +121,8 @@ class Spool:
             log.info("purged %d captured turn(s) from spools of dead processes", orphaned)
         return removed
 
-    def _purge_orphans(self, matches: Callable[[dict[str, Any]], bool]) -> int:
-        purged = 0
+    def _orphans(self) -> Iterator[Path]:
+        """The spool files of dead processes, each locked while the caller has it."""
         for other in sorted(self.directory.glob("*.jsonl")):
             if other == self.path:
                 continue
@@ -132,35 +132,31 @@ class Spool:
             except Timeout:
                 continue  # its owner is alive
             try:
-                entries = _read(other)
-                kept = [entry for entry in entries if not matches(entry)]
-                if len(kept) < len(entries):
-                    _rewrite(other, kept)
-                    purged += len(entries) - len(kept)
+                yield other
             finally:
                 lock.release()
+                if not other.exists():  # taken over: its lock file goes too
+                    Path(str(other) + ".lock").unlink(missing_ok=True)
+
+    def _purge_orphans(self, matches: Callable[[dict[str, Any]], bool]) -> int:
+        purged = 0
+        for other in self._orphans():
+            entries = _read(other)
+            kept = [entry for entry in entries if not matches(entry)]
+            if len(kept) < len(entries):
+                _rewrite(other, kept)
+                purged += len(entries) - len(kept)
         return purged
 
     def adopt_orphans(self) -> list[dict[str, Any]]:
         """Take over the unfinished entries of spools whose owner died."""
         adopted: list[dict[str, Any]] = []
-        for other in sorted(self.directory.glob("*.jsonl")):
-            if other == self.path:
-                continue
-            lock = FileLock(str(other) + ".lock", thread_local=False)
-            try:
-                lock.acquire(timeout=0)
-            except Timeout:
-                continue  # its owner is alive
-            try:
-                entries = _read(other)
-                for entry in entries:
-                    self.append(entry)  # ours now: durable before the orphan goes
-                adopted.extend(entries)
-                other.unlink(missing_ok=True)
-            finally:
-                lock.release()
-                Path(str(other) + ".lock").unlink(missing_ok=True)
+        for other in self._orphans():
+            entries = _read(other)
+            for entry in entries:
+                self.append(entry)  # ours now: durable before the orphan goes
+            adopted.extend(entries)
+            other.unlink(missing_ok=True)
         if adopted:
             log.warning("adopted %d captured turn(s) left by a process that died", len(adopted))
         return adopted
