@@ -12,6 +12,7 @@ import os
 import re
 import threading
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -193,22 +194,24 @@ def test_service_forget_entity_route_removes_the_entity_from_disk(tmp_path: Path
 
 @pytest.mark.parametrize("in_flight", [True, False])
 def test_a_purged_turn_is_never_stored(tmp_path: Path, in_flight: bool) -> None:
-    """The worker's two cases: the entry is being extracted, or still queued."""
+    """The worker's two cases: A's turn is being extracted, or queued behind B's."""
     gate = GatedLLM()
     with Memory(tmp_path / "store", embedder=HashingEmbedder(), llm=gate.llm) as memory:
         if not in_flight:
-            gate.held = True  # A's turn is not held; hold the worker with another entity
-            gate.release.clear()
-            blocker = threading.Event()
+            # B's turn is in the worker first and stays there until released.
+            gate.held = True
+            busy, blocker = threading.Event(), threading.Event()
             original = memory._store_captured
 
-            def slow(entry: dict[str, object]) -> None:
-                blocker.wait(30)
+            def slow(entry: dict[str, Any]) -> None:
+                if entry["scope"]["entity_id"] == "B":
+                    busy.set()
+                    assert blocker.wait(30)
                 original(entry)
 
-            memory._capture._handle = slow
-            if memory._capture._worker is not None:  # pragma: no cover - started lazily
-                memory._capture._worker._handle = slow
+            memory._capture._handle = slow  # the worker starts with the first capture
+            memory.capture(_turn(B_MARK, 1), entity_id="B", mode="fine")
+            assert busy.wait(30)
         memory.capture(_turn(A_MARK, 1), entity_id="A", mode="fine")
         if in_flight:
             assert gate.entered.wait(30)
@@ -219,7 +222,11 @@ def test_a_purged_turn_is_never_stored(tmp_path: Path, in_flight: bool) -> None:
         assert memory.flush(30)
         assert memory.list(entity_id="A") == []
         stats = memory._capture.stats
-        assert stats.stored == 0 and stats.failures == 0
+        assert stats.stored == (0 if in_flight else 1) and stats.failures == 0
+        if not in_flight:
+            assert [i.text for i in memory.list(entity_id="B")] == [
+                f"{B_MARK} keeps things in locker 1"
+            ]
 
 
 def test_forget_entity_purges_the_spool_of_a_process_that_died(tmp_path: Path) -> None:
