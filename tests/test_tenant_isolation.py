@@ -86,7 +86,6 @@ class TenantMachine(RuleBasedStateMachine):
         self.directory = Path(tempfile.mkdtemp(prefix="mt-tenants-"))
         self.memory = Memory(self.directory / "store", embedder=HashingEmbedder())
         self.owned: dict[str, set[str]] = {e: set() for e in ENTITIES}
-        self.captured: dict[str, int] = dict.fromkeys(ENTITIES, 0)
 
     # -- scope -----------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -212,7 +211,6 @@ class TenantMachine(RuleBasedStateMachine):
         )
         with self.scoped(entity, way, session_id=session) as kwargs:
             self.memory.capture(data, mode="fast", **kwargs)
-        self.captured[entity] += 1
 
     @rule()
     def flush(self) -> None:
