@@ -64,7 +64,7 @@ class CaptureService:
         """Forget the turns of ``entity_id`` that are spooled and not stored yet.
 
         They are removed from the spool file and never stored, including one the worker
-        is extracting at this moment (its handler checks :meth:`cancelled` before it
+        is extracting at this moment (its handler checks `cancelled` before it
         stores). Returns how many were purged.
         """
         removed = self.spool.purge(lambda entry: entry["scope"]["entity_id"] == entity_id)

@@ -84,7 +84,7 @@ class CaptureWorker:
         """Never store these entries: skip them when queued, drop them when in progress.
 
         An entry being extracted right now is not interrupted; its handler asks
-        :meth:`cancelled` before it stores anything.
+        `cancelled` before it stores anything.
         """
         with self._idle:
             self._cancelled.update(entry_ids)
