@@ -396,7 +396,7 @@ class TenantMachine(RuleBasedStateMachine):
 
 
 TenantMachine.TestCase.settings = settings(
-    max_examples=12,
+    max_examples=25,
     stateful_step_count=25,
     deadline=None,
     derandomize=True,
