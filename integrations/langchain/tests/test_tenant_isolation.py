@@ -12,12 +12,17 @@ from pathlib import Path
 
 import pytest
 from langchain_core.documents import Document
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage
 from memtrellis import Memory
 from memtrellis.testing import HashingEmbedder
 
 from fakes import FakeChat
-from langchain_memtrellis import ChatMemoryWrapper, MemoryRetriever, memory_context
+from langchain_memtrellis import (
+    ChatMemoryWrapper,
+    MemoryChatMessageHistory,
+    MemoryRetriever,
+    memory_context,
+)
 
 MARKERS = {"default": "qqdefaultmark", "ent-a": "qqalphamark", "ent-b": "qqbravomark"}
 ENTITIES = sorted(MARKERS)
@@ -110,3 +115,18 @@ def test_wrapper_and_memory_context_show_only_the_entitys_memories(
     system = str(placed[0].content)
     assert MARKERS[entity] in system
     assert_only(entity, system.replace(str(question[0].content), ""))
+
+
+def test_chat_history_of_a_shared_session_id_stays_per_entity(tmp_path: Path) -> None:
+    """Session ids are not unique across entities: two entities' "s1" are two histories."""
+    with Memory(tmp_path / "store", embedder=HashingEmbedder()) as memory:
+        histories = {
+            entity: MemoryChatMessageHistory("s1", memory, entity_id=entity) for entity in ENTITIES
+        }
+        for entity, history in histories.items():
+            history.add_messages([HumanMessage(f"{MARKERS[entity]} hello"), AIMessage("hi")])
+        first = ENTITIES[0]
+        histories[first].clear()
+        for entity, history in histories.items():
+            texts = [str(m.content) for m in history.messages]
+            assert texts == ([] if entity == first else [f"{MARKERS[entity]} hello", "hi"])
