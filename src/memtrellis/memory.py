@@ -35,7 +35,7 @@ from memtrellis.embeddings.base import Embedder, as_embedder
 from memtrellis.errors import InvalidInputError, MemoryNotFoundError
 from memtrellis.extraction.fine import FALLBACK_TAG
 from memtrellis.extraction.model import Mode
-from memtrellis.extraction.normalize import normalize
+from memtrellis.extraction.normalize import check_labels, normalize
 from memtrellis.extraction.pipeline import ExtractionConfig, ExtractionResult, Extractor
 from memtrellis.extraction.refine import RefineReport, refine_groups
 from memtrellis.graph_export import ExportFormat
@@ -55,6 +55,7 @@ from memtrellis.types import (
     RecallResult,
     Scope,
     SourceKind,
+    _clean_text,
     utcnow,
 )
 
@@ -324,6 +325,7 @@ class Memory:
             >>> m.close()
         """
         scope, kind = self._add_args(entity_id, process_id, session_id, memory_type)
+        tags, entities, metadata = check_labels(tags, entities, metadata)
         result = self.extractor.extract(
             data,
             scope,
@@ -351,6 +353,7 @@ class Memory:
         """Async [`add`][memtrellis.Memory.add]: fine-mode windows are extracted concurrently
         through the LLM's native ``acomplete`` when it has one; storing runs in a worker thread."""
         scope, kind = self._add_args(entity_id, process_id, session_id, memory_type)
+        tags, entities, metadata = check_labels(tags, entities, metadata)
         result = await self.extractor.aextract(
             data,
             scope,
@@ -428,6 +431,7 @@ class Memory:
         if isinstance(data, os.PathLike):
             raise InvalidInputError("capture() takes messages or text; add() reads documents")
         normalize(data, now=at)  # bad input fails here, in the caller, with a typed error
+        tags, _, metadata = check_labels(tags, (), metadata)
         entry = build_entry(data, scope, mode=chosen.value, at=at, tags=tags, metadata=metadata)
         self._store.check_open()
         self._capture.submit(entry)
@@ -769,6 +773,7 @@ class Memory:
         """
         if not isinstance(query, str) or not query.strip():
             raise InvalidInputError("recall() needs a non-empty query string")
+        query = _clean_text(query)  # a lone surrogate cannot be embedded or tokenised
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 1000:
             raise InvalidInputError("k must be an integer from 1 to 1000")
         if token_budget is not None and (not isinstance(token_budget, int) or token_budget < 0):

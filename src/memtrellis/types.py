@@ -19,6 +19,7 @@ from enum import Enum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic_core import to_json
 
 __all__ = [
     "EdgeKind",
@@ -145,6 +146,8 @@ class Scope(_Model):
             raise ValueError(f"{info.field_name} is longer than {_MAX_SCOPE_ID} characters")
         if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
             raise ValueError(f"{info.field_name} must not contain control characters")
+        if any(0xD800 <= ord(ch) <= 0xDFFF for ch in value):
+            raise ValueError(f"{info.field_name} must not contain lone surrogates")
         return value
 
 
@@ -173,6 +176,12 @@ class SourceRef(_Model):
     @classmethod
     def _excerpt(cls, value: str) -> str:
         return _clean_text(value[:SOURCE_EXCERPT_CHARS])
+
+    @field_validator("message_id", "role", "speaker", "document")
+    @classmethod
+    def _clean(cls, value: str | None) -> str | None:
+        # Every string is written to the index and the log as UTF-8, not only the text.
+        return _clean_text(value) if value is not None else None
 
     @field_validator("timestamp")
     @classmethod
@@ -242,12 +251,28 @@ class MemoryItem(_Model):
             raise ValueError("text must not be empty")
         return value
 
+    @field_validator("key", "superseded_by")
+    @classmethod
+    def _clean(cls, value: str | None) -> str | None:
+        return _clean_text(value) if value is not None else None
+
+    @field_validator("metadata")
+    @classmethod
+    def _check_metadata(cls, value: dict[str, Any]) -> dict[str, Any]:
+        # The index stores the item as JSON: metadata that cannot be written as UTF-8
+        # JSON would be accepted into the graph and then fail every index write.
+        try:
+            to_json(value)  # what model_dump_json runs, depth limit included
+        except (ValueError, RecursionError) as exc:
+            raise ValueError(f"metadata must be JSON with valid unicode text: {exc}") from None
+        return value
+
     @field_validator("tags", "entities")
     @classmethod
     def _dedupe(cls, values: list[str]) -> list[str]:
         seen: dict[str, None] = {}
         for value in values:
-            value = value.strip()
+            value = _clean_text(value).strip()
             if value:
                 seen.setdefault(value, None)
         return list(seen)

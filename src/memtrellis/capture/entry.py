@@ -67,5 +67,7 @@ def build_entry(
         copied: dict[str, Any] = json.loads(json.dumps(entry, default=_iso))
     except (TypeError, ValueError) as exc:
         raise InvalidInputError(f"capture() needs JSON-serialisable data: {exc}") from exc
+    except RecursionError:
+        raise InvalidInputError("capture() data is nested too deeply to spool") from None
     _assign_ids(copied["data"], entry_id[:16])
     return copied

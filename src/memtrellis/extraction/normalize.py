@@ -42,12 +42,14 @@ from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from pydantic_core import to_json
+
 from memtrellis.errors import InvalidInputError
 from memtrellis.extraction.documents import read_document
 from memtrellis.extraction.model import Document, Normalized, Turn
 from memtrellis.types import SourceKind, _clean_text, utcnow
 
-__all__ = ["ROLES", "extractable", "new_id", "normalize"]
+__all__ = ["ROLES", "check_labels", "extractable", "new_id", "normalize"]
 
 log = logging.getLogger("memtrellis.extraction")
 
@@ -126,6 +128,49 @@ def normalize(data: Any, *, now: datetime | None = None, extract_tools: bool = F
         skipped=reader.skipped,
         extract_tools=extract_tools,
     )
+
+
+def check_labels(
+    tags: Any, entities: Any, metadata: Any
+) -> tuple[list[str], list[str], dict[str, Any] | None]:
+    """``tags``, ``entities`` and ``metadata`` as a call gave them, checked before any work.
+
+    Tags and entities are lists (or tuples, sets) of strings; a bare string is refused
+    rather than read as a list of letters. Metadata is a mapping with string keys that
+    can be written as JSON (the index stores it so).
+
+    Raises:
+        InvalidInputError: Any of the three has another shape.
+
+    Examples:
+        >>> check_labels(("work",), [], {"source": "email"})
+        (['work'], [], {'source': 'email'})
+        >>> check_labels("work", [], None)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        memtrellis.errors.InvalidInputError: tags must be a list of strings, not a str
+    """
+    lists: list[list[str]] = []
+    for name, values in (("tags", tags), ("entities", entities)):
+        if not isinstance(values, (Sequence, set, frozenset)) or isinstance(
+            values, (str, bytes, bytearray)
+        ):
+            raise InvalidInputError(f"{name} must be a list of strings, not {_kind(values)}")
+        wrong = [v for v in values if not isinstance(v, str)]
+        if wrong:
+            raise InvalidInputError(f"{name} must be a list of strings, not of {_kind(wrong[0])}")
+        lists.append(list(values))
+    if metadata is None:
+        return lists[0], lists[1], None
+    if not isinstance(metadata, Mapping) or not all(isinstance(k, str) for k in metadata):
+        raise InvalidInputError(
+            f"metadata must be a mapping with string keys, not {_kind(metadata)}"
+        )
+    try:
+        to_json(dict(metadata))  # what the index will store
+    except (ValueError, RecursionError) as exc:
+        raise InvalidInputError(f"metadata must be JSON with valid unicode text: {exc}") from None
+    return lists[0], lists[1], dict(metadata)
 
 
 def _is_list(value: Any) -> bool:
