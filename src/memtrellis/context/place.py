@@ -104,7 +104,7 @@ def strip_content(content: Any) -> Any:
     """Content without memory-context blocks; text parts left empty are dropped.
 
     Examples:
-        >>> strip_content("Be brief. <memory_context>- a note</memory_context>")
+        >>> strip_content("Be brief.\\n\\n<memory_context>- a note</memory_context>")
         'Be brief.'
     """
     if isinstance(content, str):
