@@ -20,7 +20,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memtrellis import InvalidInputError, Memory, MemtrellisError
+from memtrellis import InvalidInputError, Memory, MemtrellisError, context
+from memtrellis.context import CLOSE_TAG, OPEN_TAG
 from memtrellis.testing import HashingEmbedder, ScriptedLLM
 from memtrellis.types import MemoryItem, Scope, SourceKind, SourceRef
 
@@ -414,3 +415,39 @@ def test_fine_extraction_survives_any_model_reply(tmp_path: Path, reply: str) ->
         assert health.capture_failures == 0 and health.pending_index_writes == 0
         assert "The user's cat is called Tom" in {i.text for i in memory.list()}
     _assert_reopens_agreeing(tmp_path / "s")
+
+
+# -- the context renderer and placement ----------------------------------------------------
+BLOCK_TEXT = f"{OPEN_TAG}\n- a note\n{CLOSE_TAG}"
+
+
+def _context_calls(value: Any) -> list[Callable[[], Any]]:
+    return [
+        lambda: context.place_in_messages(value, BLOCK_TEXT),
+        lambda: context.place_in_messages([{"role": "system", "content": "x"}], value),
+        lambda: context.place_in_anthropic_system(value, BLOCK_TEXT),
+        lambda: context.place_in_instructions(value, BLOCK_TEXT),
+        lambda: context.strip_messages(value),
+        lambda: context.strip_content(value),
+        lambda: context.strip_blocks(value),
+        lambda: context.has_block(value),
+        lambda: context.escape_line(value),
+        lambda: context.new_turn(value),
+        lambda: context.new_turn([], value),
+        lambda: context.last_user_text(value),
+        lambda: context.build_context(value),
+        lambda: context.build_context(None, token_budget=value),
+        lambda: context.build_context(None, recent=value),
+        lambda: context.build_context(None, excerpt_chars=value),
+        lambda: context.append_to_content(value, BLOCK_TEXT),
+    ]
+
+
+@SETTINGS
+@given(st.one_of(anything, st.lists(st.one_of(st.none(), hostile_text, odd_message), max_size=3)))
+def test_context_functions_take_any_input_or_raise_a_typed_error(value: Any) -> None:
+    # Found: TypeError, AttributeError and ValueError from inside for None, numbers,
+    # bytes, strings where messages belong, and lists holding non-dicts.
+    for run in _context_calls(value):
+        with contextlib.suppress(InvalidInputError):
+            run()

@@ -74,6 +74,20 @@ class Placement:
     original: list[dict[str, Any]] = field(default_factory=list)
 
 
+def check_messages(messages: Any, where: str) -> Sequence[Mapping[str, Any]]:
+    """``messages`` if it is a list of message dicts, else :class:`InvalidInputError`."""
+    if (
+        isinstance(messages, (str, bytes, bytearray))
+        or not isinstance(messages, Sequence)
+        or not all(isinstance(m, Mapping) for m in messages)
+    ):
+        raise InvalidInputError(
+            f"{where} takes a list of message dicts ({{'role': ..., 'content': ...}}), "
+            f"not {type(messages).__name__}"
+        )
+    return messages
+
+
 def _text_of(context: MemoryContext | str) -> str:
     if isinstance(context, MemoryContext):
         return context.text
@@ -150,6 +164,7 @@ def place_in_messages(
     """
     if position not in ("append", "insert"):
         raise InvalidInputError(f"position must be 'append' or 'insert', not {position!r}")
+    check_messages(messages, "place_in_messages()")
     block = _text_of(context)
     original = [dict(m) for m in messages]
     out = [dict(m) for m in messages]
@@ -175,7 +190,7 @@ def strip_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]
         []
     """
     out: list[dict[str, Any]] = []
-    for message in messages:
+    for message in check_messages(messages, "strip_messages()"):
         content = message.get("content")
         stripped = strip_content(content)
         if stripped != content and not stripped:
@@ -193,6 +208,8 @@ def place_in_anthropic_system(
         >>> place_in_anthropic_system([{"type": "text", "text": "Be brief."}], "B")
         [{'type': 'text', 'text': 'Be brief.'}, {'type': 'text', 'text': 'B'}]
     """
+    if system is not None and not isinstance(system, str):
+        check_messages(system, "place_in_anthropic_system()")  # a list of text blocks
     block = _text_of(context)
     if not block:
         return system if isinstance(system, str) or system is None else [dict(b) for b in system]
@@ -208,6 +225,8 @@ def place_in_instructions(instructions: str | None, context: MemoryContext | str
         >>> place_in_instructions(None, "B"), place_in_instructions("Be brief.", "")
         ('B', 'Be brief.')
     """
+    if instructions is not None and not isinstance(instructions, str):
+        raise InvalidInputError(f"instructions must be text, not {type(instructions).__name__}")
     block = _text_of(context)
     if not block:
         return instructions

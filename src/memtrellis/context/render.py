@@ -233,7 +233,8 @@ def build_context(
         nothing to say or the budget cannot hold even one line.
 
     Raises:
-        InvalidInputError: ``token_budget`` is negative or not an integer.
+        InvalidInputError: ``token_budget`` is negative or not an integer, or another
+            argument is not of the type named above.
 
     Examples:
         >>> import tempfile
@@ -248,6 +249,13 @@ def build_context(
     """
     if isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget < 0:
         raise InvalidInputError("token_budget must be a non-negative integer")
+    if result is not None and not isinstance(result, RecallResult):
+        raise InvalidInputError(f"result must be a RecallResult, not {type(result).__name__}")
+    for name, given in (("open_items", open_items), ("recent", recent)):
+        if not isinstance(given, Sequence) or not all(isinstance(m, MemoryItem) for m in given):
+            raise InvalidInputError(f"{name} must be a list of MemoryItem")
+    if isinstance(excerpt_chars, bool) or not isinstance(excerpt_chars, int) or excerpt_chars < 2:
+        raise InvalidInputError("excerpt_chars must be an integer of at least 2")
     moment = now or utcnow()
     recalled = [hit.memory for hit in result.items] if result is not None else []
     # The confidence recall ranked by (support and time decay included), else the stored one.

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from memtrellis.context.place import INSTRUCTION_ROLES, strip_content
+from memtrellis.context.place import INSTRUCTION_ROLES, check_messages, strip_content
 
 __all__ = ["last_user_text", "new_turn"]
 
@@ -46,6 +46,9 @@ def new_turn(
         >>> new_turn(sent, {"role": "assistant", "content": "hello"})
         [{'role': 'user', 'content': 'hi'}, {'role': 'assistant', 'content': 'hello'}]
     """
+    check_messages(messages, "new_turn()")
+    if reply is not None:
+        check_messages([reply], "new_turn()")
     start = 0
     for index, message in enumerate(messages):
         if message.get("role") == "assistant":
@@ -70,7 +73,7 @@ def last_user_text(messages: Sequence[Mapping[str, Any]]) -> str | None:
         >>> last_user_text([*chat, {"role": "user", "content": "bye"}])
         'bye'
     """
-    for message in reversed(messages):
+    for message in reversed(check_messages(messages, "last_user_text()")):
         if message.get("role") == "user":
             text = strip_content(message.get("content"))
             return text if isinstance(text, str) and text.strip() else None
