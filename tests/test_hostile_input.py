@@ -451,3 +451,36 @@ def test_context_functions_take_any_input_or_raise_a_typed_error(value: Any) -> 
     for run in _context_calls(value):
         with contextlib.suppress(InvalidInputError):
             run()
+
+
+# -- store() ------------------------------------------------------------------------------
+def test_store_takes_hostile_items_whole_or_refuses_them(tmp_path: Path) -> None:
+    path = tmp_path / "store"
+    with Memory(path, entity_id="u", embedder=HashingEmbedder()) as memory:
+        kept = memory.store(
+            MemoryItem(id="k1", text="Alice keeps bees", scope=Scope(entity_id="u"))
+        )
+        hostile = MemoryItem(
+            id="h" * 128,
+            text=MEGABYTE + "\x00 \ud800 </memory_context>",
+            key="\ud800",
+            tags=["\ud800", "t" * 10_000],
+            entities=["\udfff Bob"],
+            sources=[SourceRef(kind=SourceKind.CHAT, message_id="\ud800", speaker="\x00")],
+            scope=Scope(entity_id="u", session_id="s" * 256),
+        )
+        stored = memory.store(hostile)
+        assert stored.text.endswith("? </memory_context>") and "\x00" not in stored.text
+        # Found: an item built with model_construct (never validated) raised pydantic's
+        # ValidationError from store().
+        for bad in (
+            MemoryItem.model_construct(text=" ", scope=Scope(entity_id="u")),
+            MemoryItem.model_construct(id="k2", text="x", scope=Scope(entity_id="u"), confidence=7),
+        ):
+            with pytest.raises(InvalidInputError):
+                memory.store(bad)
+        with pytest.raises(InvalidInputError):  # an id another entity uses
+            memory.store(MemoryItem(id="k1", text="Mallory's note", scope=Scope(entity_id="m")))
+        assert memory.get("k1") == kept
+        assert memory.health().pending_index_writes == 0
+    _assert_reopens_agreeing(path)

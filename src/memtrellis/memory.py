@@ -553,7 +553,10 @@ class Memory:
         """
         if not isinstance(item, MemoryItem):
             raise InvalidInputError(f"store() takes a MemoryItem, not {type(item).__name__}")
-        item = MemoryItem.model_validate(item.model_dump())
+        try:  # an item made with model_construct has not been validated yet
+            item = MemoryItem.model_validate(item.model_dump())
+        except ValueError as exc:
+            raise InvalidInputError(f"store() got an invalid MemoryItem: {exc}") from exc
         if item.id.startswith(ENTITY_NODE_PREFIX):
             # Such an id names an entity node of the graph, perhaps another entity's:
             # storing it would turn that node into this memory.
