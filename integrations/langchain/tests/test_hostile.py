@@ -92,7 +92,7 @@ def test_odd_messages_through_the_wrapper_never_fail_memory(memory: Memory) -> N
     assert "My hive is called Juniper" in texts(memory)  # the worker is alive
 
 
-def test_multimodal_and_tool_call_turns_keep_their_text_only(memory: Memory) -> None:
+def test_multimodal_user_text_is_captured_verbatim(memory: Memory) -> None:
     inner = FakeChat(messages=iter(["Noted."]))
     chat = ChatMemoryWrapper(inner, memory=memory, strict=True)
     said = "What does <memory_context> mean? I keep bees"
