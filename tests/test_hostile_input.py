@@ -153,6 +153,13 @@ def _call(memory: Memory, name: str, args: dict[str, Any]) -> None:
         "history": lambda: memory.history(value),
         "versions": lambda: memory.versions(value, entity_id=args["scope"]),
         "get": lambda: memory.get(value),
+        "update": lambda: memory.update(
+            memory.add("A note to change", mode="fast")[0].id,
+            text=value,
+            tags=args["tags"],
+            metadata=args["metadata"],
+        ),
+        "list": lambda: memory.list(entity_id=args["scope"], limit=args["k"]),
     }
     calls[name]()
 
@@ -174,6 +181,8 @@ call = st.tuples(
             "history",
             "versions",
             "get",
+            "update",
+            "list",
         ]
     ),
     st.fixed_dictionaries(
@@ -313,13 +322,20 @@ def test_bad_tags_entities_and_metadata_are_typed_errors_and_write_nothing(
     assert memory.health().capture_spooled == 0
 
 
-def test_too_deeply_nested_capture_is_a_typed_error(memory: Memory) -> None:
+def test_too_deeply_nested_input_is_a_typed_error(memory: Memory) -> None:
     # Found: RecursionError from json.dumps in the caller.
     with pytest.raises(InvalidInputError):
         memory.capture(_deep_message(10_000))
     with pytest.raises(InvalidInputError):
         memory.add(_deep_list(10_000))
+    # Found (hypothesis, 400 examples): MemoryType(x) and Mode(x) put repr(x) in their
+    # ValueError, which recursed for a 10k-deep list.
+    with pytest.raises(InvalidInputError):
+        memory.add("Alice likes tea", memory_type=_deep_list(10_000))  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError):
+        memory.capture("Alice likes tea", mode=_deep_list(10_000))  # type: ignore[arg-type]
     assert memory.health().capture_spooled == 0
+    assert memory.list() == []
 
 
 def test_a_memory_item_with_unwritable_metadata_cannot_be_built() -> None:

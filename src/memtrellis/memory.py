@@ -373,6 +373,9 @@ class Memory:
         memory_type: MemoryType | str | None,
     ) -> tuple[Scope, MemoryType | None]:
         scope = self._scope(entity_id, process_id, session_id)
+        if memory_type is not None and not isinstance(memory_type, str):
+            # MemoryType(x) puts repr(x) in its error: a 10k-deep list would recurse.
+            raise InvalidInputError(f"memory_type must be text, not {type(memory_type).__name__}")
         try:
             return scope, MemoryType(memory_type) if memory_type is not None else None
         except ValueError as exc:

@@ -191,6 +191,8 @@ class Extractor:
     # -- shared, pure parts ----------------------------------------------------------------
     def resolve_mode(self, mode: Mode | str | None) -> Mode:
         """The mode a call runs in: as asked, else fine with an LLM and fast without."""
+        if mode is not None and not isinstance(mode, str):  # Enum would repr any object
+            raise InvalidInputError(f"mode must be 'fine' or 'fast', not {type(mode).__name__}")
         try:
             chosen = Mode(mode) if mode is not None else (Mode.FINE if self.llm else Mode.FAST)
         except ValueError as exc:
