@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from memtrellis import InvalidInputError, Memory, MemtrellisError, context
 from memtrellis.context import CLOSE_TAG, OPEN_TAG
+from memtrellis.extraction.fine import FALLBACK_TAG
 from memtrellis.testing import HashingEmbedder, ScriptedLLM
 from memtrellis.types import MemoryItem, Scope, SourceKind, SourceRef
 
@@ -413,6 +414,9 @@ REPLIES = [
 ]
 
 
+UNREADABLE = {0, 1, 2, 3, 4, 5, 6, 10}  # replies that hold no memory at all
+
+
 @pytest.mark.parametrize("reply", REPLIES, ids=range(len(REPLIES)))
 def test_fine_extraction_survives_any_model_reply(tmp_path: Path, reply: str) -> None:
     def answer(messages: list[dict[str, str]]) -> str:
@@ -425,6 +429,10 @@ def test_fine_extraction_survives_any_model_reply(tmp_path: Path, reply: str) ->
         turn = [{"role": "user", "content": "My dog is called Rex", "id": "m1"}]
         stored = memory.add(turn, mode="fine")  # a fallback memory at worst, never a raise
         assert stored
+        fallbacks = [i for i in stored if FALLBACK_TAG in i.tags]
+        # An unreadable reply is a counted fallback, never silently dropped.
+        assert bool(fallbacks) == (REPLIES.index(reply) in UNREADABLE)
+        assert memory.health().extraction_fallbacks == len(fallbacks)
         memory.capture([{"role": "user", "content": "My cat is called Tom", "id": "m2"}])
         assert memory.flush(timeout=60)
         health = memory.health()
