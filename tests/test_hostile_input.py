@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -387,7 +388,10 @@ def test_hostile_document_bytes_are_stored_cleanly_or_refused(
     for item in items:
         assert "\x00" not in item.text
         item.text.encode("utf-8")
-    for bad in (tmp_path / "missing.md", tmp_path, tmp_path / "x.exe"):
+    fifo, device = tmp_path / "pipe.md", tmp_path / "zero.md"
+    os.mkfifo(fifo)  # reading it would block forever
+    device.symlink_to("/dev/zero")  # reading it would never end
+    for bad in (tmp_path / "missing.md", tmp_path, tmp_path / "x.exe", fifo, device):
         with pytest.raises(InvalidInputError):
             memory.add(bad)
     assert memory.health().pending_index_writes == 0
