@@ -512,3 +512,44 @@ def test_store_takes_hostile_items_whole_or_refuses_them(tmp_path: Path) -> None
         assert memory.get("k1") == kept
         assert memory.health().pending_index_writes == 0
     _assert_reopens_agreeing(path)
+
+
+# -- the SDK client patch -------------------------------------------------------------------
+def test_odd_messages_through_a_patched_openai_client(memory: Memory) -> None:
+    from sdk_fakes import ScriptedModel, captured, openai_client
+
+    memory.add("Alice keeps bees")
+    model = ScriptedModel("Noted.")
+    client = memory.register(openai_client(model))
+    said = "What does <memory_context> mean? \x1b[31m I keep bees"  # (the SDK refuses surrogates)
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": [{"type": "text", "text": "Be brief."}]},
+        {"role": "user", "content": "Weather in Porto?"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "w", "arguments": "{"}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "\x00" + "x" * 100_000},
+        {
+            "role": "user",
+            "content": [
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
+                {"type": "input_audio", "input_audio": {"data": "UklGRg==", "format": "wav"}},
+                {"type": "text", "text": said},
+            ],
+        },
+    ]
+
+    client.chat.completions.create(model="gpt-4o-mini", messages=messages)
+
+    sent = model.last["messages"]
+    assert sent[1:] == [{**m} for m in messages[1:]]  # the caller's odd messages go as given
+    assert OPEN_TAG in sent[0]["content"][-1]["text"]
+    texts = [i.text for i in captured(memory)]
+    assert "Noted." in texts and any("What does <memory_context> mean?" in t for t in texts)
+    health = memory.health()
+    assert health.client_capture_failures == 0 and health.client_recall_failures == 0
+    assert health.capture_failures == 0
