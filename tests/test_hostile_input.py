@@ -122,10 +122,14 @@ anything = st.one_of(
     st.sets(st.text(max_size=3), max_size=2),
 )
 labels = st.one_of(
-    st.just(()), anything, st.lists(st.one_of(hostile_text, st.integers()), max_size=3)
+    st.just(()),
+    st.lists(hostile_text, max_size=3),
+    anything,
+    st.lists(st.one_of(hostile_text, st.integers()), max_size=3),
 )
 metadata = st.one_of(
     st.none(),
+    st.dictionaries(st.text(max_size=5), hostile_text, max_size=2),
     anything,
     st.dictionaries(st.one_of(st.text(max_size=5), st.integers()), anything, max_size=2),
 )
@@ -133,20 +137,24 @@ scope_id = st.one_of(st.none(), hostile_text, st.integers(), st.just("e" * 300))
 
 
 def _call(memory: Memory, name: str, args: dict[str, Any]) -> None:
-    value = args["value"]
+    value, messages = args["value"], args["messages"]
+    labelled = {"tags": args["tags"], "metadata": args["metadata"]}
     calls: dict[str, Callable[[], Any]] = {
-        "add": lambda: memory.add(
-            value, tags=args["tags"], entities=args["entities"], metadata=args["metadata"]
-        ),
+        "add": lambda: memory.add(value),
+        "add_messages": lambda: memory.add(messages),
+        "add_labels": lambda: memory.add("I like tea", entities=args["entities"], **labelled),
         "add_scope": lambda: memory.add(
             "I like tea", entity_id=args["scope"], session_id=args["scope"]
         ),
         "add_type": lambda: memory.add("I like tea", memory_type=value, mode=value),
-        "aadd": lambda: asyncio.run(memory.aadd(value, metadata=args["metadata"])),
-        "capture": lambda: memory.capture(value, tags=args["tags"], metadata=args["metadata"]),
-        "acapture": lambda: asyncio.run(memory.acapture(value, session_id=args["scope"])),
+        "aadd": lambda: asyncio.run(memory.aadd(messages, metadata=args["metadata"])),
+        "capture": lambda: memory.capture(value),
+        "capture_messages": lambda: memory.capture(messages),
+        "capture_labels": lambda: memory.capture("I like coffee", **labelled),
+        "acapture": lambda: asyncio.run(memory.acapture(messages, session_id=args["scope"])),
         "store": lambda: memory.store(value),
         "recall": lambda: memory.recall(value, k=args["k"], token_budget=args["k"]),
+        "recall_text": lambda: memory.recall(args["text"], token_budget=50),
         "recall_scope": lambda: memory.recall(
             "tea", entity_id=args["scope"], session_id=args["scope"]
         ),
@@ -156,10 +164,7 @@ def _call(memory: Memory, name: str, args: dict[str, Any]) -> None:
         "versions": lambda: memory.versions(value, entity_id=args["scope"]),
         "get": lambda: memory.get(value),
         "update": lambda: memory.update(
-            memory.add("A note to change", mode="fast")[0].id,
-            text=value,
-            tags=args["tags"],
-            metadata=args["metadata"],
+            memory.add("A note to change", mode="fast")[0].id, text=value, **labelled
         ),
         "list": lambda: memory.list(entity_id=args["scope"], limit=args["k"]),
     }
@@ -170,13 +175,18 @@ call = st.tuples(
     st.sampled_from(
         [
             "add",
+            "add_messages",
+            "add_labels",
             "add_scope",
             "add_type",
             "aadd",
             "capture",
+            "capture_messages",
+            "capture_labels",
             "acapture",
             "store",
             "recall",
+            "recall_text",
             "recall_scope",
             "forget",
             "forget_entity",
@@ -190,6 +200,8 @@ call = st.tuples(
     st.fixed_dictionaries(
         {
             "value": anything,
+            "messages": st.lists(odd_message, min_size=1, max_size=4),
+            "text": hostile_text,
             "tags": labels,
             "entities": labels,
             "metadata": metadata,
@@ -249,7 +261,7 @@ def test_any_sequence_of_hostile_calls_leaves_the_store_whole(tmp_path: Path) ->
         before = _keeper_state(memory)
         runs = iter(range(10_000))
 
-        @SETTINGS
+        @settings(SETTINGS, max_examples=100)
         @given(st.lists(call, min_size=1, max_size=4))
         def run(calls: list[tuple[str, dict[str, Any]]]) -> None:
             for name, args in calls:
