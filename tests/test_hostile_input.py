@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pydantic import BaseModel
 
 from memtrellis import InvalidInputError, Memory, MemtrellisError, context
 from memtrellis.context import CLOSE_TAG, OPEN_TAG
@@ -565,3 +566,19 @@ def test_odd_messages_through_a_patched_openai_client(memory: Memory) -> None:
     health = memory.health()
     assert health.client_capture_failures == 0 and health.client_recall_failures == 0
     assert health.capture_failures == 0
+
+
+def test_anthropic_system_blocks_of_any_iterable_or_sdk_model_still_take_the_block() -> None:
+    class TextBlock(BaseModel):  # the shape of the SDK's pydantic block models
+        type: str
+        text: str
+
+    for system in (
+        iter([{"type": "text", "text": "Be brief."}]),
+        (TextBlock(type="text", text="Be brief."),),
+    ):
+        placed = context.place_in_anthropic_system(system, BLOCK_TEXT)
+        assert isinstance(placed, list)
+        assert placed[0]["text"] == "Be brief." and placed[-1]["text"] == BLOCK_TEXT
+    with pytest.raises(InvalidInputError):
+        context.place_in_anthropic_system([["Be brief."]], BLOCK_TEXT)  # type: ignore[list-item]

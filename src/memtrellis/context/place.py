@@ -24,7 +24,7 @@ Examples:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -208,14 +208,30 @@ def place_in_anthropic_system(
         >>> place_in_anthropic_system([{"type": "text", "text": "Be brief."}], "B")
         [{'type': 'text', 'text': 'Be brief.'}, {'type': 'text', 'text': 'B'}]
     """
-    if system is not None and not isinstance(system, str):
-        check_messages(system, "place_in_anthropic_system()")  # a list of text blocks
     block = _text_of(context)
-    if not block:
-        return system if isinstance(system, str) or system is None else [dict(b) for b in system]
     if system is None or isinstance(system, str):
-        return str(append_to_content(system, block))
-    return [dict(b) for b in system] + [{"type": "text", "text": block}]
+        return str(append_to_content(system, block)) if block else system
+    blocks = _system_blocks(system)
+    return [*blocks, {"type": "text", "text": block}] if block else blocks
+
+
+def _system_blocks(system: Any) -> list[dict[str, Any]]:
+    # Any iterable of text blocks the SDK takes: dicts, or its pydantic block models.
+    if isinstance(system, (bytes, bytearray, Mapping)) or not isinstance(system, Iterable):
+        raise InvalidInputError(
+            f"system must be text or a list of text blocks, not {type(system).__name__}"
+        )
+    blocks: list[dict[str, Any]] = []
+    for part in system:
+        if isinstance(part, Mapping):
+            blocks.append(dict(part))
+        elif callable(getattr(part, "model_dump", None)):
+            blocks.append(part.model_dump(exclude_none=True))
+        else:
+            raise InvalidInputError(
+                f"system must be text or a list of text blocks, not of {type(part).__name__}"
+            )
+    return blocks
 
 
 def place_in_instructions(instructions: str | None, context: MemoryContext | str) -> str | None:
