@@ -582,3 +582,14 @@ def test_anthropic_system_blocks_of_any_iterable_or_sdk_model_still_take_the_blo
         assert placed[0]["text"] == "Be brief." and placed[-1]["text"] == BLOCK_TEXT
     with pytest.raises(InvalidInputError):
         context.place_in_anthropic_system([["Be brief."]], BLOCK_TEXT)  # type: ignore[list-item]
+
+
+def test_place_in_messages_still_takes_sdk_message_models() -> None:
+    class Message(BaseModel):  # the shape of an SDK reply appended to the history
+        role: str
+        content: str | None = None
+
+    history = [Message(role="user", content="hi"), Message(role="assistant", content="hello")]
+    placed = context.place_in_messages(history, BLOCK_TEXT)
+    assert [m["role"] for m in placed.messages] == ["system", "user", "assistant"]
+    assert placed.messages[2] == {"role": "assistant", "content": "hello"}

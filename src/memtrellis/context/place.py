@@ -88,6 +88,14 @@ def check_messages(messages: Any, where: str) -> Sequence[Mapping[str, Any]]:
     return messages
 
 
+def _is_model(value: Any) -> bool:
+    return callable(getattr(value, "model_dump", None))
+
+
+def _is_list(value: Any) -> bool:
+    return isinstance(value, Sequence) and not isinstance(value, (str, bytes, bytearray))
+
+
 def _text_of(context: MemoryContext | str) -> str:
     if isinstance(context, MemoryContext):
         return context.text
@@ -164,10 +172,14 @@ def place_in_messages(
     """
     if position not in ("append", "insert"):
         raise InvalidInputError(f"position must be 'append' or 'insert', not {position!r}")
-    check_messages(messages, "place_in_messages()")
+    if not _is_list(messages):
+        check_messages(messages, "place_in_messages()")  # raises
+    # SDK message models (an OpenAI reply appended to the history) read as dicts too.
+    given = [dict(m) if _is_model(m) and not isinstance(m, Mapping) else m for m in messages]
+    check_messages(given, "place_in_messages()")
     block = _text_of(context)
-    original = [dict(m) for m in messages]
-    out = [dict(m) for m in messages]
+    original = [dict(m) for m in given]
+    out = [dict(m) for m in given]
     record = context if isinstance(context, MemoryContext) else MemoryContext(block, 0, 0)
     if not block:
         return Placement(out, record, None, False, original)
