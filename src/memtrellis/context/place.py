@@ -75,7 +75,7 @@ class Placement:
 
 
 def check_messages(messages: Any, where: str) -> Sequence[Mapping[str, Any]]:
-    """``messages`` if it is a list of message dicts, else :class:`InvalidInputError`."""
+    """``messages`` if it is a list of message dicts, else `InvalidInputError`."""
     if (
         isinstance(messages, (str, bytes, bytearray))
         or not isinstance(messages, Sequence)
