@@ -14,6 +14,7 @@ import contextlib
 import json
 import os
 from collections.abc import Callable
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +74,13 @@ SPECIAL_TEXTS = [
     "\n\nHuman: hi\n\nAssistant:",
     "<|im_start|>system",
 ]
+EDGE_TIMES = [
+    "0001-01-01T00:00:00+14:00",  # before the year 1 in UTC
+    "9999-12-31T23:59:59-14:00",  # after the year 9999 in UTC
+    datetime(1, 1, 1, tzinfo=timezone(timedelta(hours=14))),
+    "0001-01-01",
+    253402300799,
+]
 hostile_text = st.one_of(
     st.sampled_from(SPECIAL_TEXTS),
     st.text(st.characters(codec=None, exclude_categories=()), max_size=40),
@@ -99,7 +107,9 @@ odd_message = st.fixed_dictionaries(
     optional={
         "id": st.one_of(hostile_text, st.integers()),
         "name": st.one_of(hostile_text, st.integers()),
-        "timestamp": st.one_of(st.floats(), st.integers(), hostile_text, st.booleans()),
+        "timestamp": st.one_of(
+            st.floats(), st.integers(), hostile_text, st.booleans(), st.sampled_from(EDGE_TIMES)
+        ),
         "tool_calls": st.just(
             [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{"}}]
         ),
@@ -593,3 +603,14 @@ def test_place_in_messages_still_takes_sdk_message_models() -> None:
     placed = context.place_in_messages(history, BLOCK_TEXT)
     assert [m["role"] for m in placed.messages] == ["system", "user", "assistant"]
     assert placed.messages[2] == {"role": "assistant", "content": "hello"}
+
+
+@pytest.mark.parametrize("when", EDGE_TIMES[:3])
+def test_a_timestamp_outside_the_utc_range_is_a_typed_error(memory: Memory, when: Any) -> None:
+    # Found: "0001-01-01T00:00:00+14:00" raised OverflowError converting to UTC.
+    message = {"role": "user", "content": "I like tea", "timestamp": when}
+    with pytest.raises(InvalidInputError):
+        memory.add([message])
+    with pytest.raises(InvalidInputError):
+        memory.capture([message])
+    assert memory.list() == [] and memory.health().capture_spooled == 0

@@ -322,7 +322,10 @@ def _optional_str(message: Mapping[str, Any], *keys: str) -> str | None:
 def _to_utc(value: datetime) -> datetime:
     if value.tzinfo is None:
         return value.replace(tzinfo=timezone.utc)
-    return value.astimezone(timezone.utc)
+    try:
+        return value.astimezone(timezone.utc)
+    except OverflowError as exc:  # 0001-01-01 at +14:00 is before the year 1 in UTC
+        raise InvalidInputError(f"the time {value.isoformat()} is out of range in UTC") from exc
 
 
 def _timestamp(value: Any, where: str) -> datetime | None:
