@@ -614,3 +614,18 @@ def test_a_timestamp_outside_the_utc_range_is_a_typed_error(memory: Memory, when
     with pytest.raises(InvalidInputError):
         memory.capture([message])
     assert memory.list() == [] and memory.health().capture_spooled == 0
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"path": "a\x00b"}, {"path": "\ud800"}, {"path": 5}, {"path": b"/tmp"}, {"chroma_url": 5}],
+)
+def test_memory_refuses_an_unusable_path_before_touching_anything(
+    tmp_path: Path, kwargs: dict[str, Any]
+) -> None:
+    # Found: ValueError (embedded null byte), UnicodeEncodeError, TypeError from pathlib,
+    # AttributeError for a chroma_url that is not text.
+    given = {"path": tmp_path / "store", **kwargs}
+    with pytest.raises(InvalidInputError):
+        Memory(given.pop("path"), embedder=HashingEmbedder(), **given)
+    assert not (tmp_path / "store").exists()

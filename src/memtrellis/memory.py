@@ -103,6 +103,18 @@ def default_store_path() -> Path:
     return Path(os.environ.get("MEMTRELLIS_HOME") or ".memtrellis")
 
 
+def _store_path(path: Any) -> Path:
+    """The store directory a ``Memory`` was given, or ``InvalidInputError``."""
+    if path is None:
+        return default_store_path()
+    text = os.fspath(path) if isinstance(path, (str, os.PathLike)) else None
+    if not isinstance(text, str):
+        raise InvalidInputError(f"path must be a str or os.PathLike, not {type(path).__name__}")
+    if "\x00" in text or any(0xD800 <= ord(ch) <= 0xDFFF for ch in text):
+        raise InvalidInputError("path must not contain NUL or lone surrogates")
+    return Path(text)
+
+
 def _in_thread(
     method: Callable[Concatenate[Memory, P], R],
 ) -> Callable[Concatenate[Memory, P], Coroutine[Any, Any, R]]:
@@ -169,6 +181,9 @@ class Memory:
         lifecycle: LifecycleConfig | None = None,
     ) -> None:
         self.default_scope = self._make_scope(entity_id, process_id, session_id)
+        self.path = _store_path(path)
+        if chroma_url is not None and not isinstance(chroma_url, str):
+            raise InvalidInputError(f"chroma_url must be a str, not {type(chroma_url).__name__}")
         # Memory.scope(): this memory's scope for the current thread or task only.
         self._overrides: contextvars.ContextVar[dict[str, str] | None] = contextvars.ContextVar(
             f"memtrellis_scope_{id(self)}", default=None
@@ -193,7 +208,6 @@ class Memory:
             self.embedder: Embedder = default_embedder()
         else:
             self.embedder = as_embedder(embedder)
-        self.path = Path(path) if path is not None else default_store_path()
         self._store = Store(
             self.path,
             embedder=EmbedderInfo(
