@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from memtrellis import Memory
+from memtrellis import InvalidInputError, Memory
 
 from langchain_memtrellis import MemoryRetriever
 
@@ -54,3 +54,15 @@ async def test_async_path_uses_arecall(stocked: Memory) -> None:
 
     assert [d.page_content for d in docs] == ["Alice plays the cello"]
     assert docs[0].metadata["type"] == "preference"
+
+
+async def test_a_blank_question_finds_nothing_and_other_bad_input_is_typed(
+    stocked: Memory,
+) -> None:
+    retriever = MemoryRetriever(memory=stocked)
+    # a RAG graph whose question came out blank gets no documents, not an error
+    assert retriever.invoke("") == []
+    assert await retriever.ainvoke("  \n") == []
+    # a question of the wrong type is still a typed error
+    with pytest.raises(InvalidInputError):
+        retriever.invoke(5)  # type: ignore[arg-type]

@@ -99,9 +99,13 @@ class MemoryRetriever(BaseRetriever):
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
+        if isinstance(query, str) and not query.strip():
+            return []  # a blank question has no memories (as in the LlamaIndex retriever)
         return self._documents(self.memory.recall(query, **self._args(kwargs)))
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
+        if isinstance(query, str) and not query.strip():
+            return []
         return self._documents(await self.memory.arecall(query, **self._args(kwargs)))
