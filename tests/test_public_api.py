@@ -95,23 +95,25 @@ def _imports(path: Path) -> set[str]:
 
 
 FORBIDDEN_EVERYWHERE = ("langchain", "langchain_core", "llama_index", "openai", "anthropic")
+# The facade: memory.py (Memory) and the private modules its methods' bodies live in.
+FACADE = ("memtrellis.memory", *(f"memtrellis.{p.stem}" for p in sorted(SRC.glob("_memory_*.py"))))
 _ABOVE_EXTRACTION = (
     "memtrellis.store",
     "memtrellis.recall",
-    "memtrellis.memory",
+    *FACADE,
     "memtrellis.cli",
     "memtrellis.capture",
 )
 # layer -> top-level memtrellis modules it must not import (DESIGN.md, "Layers")
 LAYER_BANS = {
-    "types.py": ("memtrellis.store", "memtrellis.recall", "memtrellis.memory", "memtrellis.cli"),
+    "types.py": ("memtrellis.store", "memtrellis.recall", *FACADE, "memtrellis.cli"),
     "errors.py": ("memtrellis.",),
-    "store": ("memtrellis.recall", "memtrellis.memory", "memtrellis.cli", "memtrellis.lifecycle"),
-    "lifecycle": ("memtrellis.recall", "memtrellis.memory", "memtrellis.cli", "memtrellis.capture"),
-    "recall": ("memtrellis.memory", "memtrellis.cli"),
+    "store": ("memtrellis.recall", *FACADE, "memtrellis.cli", "memtrellis.lifecycle"),
+    "lifecycle": ("memtrellis.recall", *FACADE, "memtrellis.cli", "memtrellis.capture"),
+    "recall": (*FACADE, "memtrellis.cli"),
     "extraction": _ABOVE_EXTRACTION,
-    "capture": ("memtrellis.recall", "memtrellis.memory", "memtrellis.cli"),
-    "llm.py": ("memtrellis.store", "memtrellis.recall", "memtrellis.memory"),
+    "capture": ("memtrellis.recall", *FACADE, "memtrellis.cli"),
+    "llm.py": ("memtrellis.store", "memtrellis.recall", *FACADE),
     # context: types, errors and tokens only (DESIGN.md) -- never the store, never recall
     "context": (
         *_ABOVE_EXTRACTION,
@@ -132,13 +134,20 @@ LAYER_BANS = {
         "memtrellis.capture",
         "memtrellis.cli",
         "memtrellis._health",
+        *FACADE[1:],  # the facade's private modules
     ),
 }
+# The facade may import every core layer, never the CLI or the service built on it.
+for _module in FACADE:
+    LAYER_BANS[f"{_module.removeprefix('memtrellis.')}.py"] = (
+        "memtrellis.cli",
+        "memtrellis.service",
+    )
 # The graph export is core: it reads types and the store, never the layers above them.
 for _module in ("graph_export.py", "_graph_view.py", "_graph_html.py", "_graph_png.py"):
     LAYER_BANS[_module] = (
         "memtrellis.recall",
-        "memtrellis.memory",
+        *FACADE,
         "memtrellis.cli",
         "memtrellis.capture",
         "memtrellis.extraction",

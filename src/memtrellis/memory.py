@@ -18,114 +18,54 @@ import contextvars
 import logging
 import os
 import threading
-import time
-import uuid
 import weakref
-from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
-from datetime import datetime, timezone
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any
 
-from memtrellis._health import FacadeStats, store_figures
-from memtrellis.capture import CaptureService
-from memtrellis.capture.entry import build_entry
+from memtrellis import _memory_capture as _capture
+from memtrellis import _memory_reading as _reading
+from memtrellis import _memory_writing as _writing
+from memtrellis._health import FacadeStats
+from memtrellis._memory_args import (
+    call_scope,
+    default_store_path,
+    list_filters,
+    make_scope,
+    memory_type_arg,
+    ready_item,
+    recall_args,
+    store_path,
+)
+from memtrellis._memory_args import given as _given
+from memtrellis._memory_async import in_thread as _in_thread
 from memtrellis.clients import register_client
 from memtrellis.clients.patch import uninstall
 from memtrellis.embeddings.base import Embedder, as_embedder
-from memtrellis.errors import InvalidInputError, MemoryNotFoundError
-from memtrellis.extraction.fine import FALLBACK_TAG
+from memtrellis.errors import InvalidInputError
 from memtrellis.extraction.model import Mode
-from memtrellis.extraction.normalize import check_labels, normalize
+from memtrellis.extraction.normalize import check_labels
 from memtrellis.extraction.pipeline import ExtractionConfig, ExtractionResult, Extractor
-from memtrellis.extraction.refine import RefineReport, refine_groups
+from memtrellis.extraction.refine import RefineReport
 from memtrellis.graph_export import ExportFormat
-from memtrellis.lifecycle import LifecycleConfig, store_additions
+from memtrellis.lifecycle import LifecycleConfig
 from memtrellis.lifecycle.judge import llm_judge
 from memtrellis.llm import LLM
-from memtrellis.recall import RecallRequest, hybrid_recall
 from memtrellis.registry import register as register_integration
 from memtrellis.store import EmbedderInfo, Store
-from memtrellis.store.graph import ENTITY_NODE_PREFIX
 from memtrellis.types import (
-    EdgeKind,
     Health,
     HistoryEvent,
     MemoryItem,
     MemoryType,
     RecallResult,
     Scope,
-    SourceKind,
-    _clean_text,
-    utcnow,
 )
 
 __all__ = ["Memory", "default_store_path"]
 
 log = logging.getLogger("memtrellis")
-
-P = ParamSpec("P")
-R = TypeVar("R")
-
-_LIST_FILTERS = frozenset(
-    {"memory_type", "tags", "key", "include_superseded", "include_expired", "session_id"}
-)
-
-
-def conversation_edges(items: Sequence[MemoryItem]) -> list[tuple[str, str, EdgeKind]]:
-    """``follows`` edges between memories of consecutive messages of one conversation.
-
-    Fast mode stores one memory per message in order; a message's position (its source
-    index) grows within a conversation and restarts with the next one. Recall uses the
-    edges to lend a matching message's score to its neighbours.
-    """
-    edges: list[tuple[str, str, EdgeKind]] = []
-    previous: MemoryItem | None = None
-    for item in items:
-        single = len(item.sources) == 1 and item.sources[0].kind is SourceKind.CHAT
-        if (
-            single
-            and previous is not None
-            and previous.scope == item.scope
-            and (item.sources[0].index or 0) > (previous.sources[0].index or 0)
-        ):
-            edges.append((item.id, previous.id, EdgeKind.FOLLOWS))
-        previous = item if single else None
-    return edges
-
-
-def _given(**values: Any) -> dict[str, Any]:
-    """The keyword arguments that were given (not None)."""
-    return {name: value for name, value in values.items() if value is not None}
-
-
-def default_store_path() -> Path:
-    """``$MEMTRELLIS_HOME`` when set, else ``./.memtrellis``."""
-    return Path(os.environ.get("MEMTRELLIS_HOME") or ".memtrellis")
-
-
-def _store_path(path: Any) -> Path:
-    """The store directory a ``Memory`` was given, or ``InvalidInputError``."""
-    if path is None:
-        return default_store_path()
-    text = os.fspath(path) if isinstance(path, (str, os.PathLike)) else None
-    if not isinstance(text, str):
-        raise InvalidInputError(f"path must be a str or os.PathLike, not {type(path).__name__}")
-    if "\x00" in text or any(0xD800 <= ord(ch) <= 0xDFFF for ch in text):
-        raise InvalidInputError("path must not contain NUL or lone surrogates")
-    return Path(text)
-
-
-def _in_thread(
-    method: Callable[Concatenate[Memory, P], R],
-) -> Callable[Concatenate[Memory, P], Coroutine[Any, Any, R]]:
-    """The async twin of a sync method: same logic, run off the event loop."""
-
-    async def wrapper(self: Memory, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        return await asyncio.to_thread(method, self, *args, **kwargs)
-
-    wrapper.__name__ = wrapper.__qualname__ = f"a{method.__name__}"
-    wrapper.__doc__ = f"Async form of `{method.__name__}` (runs in a worker thread)."
-    return wrapper
 
 
 class Memory:
@@ -181,7 +121,7 @@ class Memory:
         lifecycle: LifecycleConfig | None = None,
     ) -> None:
         self.default_scope = self._make_scope(entity_id, process_id, session_id)
-        self.path = _store_path(path)
+        self.path = store_path(path)
         if chroma_url is not None and not isinstance(chroma_url, str):
             raise InvalidInputError(f"chroma_url must be a str, not {type(chroma_url).__name__}")
         # Memory.scope(): this memory's scope for the current thread or task only.
@@ -219,40 +159,18 @@ class Memory:
         )
         self._stats = FacadeStats()
         self._drain_timeout = drain_timeout
-        config = self.extractor.config
-        self._capture = CaptureService(
-            self.path / "spool",
-            self._store_captured,
-            attempts=config.capture_attempts,
-            backoff=config.capture_backoff,
-            max_backoff=config.capture_max_backoff,
-            fallback=self._store_captured_fallback,
-        )
+        self._capture = _capture.capture_service(self)
 
     # -- scope ---------------------------------------------------------------------------
     @staticmethod
     def _make_scope(entity_id: Any, process_id: Any, session_id: Any) -> Scope:
-        for name, value in (
-            ("entity_id", entity_id),
-            ("process_id", process_id),
-            ("session_id", session_id),
-        ):
-            if value is not None and not isinstance(value, str):
-                raise InvalidInputError(f"{name} must be a string, not {type(value).__name__}")
-        try:
-            return Scope(entity_id=entity_id, process_id=process_id, session_id=session_id)
-        except ValueError as exc:
-            raise InvalidInputError(f"invalid scope: {exc}") from exc
+        return make_scope(entity_id, process_id, session_id)
 
     def _scope(
         self, entity_id: str | None, process_id: str | None, session_id: str | None
     ) -> Scope:
-        # A call's own argument, else the active Memory.scope(), else the defaults.
-        base = {**self.default_scope.model_dump(), **self._scope_overrides()}
-        return self._make_scope(
-            entity_id if entity_id is not None else base["entity_id"],
-            process_id if process_id is not None else base["process_id"],
-            session_id if session_id is not None else base["session_id"],
+        return call_scope(
+            self.default_scope, self._scope_overrides(), entity_id, process_id, session_id
         )
 
     def _scope_overrides(self) -> dict[str, str]:
@@ -296,14 +214,7 @@ class Memory:
             self._overrides.reset(token)
 
     def _visible(self, memory_id: Any, entity_id: str | None) -> MemoryItem:
-        if not isinstance(memory_id, str):
-            raise InvalidInputError(f"a memory id is a string, not {type(memory_id).__name__}")
-        tenant = self._scope(entity_id, None, None).entity_id
-        self._store.refresh()
-        item = self._store.graph.item(memory_id)
-        if item is None or item.scope.entity_id != tenant:
-            raise MemoryNotFoundError(memory_id)
-        return item
+        return _reading.visible(self, memory_id, entity_id)
 
     # -- writing -------------------------------------------------------------------------
     def add(
@@ -386,43 +297,11 @@ class Memory:
         session_id: str | None,
         memory_type: MemoryType | str | None,
     ) -> tuple[Scope, MemoryType | None]:
-        scope = self._scope(entity_id, process_id, session_id)
-        if memory_type is not None and not isinstance(memory_type, str):
-            # MemoryType(x) puts repr(x) in its error: a 10k-deep list would recurse.
-            raise InvalidInputError(f"memory_type must be text, not {type(memory_type).__name__}")
-        try:
-            return scope, MemoryType(memory_type) if memory_type is not None else None
-        except ValueError as exc:
-            raise InvalidInputError(f"unknown memory_type {memory_type!r}") from exc
+        return self._scope(entity_id, process_id, session_id), memory_type_arg(memory_type)
 
     def _store_result(self, result: ExtractionResult, ids: str | None = None) -> list[MemoryItem]:
         """Store what an extraction found; ``ids``: the capture id it came from, if any."""
-        self._stats.record_extraction(result.skipped, result.fallbacks)
-        if not result.items:
-            return []
-        if ids is not None:
-            # Captured entries get ids derived from the capture id, so replaying an entry
-            # after a crash replaces what it stored instead of storing it twice.
-            for number, item in enumerate(result.items):
-                item.id = uuid.uuid5(uuid.NAMESPACE_URL, f"{ids}:{number}").hex
-        embeddings = self.embedder.embed_documents([item.search_text() for item in result.items])
-        with self._writing:
-            if ids is not None and self._capture.cancelled(ids):
-                # forget(entity_id=...) purged this turn while it was being extracted;
-                # forget holds the same lock, so the check cannot miss it.
-                return []
-            self._store.refresh(wait=True)  # the plan compares with the current index
-            outcomes = store_additions(
-                self._store,
-                result.items,
-                embeddings,
-                utcnow(),
-                config=self.lifecycle,
-                judge=self._judge,
-                detail={"mode": result.mode.value},
-                edges=conversation_edges(result.items),
-            )
-        return [outcome.item.detached() for outcome in outcomes]
+        return _writing.store_result(self, result, ids)
 
     # -- background capture ----------------------------------------------------------------
     def capture(
@@ -443,16 +322,7 @@ class Memory:
         id. [`flush`][memtrellis.Memory.flush] waits until everything captured is stored.
         """
         scope = self._scope(entity_id, process_id, session_id)
-        chosen = self.extractor.resolve_mode(mode)
-        at = utcnow()
-        if isinstance(data, os.PathLike):
-            raise InvalidInputError("capture() takes messages or text; add() reads documents")
-        normalize(data, now=at)  # bad input fails here, in the caller, with a typed error
-        tags, _, metadata = check_labels(tags, (), metadata)
-        entry = build_entry(data, scope, mode=chosen.value, at=at, tags=tags, metadata=metadata)
-        self._store.check_open()
-        self._capture.submit(entry)
-        return str(entry["id"])
+        return _capture.capture(self, data, scope, mode=mode, tags=tags, metadata=metadata)
 
     async def acapture(
         self,
@@ -478,31 +348,10 @@ class Memory:
         )
 
     def _store_captured(self, entry: dict[str, Any]) -> None:
-        # Strict: a timeout, an error or a reply not usable whole raises, and the worker
-        # tries the whole turn again later; nothing of a half-understood turn is stored.
-        result = self.extractor.extract(
-            entry["data"],
-            Scope.model_validate(entry["scope"]),
-            mode=entry["mode"],
-            now=datetime.fromisoformat(entry["at"]),
-            tags=entry.get("tags", ()),
-            metadata=entry.get("metadata") or None,
-            strict=True,
-        )
-        self._store_result(result, ids=str(entry["id"]))
+        _capture.store_captured(self, entry)
 
     def _store_captured_fallback(self, entry: dict[str, Any]) -> None:
-        """Store a turn whose extraction failed on every try in fast mode, tagged as such."""
-        result = self.extractor.extract(
-            entry["data"],
-            Scope.model_validate(entry["scope"]),
-            mode=Mode.FAST,
-            now=datetime.fromisoformat(entry["at"]),
-            tags=[*entry.get("tags", ()), FALLBACK_TAG],
-            metadata=entry.get("metadata") or None,
-        )
-        result.fallbacks = len(result.items)
-        self._store_result(result, ids=str(entry["id"]))
+        _capture.store_captured_fallback(self, entry)
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until every captured turn is stored; False when ``timeout`` ran out."""
@@ -525,31 +374,7 @@ class Memory:
         if self.extractor.llm is None:
             raise InvalidInputError("refine() needs an LLM: Memory(llm=...)")
         tenant = self._scope(entity_id, None, None).entity_id
-        self._store.refresh()
-        with self._store.reading():
-            groups = refine_groups(
-                [i.detached() for i in self._store.graph.items(tenant)], limit=limit
-            )
-        report = RefineReport(conversations=len(groups))
-        for group in groups:
-            scope = Scope(
-                entity_id=tenant, process_id=group.process_id, session_id=group.session_id
-            )
-            result = self.extractor.extract(group.messages, scope, mode=Mode.FINE)
-            result.items = [i for i in result.items if FALLBACK_TAG not in i.tags]
-            created = self._store_result(result)
-            replaced: dict[str, str] = {}
-            for item in created:
-                for source in item.sources:
-                    old = group.memory_by_message.get(source.message_id or "")
-                    if old is not None:
-                        replaced.setdefault(old, item.id)
-            report.created.extend(i.id for i in created)
-            report.kept += len(group.memory_by_message) - len(replaced)
-            if replaced:
-                self._store.supersede(replaced)
-                report.superseded.extend(replaced)
-        return report
+        return _writing.refine(self, tenant, limit)
 
     def store(self, item: MemoryItem, *, lifecycle: bool = True) -> MemoryItem:
         """Store a ready-made item (its own scope and id); replaces one with its id.
@@ -568,33 +393,7 @@ class Memory:
             'f1'
             >>> m.close()
         """
-        if not isinstance(item, MemoryItem):
-            raise InvalidInputError(f"store() takes a MemoryItem, not {type(item).__name__}")
-        try:  # an item made with model_construct has not been validated yet
-            item = MemoryItem.model_validate(item.model_dump())
-        except ValueError as exc:
-            raise InvalidInputError(f"store() got an invalid MemoryItem: {exc}") from exc
-        if item.id.startswith(ENTITY_NODE_PREFIX):
-            # Such an id names an entity node of the graph, perhaps another entity's:
-            # storing it would turn that node into this memory.
-            raise InvalidInputError(
-                f"memory id {item.id!r} is reserved: ids starting with "
-                f"{ENTITY_NODE_PREFIX!r} name the graph's entity nodes"
-            )
-        self._store.refresh()
-        existing = self._store.graph.item(item.id)
-        if existing is not None and existing.scope.entity_id != item.scope.entity_id:
-            raise InvalidInputError(f"memory id {item.id!r} is already in use")
-        [embedding] = self.embedder.embed_documents([item.search_text()])
-        if existing is not None or not lifecycle:
-            self._store.put([item], [embedding], "updated" if existing else "created")
-            return item.detached()
-        with self._writing:
-            self._store.refresh(wait=True)
-            [outcome] = store_additions(
-                self._store, [item], [embedding], utcnow(), config=self.lifecycle, judge=self._judge
-            )
-        return outcome.item.detached()
+        return _writing.store_item(self, ready_item(item), lifecycle=lifecycle)
 
     def update(
         self,
@@ -616,35 +415,18 @@ class Memory:
         The text is re-embedded only when it changes; the change is kept in
         [`history`][memtrellis.Memory.history].
         """
-        changes: dict[str, Any] = {
-            name: value
-            for name, value in (
-                ("text", text),
-                ("key", key),
-                ("memory_type", memory_type),
-                ("tags", tags),
-                ("entities", entities),
-                ("confidence", confidence),
-                ("valid_from", valid_from),
-                ("valid_until", valid_until),
-                ("metadata", metadata),
-            )
-            if value is not None
-        }
-        current = self._visible(memory_id, entity_id)
-        data = current.model_dump()
-        data.update(changes)
-        data["updated_at"] = utcnow()
-        try:
-            updated = MemoryItem.model_validate(data)
-        except ValueError as exc:
-            raise InvalidInputError(f"invalid update of {memory_id}: {exc}") from exc
-        text_changed = updated.text != current.text
-        embeddings = (
-            self.embedder.embed_documents([updated.search_text()]) if text_changed else None
+        changes = _given(
+            text=text,
+            key=key,
+            memory_type=memory_type,
+            tags=tags,
+            entities=entities,
+            confidence=confidence,
+            valid_from=valid_from,
+            valid_until=valid_until,
+            metadata=metadata,
         )
-        self._store.put([updated], embeddings, "updated", {"fields": sorted(changes)})
-        return updated.detached()
+        return _writing.update_item(self, self._visible(memory_id, entity_id), changes)
 
     def forget(self, memory_id: str | None = None, *, entity_id: str | None = None) -> int:
         """Delete one memory, or with ``entity_id=`` alone every memory of that entity.
@@ -663,15 +445,7 @@ class Memory:
             return 1
         if entity_id is None:
             raise InvalidInputError("forget() needs a memory id, or entity_id= to forget an entity")
-        tenant = self._scope(entity_id, None, None).entity_id
-        with self._writing:  # the capture worker stores under this lock too
-            purged = self._capture.purge(tenant)
-            if purged:
-                log.info("forget: %d captured turn(s) purged from the spool", purged)
-            self._store.refresh()
-            count = len(self._store.graph.tenant_ids(tenant))
-            self._store.drop_entity(tenant)
-        return count
+        return _writing.forget_entity(self, self._scope(entity_id, None, None).entity_id)
 
     # -- reading -------------------------------------------------------------------------
     def get(self, memory_id: str, *, entity_id: str | None = None) -> MemoryItem:
@@ -703,22 +477,7 @@ class Memory:
             >>> m.close()
         """
         self._visible(memory_id, entity_id)
-        graph = self._store.graph
-        with self._store.reading():
-            chain = [memory_id]
-            seen = {memory_id}
-            for direction in (1, 0):  # 1: what replaced it (into the edge), 0: what it replaced
-                current = memory_id
-                while True:
-                    out, into = graph.edges_of(current, EdgeKind.SUPERSEDES)
-                    step = [n for n in (into if direction else out) if n not in seen]
-                    if not step:
-                        break
-                    current = step[0]
-                    seen.add(current)
-                    chain.insert(len(chain) if direction else 0, current)
-            items = [graph.item(i) for i in chain]
-            return [i.detached() for i in items if i is not None]
+        return _reading.versions(self, memory_id)
 
     def list(
         self,
@@ -735,38 +494,9 @@ class Memory:
         ``filters`` keys: ``memory_type`` (one or several), ``tags`` (any of),
         ``key``, ``include_superseded`` and ``include_expired`` (both default true).
         """
-        if not isinstance(limit, int) or not isinstance(offset, int) or limit < 0 or offset < 0:
-            raise InvalidInputError("limit and offset must be non-negative integers")
-        filters = dict(filters or {})
-        unknown = set(filters) - _LIST_FILTERS
-        if unknown:
-            raise InvalidInputError(
-                f"unknown filters {sorted(unknown)}; known: {sorted(_LIST_FILTERS)}"
-            )
+        checked = list_filters(limit, offset, filters)
         scope = self._scope(entity_id, process_id, None)
-        session = session_id or filters.get("session_id")
-        types = filters.get("memory_type")
-        wanted_types = {MemoryType(t) for t in ([types] if isinstance(types, str) else types or [])}
-        wanted_tags = set(filters.get("tags") or [])
-        now = utcnow()
-        self._store.refresh()
-        with self._store.reading():
-            chosen = [
-                item
-                for item in self._store.graph.items(scope.entity_id)
-                if (scope.process_id is None or item.scope.process_id == scope.process_id)
-                and (session is None or item.scope.session_id == session)
-                and (not wanted_types or item.memory_type in wanted_types)
-                and (not wanted_tags or wanted_tags.intersection(item.tags))
-                and (filters.get("key") is None or item.key == filters["key"])
-                and (filters.get("include_superseded", True) or item.superseded_by is None)
-                and (
-                    filters.get("include_expired", True)
-                    or item.valid_until is None
-                    or item.valid_until > now
-                )
-            ]
-            return [i.detached() for i in chosen[offset : offset + limit]]
+        return _reading.list_items(self, scope, session_id, checked, limit, offset)
 
     def recall(
         self,
@@ -791,54 +521,19 @@ class Memory:
         unless asked for. ``token_budget`` (tiktoken ``o200k_base``) stops the list
         before its rendered lines would exceed the budget.
         """
-        if not isinstance(query, str) or not query.strip():
-            raise InvalidInputError("recall() needs a non-empty query string")
-        query = _clean_text(query)  # a lone surrogate cannot be embedded or tokenised
-        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 1000:
-            raise InvalidInputError("k must be an integer from 1 to 1000")
-        if token_budget is not None and (not isinstance(token_budget, int) or token_budget < 0):
-            raise InvalidInputError("token_budget must be a non-negative integer or None")
-        if as_of is not None:
-            if not isinstance(as_of, datetime):
-                raise InvalidInputError("as_of must be a datetime")
-            if as_of.tzinfo is None:
-                as_of = as_of.replace(tzinfo=timezone.utc)  # naive times are UTC throughout
-        started = time.perf_counter()
-        scope = self._scope(entity_id, process_id, None)
-        if session_id is not None:  # a filter here, but it must be a valid scope id
-            self._make_scope(scope.entity_id, None, session_id)
-        self._store.refresh()
-        request = RecallRequest(
-            query=query,
-            embedding=self.embedder.embed_query(query),
-            entity_id=scope.entity_id,
-            process_id=scope.process_id,
+        query, as_of = recall_args(query, k, token_budget, as_of)
+        return _reading.recall(
+            self,
+            query,
+            entity_id=entity_id,
+            process_id=process_id,
             session_id=session_id,
             k=k,
             token_budget=token_budget,
             include_superseded=include_superseded,
             include_expired=include_expired,
-            now=as_of or utcnow(),
-            graph_context=graph_context,
-            lifecycle=self.lifecycle,
-        )
-        items, tokens, truncated, skipped = hybrid_recall(self._store, request)
-        if items:
-            self._store.touch([r.memory.id for r in items], utcnow())
-        latency = (time.perf_counter() - started) * 1000.0
-        self._stats.record_recall(latency)
-        return RecallResult(
-            query=query,
-            scope=Scope(
-                entity_id=scope.entity_id, process_id=scope.process_id, session_id=session_id
-            ),
-            items=items,
-            tokens=tokens,
-            token_budget=token_budget,
-            truncated=truncated,
-            latency_ms=round(latency, 3),
-            skipped=skipped,
             as_of=as_of,
+            graph_context=graph_context,
         )
 
     def export_graph(
@@ -979,26 +674,7 @@ class Memory:
 
     def health(self) -> Health:
         """Counts, edges by kind, recall latency since open, capture queue and disk size."""
-        self._store.refresh()
-        capture = self._capture.stats
-        failures = self.extractor.failures
-        return Health(
-            path=str(self.path.resolve()),
-            embedder_model_id=self.embedder.model_id,
-            embedder_dimension=self.embedder.dimension,
-            capture_queue_depth=self._capture.depth,
-            capture_spooled=self._capture.spool.open_entries,
-            capture_retries=capture.retries,
-            capture_failures=capture.failures,
-            llm_failures=self.extractor.llm_failures,
-            extraction_timeouts=failures.timeouts,
-            extraction_errors=failures.errors,
-            extraction_garbage=failures.garbage,
-            extraction_retries=failures.retries + capture.extraction_retries,
-            judge_failures=self._judge.failures if self._judge is not None else 0,
-            **store_figures(self._store),
-            **self._stats.figures(),
-        )
+        return _reading.health(self)
 
     # -- lifecycle -------------------------------------------------------------------------
     @property

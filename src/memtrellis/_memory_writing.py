@@ -1,0 +1,157 @@
+"""How the [`Memory`][memtrellis.Memory] facade writes: extraction results, ready-made items,
+updates, refinement and forgetting an entity.
+
+Plain functions of the ``Memory`` they serve; the facade's methods check their arguments
+and call them.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from memtrellis.errors import InvalidInputError
+from memtrellis.extraction.fine import FALLBACK_TAG
+from memtrellis.extraction.model import Mode
+from memtrellis.extraction.pipeline import ExtractionResult
+from memtrellis.extraction.refine import RefineReport, refine_groups
+from memtrellis.lifecycle import store_additions
+from memtrellis.types import EdgeKind, MemoryItem, Scope, SourceKind, utcnow
+
+if TYPE_CHECKING:
+    from memtrellis.memory import Memory
+
+log = logging.getLogger("memtrellis")
+
+
+def conversation_edges(items: Sequence[MemoryItem]) -> list[tuple[str, str, EdgeKind]]:
+    """``follows`` edges between memories of consecutive messages of one conversation.
+
+    Fast mode stores one memory per message in order; a message's position (its source
+    index) grows within a conversation and restarts with the next one. Recall uses the
+    edges to lend a matching message's score to its neighbours.
+    """
+    edges: list[tuple[str, str, EdgeKind]] = []
+    previous: MemoryItem | None = None
+    for item in items:
+        single = len(item.sources) == 1 and item.sources[0].kind is SourceKind.CHAT
+        if (
+            single
+            and previous is not None
+            and previous.scope == item.scope
+            and (item.sources[0].index or 0) > (previous.sources[0].index or 0)
+        ):
+            edges.append((item.id, previous.id, EdgeKind.FOLLOWS))
+        previous = item if single else None
+    return edges
+
+
+def store_result(
+    memory: Memory, result: ExtractionResult, ids: str | None = None
+) -> list[MemoryItem]:
+    """Store what an extraction found; ``ids``: the capture id it came from, if any."""
+    memory._stats.record_extraction(result.skipped, result.fallbacks)
+    if not result.items:
+        return []
+    if ids is not None:
+        # Captured entries get ids derived from the capture id, so replaying an entry
+        # after a crash replaces what it stored instead of storing it twice.
+        for number, item in enumerate(result.items):
+            item.id = uuid.uuid5(uuid.NAMESPACE_URL, f"{ids}:{number}").hex
+    embeddings = memory.embedder.embed_documents([item.search_text() for item in result.items])
+    with memory._writing:
+        if ids is not None and memory._capture.cancelled(ids):
+            # forget(entity_id=...) purged this turn while it was being extracted;
+            # forget holds the same lock, so the check cannot miss it.
+            return []
+        memory._store.refresh(wait=True)  # the plan compares with the current index
+        outcomes = store_additions(
+            memory._store,
+            result.items,
+            embeddings,
+            utcnow(),
+            config=memory.lifecycle,
+            judge=memory._judge,
+            detail={"mode": result.mode.value},
+            edges=conversation_edges(result.items),
+        )
+    return [outcome.item.detached() for outcome in outcomes]
+
+
+def store_item(memory: Memory, item: MemoryItem, *, lifecycle: bool) -> MemoryItem:
+    """``Memory.store`` of a checked item: through the lifecycle unless it replaces one."""
+    memory._store.refresh()
+    existing = memory._store.graph.item(item.id)
+    if existing is not None and existing.scope.entity_id != item.scope.entity_id:
+        raise InvalidInputError(f"memory id {item.id!r} is already in use")
+    [embedding] = memory.embedder.embed_documents([item.search_text()])
+    if existing is not None or not lifecycle:
+        memory._store.put([item], [embedding], "updated" if existing else "created")
+        return item.detached()
+    with memory._writing:
+        memory._store.refresh(wait=True)
+        [outcome] = store_additions(
+            memory._store,
+            [item],
+            [embedding],
+            utcnow(),
+            config=memory.lifecycle,
+            judge=memory._judge,
+        )
+    return outcome.item.detached()
+
+
+def update_item(memory: Memory, current: MemoryItem, changes: Mapping[str, Any]) -> MemoryItem:
+    """``Memory.update`` of a visible memory: re-embedded only when its text changes."""
+    data = current.model_dump()
+    data.update(changes)
+    data["updated_at"] = utcnow()
+    try:
+        updated = MemoryItem.model_validate(data)
+    except ValueError as exc:
+        raise InvalidInputError(f"invalid update of {current.id}: {exc}") from exc
+    text_changed = updated.text != current.text
+    embeddings = memory.embedder.embed_documents([updated.search_text()]) if text_changed else None
+    memory._store.put([updated], embeddings, "updated", {"fields": sorted(changes)})
+    return updated.detached()
+
+
+def refine(memory: Memory, tenant: str, limit: int | None) -> RefineReport:
+    """Re-extract one entity's fast-mode memories in fine mode; supersede those cited."""
+    memory._store.refresh()
+    with memory._store.reading():
+        groups = refine_groups(
+            [i.detached() for i in memory._store.graph.items(tenant)], limit=limit
+        )
+    report = RefineReport(conversations=len(groups))
+    for group in groups:
+        scope = Scope(entity_id=tenant, process_id=group.process_id, session_id=group.session_id)
+        result = memory.extractor.extract(group.messages, scope, mode=Mode.FINE)
+        result.items = [i for i in result.items if FALLBACK_TAG not in i.tags]
+        created = store_result(memory, result)
+        replaced: dict[str, str] = {}
+        for item in created:
+            for source in item.sources:
+                old = group.memory_by_message.get(source.message_id or "")
+                if old is not None:
+                    replaced.setdefault(old, item.id)
+        report.created.extend(i.id for i in created)
+        report.kept += len(group.memory_by_message) - len(replaced)
+        if replaced:
+            memory._store.supersede(replaced)
+            report.superseded.extend(replaced)
+    return report
+
+
+def forget_entity(memory: Memory, tenant: str) -> int:
+    """Remove everything of one entity, its spooled turns included; how many memories."""
+    with memory._writing:  # the capture worker stores under this lock too
+        purged = memory._capture.purge(tenant)
+        if purged:
+            log.info("forget: %d captured turn(s) purged from the spool", purged)
+        memory._store.refresh()
+        count = len(memory._store.graph.tenant_ids(tenant))
+        memory._store.drop_entity(tenant)
+    return count
