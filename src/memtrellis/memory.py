@@ -26,6 +26,7 @@ from typing import Any
 
 from memtrellis import _memory_capture as _capture
 from memtrellis import _memory_reading as _reading
+from memtrellis import _memory_registration as _registration
 from memtrellis import _memory_writing as _writing
 from memtrellis._health import FacadeStats
 from memtrellis._memory_args import (
@@ -40,7 +41,6 @@ from memtrellis._memory_args import (
 )
 from memtrellis._memory_args import given as _given
 from memtrellis._memory_async import in_thread as _in_thread
-from memtrellis.clients import register_client
 from memtrellis.clients.patch import uninstall
 from memtrellis.embeddings.base import Embedder, as_embedder
 from memtrellis.errors import InvalidInputError
@@ -52,7 +52,6 @@ from memtrellis.graph_export import ExportFormat
 from memtrellis.lifecycle import LifecycleConfig
 from memtrellis.lifecycle.judge import llm_judge
 from memtrellis.llm import LLM
-from memtrellis.registry import register as register_integration
 from memtrellis.store import EmbedderInfo, Store
 from memtrellis.types import (
     Health,
@@ -636,18 +635,7 @@ class Memory:
             capture_mode=capture_mode,
             strict=strict,
         )
-        if client is not None:
-            if named:
-                raise InvalidInputError("register() takes a client or name=object, not both")
-            return register_client(self, client, **options)
-        if not named:
-            raise InvalidInputError(
-                "register() takes a client, or integration=object, e.g. langchain=llm"
-            )
-        wrapped = {
-            name: register_integration(self, name, obj, **options) for name, obj in named.items()
-        }
-        return next(iter(wrapped.values())) if len(wrapped) == 1 else wrapped
+        return _registration.register(self, client, named, options)
 
     def unregister(self, client: Any) -> bool:
         """Restore the original methods of a client registered with this memory.
