@@ -134,6 +134,10 @@ def test_recall_token_budget_stops_before_exceeding(memory: Memory) -> None:
     assert small.truncated and 0 < small.tokens <= 60
     assert len(small.items) < len(full.items)
     assert memory.recall("widget ships", k=30, token_budget=0).items == []
+    # a flag is not a budget (True would read as 1 token), nor is a count of the wrong type
+    for budget in (True, False, -1, 1.5, "60"):
+        with pytest.raises(InvalidInputError, match="token_budget"):
+            memory.recall("widget ships", token_budget=budget)  # type: ignore[arg-type]
 
 
 def test_entity_hop_reaches_what_no_search_found(memory: Memory) -> None:

@@ -103,7 +103,9 @@ def recall_args(query: Any, k: Any, token_budget: Any, as_of: Any) -> tuple[str,
     query = _clean_text(query)  # a lone surrogate cannot be embedded or tokenised
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 1000:
         raise InvalidInputError("k must be an integer from 1 to 1000")
-    if token_budget is not None and (not isinstance(token_budget, int) or token_budget < 0):
+    if token_budget is not None and (
+        isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget < 0
+    ):
         raise InvalidInputError("token_budget must be a non-negative integer or None")
     if as_of is not None:
         if not isinstance(as_of, datetime):
