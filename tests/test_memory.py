@@ -340,6 +340,74 @@ def test_health_figures(memory: Memory) -> None:
     assert health.size_on_disk_bytes > 0 and health.vector_backend == "embedded"
 
 
+def test_adapter_failures_are_counted_in_health_by_kind_and_source(memory: Memory) -> None:
+    health = memory.health()
+    assert (health.adapter_recall_failures, health.adapter_capture_failures) == (0, 0)
+    assert health.adapter_context_failures == 0 and health.adapter_failures == {}
+    memory.report_failure("recall", source="langchain", error=TimeoutError("slow store"))
+    memory.report_failure("recall", source="llama_index")
+    memory.report_failure("capture", source="langchain", error=RuntimeError("spool full"))
+    memory.report_failure("context", source="mine")
+    health = memory.health()
+    assert health.adapter_recall_failures == 2 and health.adapter_capture_failures == 1
+    assert health.adapter_context_failures == 1
+    assert health.adapter_failures == {
+        "langchain.capture": 1,
+        "langchain.recall": 1,
+        "llama_index.recall": 1,
+        "mine.context": 1,
+    }
+    assert health.client_recall_failures == 0  # SDK clients keep their own figures
+
+
+@pytest.mark.parametrize(
+    ("what", "source", "error", "key"),
+    [
+        ("explode", "mine", None, "mine.other"),
+        (None, "mine", None, "mine.other"),
+        (["recall"], "mine", None, "mine.other"),
+        ("recall", None, None, "unknown.recall"),
+        ("recall", "  ", None, "unknown.recall"),
+        ("recall", 42, "not an exception", "unknown.recall"),
+        ("capture", "x" * 500, ValueError(), "x" * 64 + ".capture"),
+    ],
+)
+def test_report_failure_never_raises_on_odd_input(
+    memory: Memory, what: object, source: object, error: object, key: str
+) -> None:
+    memory.report_failure(what, source=source, error=error)  # type: ignore[arg-type]
+    health = memory.health()
+    assert health.adapter_failures == {key: 1}
+    kinds = ("recall", "capture", "context")
+    assert sum(getattr(health, f"adapter_{kind}_failures") for kind in kinds) == (
+        0 if key.endswith(".other") else 1
+    )
+
+
+def test_report_failure_is_thread_safe_bounded_and_works_after_close(store_path: Path) -> None:
+    import threading
+
+    m = Memory(store_path, embedder=HashingEmbedder())
+    threads = [
+        threading.Thread(
+            target=lambda: [m.report_failure("recall", source="t") for _ in range(200)]
+        )
+        for _ in range(4)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for n in range(300):  # a source per call cannot grow the figures without end
+        m.report_failure("capture", source=f"s{n}")
+    health = m.health()
+    assert health.adapter_failures["t.recall"] == 800 and health.adapter_recall_failures == 800
+    assert len(health.adapter_failures) == 257 and health.adapter_failures["other.capture"] == 45
+    assert health.adapter_capture_failures == 300
+    m.close()
+    m.report_failure("recall", source="late")  # a failure path after close must not raise
+
+
 def test_memory_default_path_from_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MEMTRELLIS_HOME", str(tmp_path / "home"))
     with Memory(embedder=HashingEmbedder()) as m:

@@ -281,6 +281,8 @@ def test_health_and_metrics_need_a_monitor_key(service: Running, client: httpx.C
     assert 'memtrellis_extraction_failures_total{kind="capture"} 0.0' in text
     for kind in ("timeout", "error", "garbage"):
         assert f'memtrellis_extraction_failures_total{{kind="{kind}"}} 0.0' in text
+    for kind in ("recall", "capture", "context"):
+        assert f'memtrellis_adapter_failures_total{{kind="{kind}"}} 0.0' in text
 
 
 def test_bad_input_gets_typed_json_errors_and_nothing_is_lost(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import deque
 from dataclasses import dataclass, field
@@ -11,7 +12,9 @@ from memtrellis.lifecycle.confidence import merged_count
 from memtrellis.store import Store
 from memtrellis.types import utcnow
 
-__all__ = ["CLIENT_COUNTERS", "FacadeStats", "store_figures"]
+__all__ = ["ADAPTER_KINDS", "CLIENT_COUNTERS", "FacadeStats", "store_figures"]
+
+log = logging.getLogger("memtrellis")
 
 #: Counters of registered SDK clients, as named in
 #: [`memtrellis.types.Health`][memtrellis.types.Health].
@@ -21,6 +24,13 @@ CLIENT_COUNTERS = (
     "client_recall_failures",
     "client_capture_failures",
 )
+
+#: What an adapter's failure broke, as ``Memory.report_failure`` takes it; each has its
+#: ``adapter_<kind>_failures`` figure. Anything else is counted as ``"other"``.
+ADAPTER_KINDS = ("recall", "capture", "context")
+#: Distinct ``source.kind`` keys kept in ``adapter_failures``; later sources count as ``other``.
+_MAX_ADAPTER_KEYS = 256
+_MAX_SOURCE_CHARS = 64
 
 
 @dataclass
@@ -35,6 +45,8 @@ class FacadeStats:
     fallbacks: int = 0
     #: Calls, captures and fail-open failures of SDK clients given to ``Memory.register``.
     clients: dict[str, int] = field(default_factory=lambda: dict.fromkeys(CLIENT_COUNTERS, 0))
+    #: Fail-open failures adapters reported, by ``source.kind``.
+    adapters: dict[str, int] = field(default_factory=dict)
 
     def record_recall(self, latency_ms: float) -> None:
         """Count one recall and its latency."""
@@ -54,6 +66,34 @@ class FacadeStats:
         with self.lock:
             self.clients[counter] += 1
 
+    def count_adapter_failure(self, what: object, source: object) -> None:
+        """Add one adapter failure of kind ``what`` from ``source``; odd values are tolerated.
+
+        A kind not in `ADAPTER_KINDS` counts as ``"other"``; a source that is not a
+        non-empty str counts as ``"unknown"`` (cut to 64 characters).
+        """
+        kind = what if isinstance(what, str) and what in ADAPTER_KINDS else "other"
+        if kind == "other":
+            log.warning("memtrellis: adapter failure of unknown kind %r counted as other", what)
+        name = source.strip()[:_MAX_SOURCE_CHARS] if isinstance(source, str) else ""
+        key = f"{name or 'unknown'}.{kind}"
+        with self.lock:
+            if key not in self.adapters and len(self.adapters) >= _MAX_ADAPTER_KEYS:
+                key = f"other.{kind}"
+            self.adapters[key] = self.adapters.get(key, 0) + 1
+
+    def _adapter_figures(self) -> dict[str, Any]:
+        """``adapter_<kind>_failures`` totals and the ``adapter_failures`` breakdown (locked)."""
+        totals = dict.fromkeys(ADAPTER_KINDS, 0)
+        for key, count in self.adapters.items():
+            kind = key.rpartition(".")[2]
+            if kind in totals:
+                totals[kind] += count
+        return {
+            **{f"adapter_{kind}_failures": count for kind, count in totals.items()},
+            "adapter_failures": dict(sorted(self.adapters.items())),
+        }
+
     def figures(self) -> dict[str, Any]:
         """Recall count, average and p95 latency (over the last 2,048), skips, fallbacks."""
         with self.lock:
@@ -67,6 +107,7 @@ class FacadeStats:
                 "skipped_inputs": self.skipped,
                 "extraction_fallbacks": self.fallbacks,
                 **self.clients,
+                **self._adapter_figures(),
             }
 
 

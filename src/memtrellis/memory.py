@@ -22,7 +22,7 @@ import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from memtrellis import _memory_capture as _capture
 from memtrellis import _memory_reading as _reading
@@ -663,6 +663,49 @@ class Memory:
     def health(self) -> Health:
         """Counts, edges by kind, recall latency since open, capture queue and disk size."""
         return _reading.health(self)
+
+    def report_failure(
+        self,
+        what: Literal["recall", "capture", "context"],
+        *,
+        source: str,
+        error: BaseException | None = None,
+    ) -> None:
+        """Count a memory failure an adapter absorbed (fail-open), so that health shows it.
+
+        For integrations, ours and third-party ones: an adapter that catches a memory
+        failure so that the user's model call goes on calls this, then logs the failure
+        as it does (or raises it, in strict mode). [`health`][memtrellis.Memory.health]
+        reports the counts as ``adapter_recall_failures``, ``adapter_capture_failures``,
+        ``adapter_context_failures`` and, by ``"source.kind"``, ``adapter_failures``.
+        Thread-safe, works after [`close`][memtrellis.Memory.close], and never raises:
+        it runs on failure paths, so a kind it does not know counts as ``"other"`` (in
+        ``adapter_failures`` only, with a warning) and a source that is not a string as
+        ``"unknown"``.
+
+        Args:
+            what: What failed: ``"recall"`` (reading memories for a call), ``"capture"``
+                (handing a turn to memory) or ``"context"`` (rendering or trimming the
+                memory-context block).
+            source: Who reports, a short stable name such as ``"langchain"``.
+            error: The exception absorbed, logged at debug level (it is not kept).
+
+        Examples:
+            >>> import tempfile
+            >>> from memtrellis.testing import HashingEmbedder
+            >>> memory = Memory(tempfile.mkdtemp(), embedder=HashingEmbedder())
+            >>> memory.report_failure("recall", source="my_adapter", error=TimeoutError())
+            >>> health = memory.health()
+            >>> health.adapter_recall_failures, health.adapter_failures
+            (1, {'my_adapter.recall': 1})
+            >>> memory.close()
+        """
+        try:
+            self._stats.count_adapter_failure(what, source)
+            if error is not None:
+                log.debug("memtrellis: %s reported a %s failure: %r", source, what, error)
+        except Exception:  # never let the report break the failure path it runs on
+            log.debug("memtrellis: report_failure could not count a failure", exc_info=True)
 
     # -- lifecycle -------------------------------------------------------------------------
     @property

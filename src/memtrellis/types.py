@@ -472,6 +472,14 @@ class Health(_Model):
     client_captures: int = 0
     client_recall_failures: int = 0
     client_capture_failures: int = 0
+    #: Fail-open failures adapters reported with
+    #: [`Memory.report_failure`][memtrellis.Memory.report_failure] (LangChain, LlamaIndex,
+    #: third-party ones): recall, capture and context-rendering failures, and all of them
+    #: by ``"source.kind"`` (``{"langchain.recall": 2}``; an unknown kind is ``"other"``).
+    adapter_recall_failures: int = 0
+    adapter_capture_failures: int = 0
+    adapter_context_failures: int = 0
+    adapter_failures: dict[str, int] = Field(default_factory=dict)
     pending_index_writes: int
     repaired_on_open: int
     size_on_disk_bytes: int

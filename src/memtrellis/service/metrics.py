@@ -70,6 +70,14 @@ class _StoreCollector:
         failures.add_metric(["error"], h.extraction_errors)
         failures.add_metric(["garbage"], h.extraction_garbage)
         yield failures
+        adapters = CounterMetricFamily(
+            "memtrellis_adapter_failures",
+            "Fail-open failures adapters reported (Memory.report_failure), by kind.",
+            labels=["kind"],
+        )
+        for kind in ("recall", "capture", "context"):
+            adapters.add_metric([kind], getattr(h, f"adapter_{kind}_failures"))
+        yield adapters
         yield CounterMetricFamily(
             "memtrellis_recalls", "Recalls since the service started.", value=h.recalls
         )
