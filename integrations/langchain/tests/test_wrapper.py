@@ -14,7 +14,11 @@ from memtrellis.context import OPEN_TAG
 from pydantic import BaseModel
 
 from fakes import BrokenStreamChat, FakeChat, reply, texts
-from langchain_memtrellis import ChatMemoryWrapper, MemoryCallbackHandler
+from langchain_memtrellis import (
+    AsyncMemoryCallbackHandler,
+    ChatMemoryWrapper,
+    MemoryCallbackHandler,
+)
 
 
 @pytest.fixture
@@ -234,6 +238,68 @@ def test_memory_failures_never_break_the_call(tmp_path: Path) -> None:
     assert chat.invoke("are you there?").content == "still here"
     assert chat.stats.recall_failures == 1
     assert chat.stats.capture_failures == 1
+
+
+def _broken(*args: object, **kwargs: object) -> None:
+    raise RuntimeError("memory is down")
+
+
+@pytest.mark.parametrize("what", ["recall", "capture"])
+def test_a_failed_recall_or_capture_shows_in_memory_health(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch, what: str
+) -> None:
+    monkeypatch.setattr(memory, what, _broken)
+    chat = ChatMemoryWrapper(FakeChat(messages=iter(["still here"])), memory=memory)
+
+    assert chat.invoke("are you there?").content == "still here"
+
+    health = memory.health()
+    assert health.adapter_failures == {f"langchain.{what}": 1}
+    assert (health.adapter_recall_failures, health.adapter_capture_failures) == (
+        (1, 0) if what == "recall" else (0, 1)
+    )
+    assert chat.stats.as_dict()[f"{what}_failures"] == 1  # the adapter's own count is kept
+
+
+def test_a_failed_context_rendering_shows_in_memory_health(
+    remembered: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("langchain_memtrellis._bridge.build_context", _broken)
+    chat = ChatMemoryWrapper(FakeChat(messages=iter(["still here"])), memory=remembered)
+
+    assert chat.invoke("Any allergies?").content == "still here"
+
+    assert remembered.health().adapter_failures == {"langchain.context": 1}
+    assert chat.stats.recall_failures == 1  # for the adapter, the call went without recall
+
+
+def test_strict_failures_are_counted_before_they_are_raised(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(memory, "recall", _broken)
+    chat = ChatMemoryWrapper(FakeChat(messages=iter(["x"])), memory=memory, strict=True)
+
+    with pytest.raises(RuntimeError, match="memory is down"):
+        chat.invoke("are you there?")
+    assert memory.health().adapter_recall_failures == 1
+
+
+async def test_a_callback_handlers_failed_capture_shows_in_memory_health(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(memory, "acapture", _abroken)
+    handler = AsyncMemoryCallbackHandler(memory)
+    chat = FakeChat(messages=iter(["Noted."]))
+
+    reply = await chat.ainvoke("I drink oat milk", config={"callbacks": [handler]})
+
+    assert reply.content == "Noted."
+    assert memory.health().adapter_failures == {"langchain.capture": 1}
+    assert handler.stats.capture_failures == 1
+
+
+async def _abroken(*args: object, **kwargs: object) -> None:
+    raise RuntimeError("memory is down")
 
 
 def test_strict_raises_memory_failures(tmp_path: Path) -> None:

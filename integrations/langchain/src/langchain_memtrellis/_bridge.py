@@ -11,7 +11,7 @@ import logging
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.messages import BaseMessage
 from memtrellis import Memory, RecallResult
@@ -159,9 +159,17 @@ class MemoryBridge:
         return {**self.defaults, **scope_from(metadata)}
 
     # -- failures ------------------------------------------------------------------------
-    def failed(self, what: str, exc: BaseException) -> None:
-        """Count a memory failure and log it, or raise it when strict."""
+    def failed(
+        self,
+        what: Literal["recall", "capture"],
+        exc: BaseException,
+        *,
+        kind: Literal["recall", "capture", "context"] | None = None,
+    ) -> None:
+        """Count a memory failure here and in ``Memory.health()``; log it, or raise it when
+        strict. ``kind``: what ``Memory.report_failure`` is told, when not ``what``."""
         self.stats.count(f"{what}_failures")
+        self.memory.report_failure(kind or what, source="langchain", error=exc)
         if self.strict:
             raise exc
         log.warning("memtrellis %s failed; the model call goes on without it: %r", what, exc)
@@ -185,7 +193,7 @@ class MemoryBridge:
             try:
                 context = build_context(result, token_budget=self.token_budget)
             except Exception as exc:
-                self.failed("recall", exc)
+                self.failed("recall", exc, kind="context")
         if not context.empty:
             self.stats.count("placed")
         original = list(messages)

@@ -29,7 +29,11 @@ class CaptureFields(BaseModel):
     def model_post_init(self, context: Any, /) -> None:
         """Set up the failure counter."""
         super().model_post_init(context)
-        self._guard = FailOpen(type(self).__name__, strict=bool(getattr(self, "strict", False)))
+        self._guard = FailOpen(
+            type(self).__name__,
+            strict=bool(getattr(self, "strict", False)),
+            memory=self.memory,
+        )
 
     @property
     def failures(self) -> int:

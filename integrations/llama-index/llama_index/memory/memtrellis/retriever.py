@@ -106,7 +106,7 @@ class MemoryRetriever(BaseRetriever):
         self.process_id = process_id
         self.session_id = session_id
         self.token_budget = token_budget
-        self._guard = FailOpen("MemoryRetriever", strict=strict)
+        self._guard = FailOpen("MemoryRetriever", strict=strict, memory=memory)
 
     @property
     def failures(self) -> int:
