@@ -66,3 +66,23 @@ async def test_a_blank_question_finds_nothing_and_other_bad_input_is_typed(
     # a question of the wrong type is still a typed error
     with pytest.raises(InvalidInputError):
         retriever.invoke(5)  # type: ignore[arg-type]
+
+
+async def test_a_memory_failure_returns_no_documents_and_is_counted(
+    stocked: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*args: object, **kwargs: object) -> None:
+        raise OSError("disk unreadable")
+
+    monkeypatch.setattr(stocked, "recall", broken)
+    monkeypatch.setattr(stocked, "arecall", broken)
+    # the RAG chain goes on without memories, and health() says so
+    assert MemoryRetriever(memory=stocked).invoke("cello") == []
+    assert await MemoryRetriever(memory=stocked).ainvoke("cello") == []
+    health = stocked.health()
+    assert health.adapter_recall_failures == 2
+    assert health.adapter_failures["langchain.recall"] == 2
+    # strict: the failure reaches the caller (and is still counted)
+    with pytest.raises(OSError, match="disk unreadable"):
+        MemoryRetriever(memory=stocked, strict=True).invoke("cello")
+    assert stocked.health().adapter_recall_failures == 3

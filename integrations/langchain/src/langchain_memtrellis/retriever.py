@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from langchain_core.callbacks import (
@@ -10,12 +11,14 @@ from langchain_core.callbacks import (
 )
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-from memtrellis import Memory, RecalledMemory, RecallResult
+from memtrellis import InvalidInputError, Memory, RecalledMemory, RecallResult
 from pydantic import Field
 
 from langchain_memtrellis._defaults import default_memory
 
 __all__ = ["MemoryRetriever", "to_document"]
+
+log = logging.getLogger("langchain_memtrellis")
 
 
 def to_document(hit: RecalledMemory) -> Document:
@@ -53,6 +56,11 @@ class MemoryRetriever(BaseRetriever):
     ``invoke(query, k=..., token_budget=...)`` overrides the defaults for one call. The
     async path awaits ``Memory.arecall``, which runs recall off the event loop.
 
+    A failure inside memory (a store that cannot be read, say) does not break the chain:
+    it is logged, counted in ``Memory.health().adapter_recall_failures`` and the
+    retriever returns no documents, unless ``strict``. A wrong argument (a query that is
+    not text, a bad ``k``) is the caller's error and raises ``InvalidInputError``.
+
     The attributes below are also the constructor's keyword arguments (pydantic fields).
 
     Attributes:
@@ -62,6 +70,7 @@ class MemoryRetriever(BaseRetriever):
         entity_id: Whose memories (default: the memory's default entity).
         process_id: Only this app's or agent's memories.
         session_id: Only this session's memories (default: every session).
+        strict: Raise memory failures instead of returning no documents.
 
     Examples:
         >>> import tempfile
@@ -82,6 +91,7 @@ class MemoryRetriever(BaseRetriever):
     entity_id: str | None = None
     process_id: str | None = None
     session_id: str | None = None
+    strict: bool = False
 
     def _args(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         return {
@@ -101,11 +111,28 @@ class MemoryRetriever(BaseRetriever):
     ) -> list[Document]:
         if isinstance(query, str) and not query.strip():
             return []  # a blank question has no memories (as in the LlamaIndex retriever)
-        return self._documents(self.memory.recall(query, **self._args(kwargs)))
+        try:
+            return self._documents(self.memory.recall(query, **self._args(kwargs)))
+        except InvalidInputError:
+            raise
+        except Exception as exc:
+            return self._failed(exc)
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
         if isinstance(query, str) and not query.strip():
             return []
-        return self._documents(await self.memory.arecall(query, **self._args(kwargs)))
+        try:
+            return self._documents(await self.memory.arecall(query, **self._args(kwargs)))
+        except InvalidInputError:
+            raise
+        except Exception as exc:
+            return self._failed(exc)
+
+    def _failed(self, exc: Exception) -> list[Document]:
+        self.memory.report_failure("recall", source="langchain", error=exc)
+        if self.strict:
+            raise exc
+        log.warning("memtrellis recall failed; the retriever returns no documents: %r", exc)
+        return []
