@@ -159,7 +159,9 @@ def check_store(path: Path, expected: Expected, tally: Tally) -> None:
             items = {item.id: item for item in store.graph.items()}
             for entity in ENTITIES:
                 in_graph = set(store.graph.tenant_ids(entity))
-                in_index = {item.id for item in store.vectors.all_items(entity)}
+                copies, unreadable = store.vectors.item_copies(entity)
+                assert unreadable == 0, f"{entity}: {unreadable} unreadable index copies"
+                in_index = set(copies)
                 assert in_graph == in_index, (
                     f"{entity}: graph and vector index disagree: only in the graph "
                     f"{sorted(in_graph - in_index)}, "

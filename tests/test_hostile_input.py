@@ -251,7 +251,9 @@ def _assert_reopens_agreeing(path: Path) -> None:
         for item in store.graph.items():
             graph.setdefault(item.scope.entity_id, set()).add(item.id)
         for entity, ids in graph.items():
-            indexed = {i.id: i.text for i in store.vectors.all_items(entity)}
+            copies, unreadable = store.vectors.item_copies(entity)
+            assert unreadable == 0, f"unreadable index copies for {entity!r}"
+            indexed = {i: copy.text for i, copy in copies.items()}
             assert set(indexed) == ids, f"graph and index disagree for {entity!r}"
             assert all(store.graph.item(i).text == t for i, t in indexed.items())  # type: ignore[union-attr]
         assert memory.health().pending_index_writes == 0

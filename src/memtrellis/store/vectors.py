@@ -315,21 +315,9 @@ class VectorIndex:
             collection = self._collection(entity_id, create=False)
             return 0 if collection is None else int(collection.count())
 
-    def all_items(self, entity_id: str) -> list[MemoryItem]:
-        """Every item copy stored in an entity's collection metadata (for repair)."""
-        with self._client_in_use():
-            collection = self._collection(entity_id, create=False)
-            if collection is None:
-                return []
-            got = collection.get(include=["metadatas"])
-            return [
-                MemoryItem.model_validate(json.loads(str(meta["item"])))
-                for meta in got["metadatas"] or []
-                if meta and "item" in meta
-            ]
-
     def item_copies(self, entity_id: str) -> tuple[dict[str, MemoryItem], int]:
-        """The readable item copies of an entity's collection by id, and how many were not."""
+        """The readable item copies of an entity's collection by id, and how many were not
+        (what repair rebuilds a graph from, and what tests compare the graph with)."""
         with self._client_in_use():
             collection = self._collection(entity_id, create=False)
             if collection is None:
