@@ -17,7 +17,7 @@ import json
 import logging
 import urllib.parse
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import anthropic
@@ -28,7 +28,7 @@ import pytest
 
 from memtrellis import Memory
 from memtrellis.service.auth import default_keys_path
-from memtrellis.testing import HashingEmbedder, ScriptedLLM
+from memtrellis.testing import HashingEmbedder, ScriptedLLM, find_secrets, read_tree
 from sdk_fakes import ANTHROPIC_KEY, OPENAI_KEY, ScriptedModel, anthropic_client, openai_client
 from service_helpers import auth, running_service
 
@@ -37,36 +37,6 @@ USER = [{"role": "user", "content": "What do I like to drink?"}]
 
 def secret(name: str) -> str:
     return f"sk-{name}-{uuid.uuid4().hex}"
-
-
-def encodings(value: str) -> set[bytes]:
-    """``value`` as it could appear in a file: raw, URL-encoded, base64 at any alignment."""
-    raw = value.encode()
-    forms = {
-        raw,
-        urllib.parse.quote(value, safe="").encode(),
-        urllib.parse.quote_plus(value).encode(),
-        json.dumps(value).encode()[1:-1],
-    }
-    for prefix in (b"", b"x", b"xx"):  # a secret inside a longer base64 text
-        for encode in (base64.b64encode, base64.urlsafe_b64encode):
-            encoded = encode(prefix + raw)[len(prefix) * 4 // 3 + (1 if prefix else 0) :]
-            forms.add(encoded.rstrip(b"=")[:-2])  # the last characters mix with what follows
-    return forms
-
-
-def leaks(secrets: Iterable[str], blobs: dict[str, bytes]) -> list[tuple[str, str]]:
-    """``(secret, where)`` for every secret found, in any of its forms, in any blob."""
-    found: list[tuple[str, str]] = []
-    for value in secrets:
-        for form in encodings(value):
-            found.extend((value, where) for where, blob in blobs.items() if form in blob)
-    return found
-
-
-def snapshot(root: Path) -> dict[str, bytes]:
-    """The bytes of every file under ``root``, by relative path."""
-    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
 
 
 @pytest.fixture
@@ -161,7 +131,7 @@ def test_no_secret_reaches_the_store_or_the_logs(
     memory.capture(USER, mode="fine", metadata={"source": "test"})
     assert memory.flush(30)
     # The spool is removed on close: look at the files while the store is open too.
-    while_open = snapshot(tmp_path)
+    while_open = read_tree(tmp_path)
     assert any(name.startswith("store/spool/") for name in while_open)
 
     keys_file = default_keys_path(store)
@@ -199,7 +169,7 @@ def test_no_secret_reaches_the_store_or_the_logs(
         "caplog": caplog.text.encode(),
     }
     assert b"green tea" in b"".join(files.values()).lower()  # the search can find things
-    assert leaks(secrets, blobs) == []
+    assert find_secrets(secrets, blobs) == []
 
 
 @pytest.mark.parametrize(
@@ -215,5 +185,5 @@ def test_no_secret_reaches_the_store_or_the_logs(
 )
 def test_the_search_finds_every_form_of_a_secret(wrap: Callable[[str], bytes]) -> None:
     value = secret("probe")
-    assert leaks([value], {"blob": b"<<" + wrap(value) + b">>"}) == [(value, "blob")]
-    assert leaks([secret("other")], {"blob": wrap(value)}) == []
+    assert find_secrets([value], {"blob": b"<<" + wrap(value) + b">>"}) == [(value, "blob")]
+    assert find_secrets([secret("other")], {"blob": wrap(value)}) == []

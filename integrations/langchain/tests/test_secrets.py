@@ -8,17 +8,14 @@ are searched for the key, raw and base64- or URL-encoded.
 
 from __future__ import annotations
 
-import base64
-import json
 import logging
-import urllib.parse
 import uuid
 from pathlib import Path
 
 import pytest
 from langchain_core.messages import HumanMessage
 from memtrellis import Memory
-from memtrellis.testing import HashingEmbedder
+from memtrellis.testing import HashingEmbedder, find_secrets, read_tree
 from pydantic import SecretStr
 
 from fakes import FakeChat
@@ -30,20 +27,6 @@ class KeyedChat(FakeChat):
 
     api_key: SecretStr
     base_url: str = "https://api.example.invalid/v1"
-
-
-def forms(value: str) -> set[bytes]:
-    raw = value.encode()
-    found = {raw, urllib.parse.quote(value, safe="").encode(), json.dumps(value).encode()[1:-1]}
-    for prefix in (b"", b"x", b"xx"):
-        for encode in (base64.b64encode, base64.urlsafe_b64encode):
-            skip = len(prefix) * 4 // 3 + (1 if prefix else 0)
-            found.add(encode(prefix + raw)[skip:].rstrip(b"=")[:-2])
-    return found
-
-
-def snapshot(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
 
 
 def test_no_model_key_reaches_the_store_or_the_logs(
@@ -69,20 +52,13 @@ def test_no_model_key_reaches_the_store_or_the_logs(
     handler = MemoryCallbackHandler(memory=memory)
     inner.invoke(question, config={"callbacks": [handler]})
     assert memory.flush(30)
-    while_open = snapshot(store)
+    while_open = read_tree(store)
     assert any(name.startswith("spool/") for name in while_open)
     memory.close()
-    after = snapshot(store)
+    after = read_tree(store)
 
     stored = b"".join(after.values()).lower()
     assert b"green tea" in stored and b"alice drinks green tea" in stored  # both modes ran
     blobs = {**{f"{k} (open)": v for k, v in while_open.items()}, **after}
     blobs["caplog"] = caplog.text.encode()
-    leaked = [
-        (name, where)
-        for name, key in keys.items()
-        for form in forms(key)
-        for where, blob in blobs.items()
-        if form in blob
-    ]
-    assert leaked == []
+    assert find_secrets(keys.values(), blobs) == []

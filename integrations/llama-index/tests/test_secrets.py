@@ -9,10 +9,7 @@ are searched for the keys, raw and base64- or URL-encoded.
 
 from __future__ import annotations
 
-import base64
-import json
 import logging
-import urllib.parse
 import uuid
 from pathlib import Path
 
@@ -20,7 +17,7 @@ import pytest
 from fakes import Script
 from llama_index.core.llms import ChatMessage, MockFunctionCallingLLM
 from memtrellis import Memory
-from memtrellis.testing import HashingEmbedder
+from memtrellis.testing import HashingEmbedder, find_secrets, read_tree
 
 from llama_index.memory.memtrellis import (
     MemtrellisEventHandler,
@@ -38,20 +35,6 @@ class KeyedLLM(MockFunctionCallingLLM):
 
 def keyed(key: str, *replies: str) -> KeyedLLM:
     return KeyedLLM(response_generator=Script(replies), is_chat_model=True, api_key=key)
-
-
-def forms(value: str) -> set[bytes]:
-    raw = value.encode()
-    found = {raw, urllib.parse.quote(value, safe="").encode(), json.dumps(value).encode()[1:-1]}
-    for prefix in (b"", b"x", b"xx"):
-        for encode in (base64.b64encode, base64.urlsafe_b64encode):
-            skip = len(prefix) * 4 // 3 + (1 if prefix else 0)
-            found.add(encode(prefix + raw)[skip:].rstrip(b"=")[:-2])
-    return found
-
-
-def snapshot(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
 
 
 async def test_no_llm_key_reaches_the_store_or_the_logs(
@@ -77,20 +60,13 @@ async def test_no_llm_key_reaches_the_store_or_the_logs(
     assert "green tea" in (await block.aget(question)).lower()
     await block.aput([*question, ChatMessage(role="assistant", content="Green tea.")])
     assert memory.flush(30)
-    while_open = snapshot(store)
+    while_open = read_tree(store)
     assert any(name.startswith("spool/") for name in while_open)
     memory.close()
-    after = snapshot(store)
+    after = read_tree(store)
 
     stored = b"".join(after.values()).lower()
     assert b"green tea." in stored and b"alice drinks green tea" in stored  # both modes ran
     blobs = {**{f"{k} (open)": v for k, v in while_open.items()}, **after}
     blobs["caplog"] = caplog.text.encode()
-    leaked = [
-        (name, where)
-        for name, key in keys.items()
-        for form in forms(key)
-        for where, blob in blobs.items()
-        if form in blob
-    ]
-    assert leaked == []
+    assert find_secrets(keys.values(), blobs) == []
