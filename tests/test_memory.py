@@ -257,8 +257,14 @@ def test_store_ready_made_item(memory: Memory) -> None:
     assert memory.get("fact-1", entity_id="bob") == stored
     with pytest.raises(MemoryNotFoundError):
         memory.get("fact-1")  # default entity is alice
-    with pytest.raises(InvalidInputError):
-        memory.store(MemoryItem(id="fact-1", text="hijack", scope=Scope(entity_id="eve")))
+    # Ids are per entity (each has its own shard and collection): another entity's item
+    # with the same id is its own memory and leaves Bob's untouched.
+    memory.store(MemoryItem(id="fact-1", text="hijack", scope=Scope(entity_id="eve")))
+    assert memory.get("fact-1", entity_id="bob").text == "Bob is vegan"
+    assert memory.get("fact-1", entity_id="eve").text == "hijack"
+    assert [r.memory.text for r in memory.recall("hijack", entity_id="bob").items] == [
+        "Bob is vegan"
+    ]
     with pytest.raises(InvalidInputError):
         memory.store("not an item")  # type: ignore[arg-type]
 

@@ -8,9 +8,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from memtrellis.lifecycle.confidence import merged_count
 from memtrellis.store import Store
-from memtrellis.types import utcnow
+from memtrellis.types import EdgeKind, utcnow
 
 __all__ = ["ADAPTER_KINDS", "CLIENT_COUNTERS", "FacadeStats", "store_figures"]
 
@@ -112,26 +111,27 @@ class FacadeStats:
 
 
 def store_figures(store: Store) -> dict[str, Any]:
-    """Counts over the whole store: memories by state, entities, edges, disk."""
-    now = utcnow()
-    with store.reading():
-        items = list(store.graph.items())
-        figures: dict[str, Any] = {
-            "total_memories": len(items),
-            "expired": sum(1 for i in items if i.valid_until is not None and i.valid_until <= now),
-            "superseded": sum(1 for i in items if i.superseded_by is not None),
-            "merged_duplicates": sum(merged_count(i) for i in items),
-            "active_memories": sum(
-                1
-                for i in items
-                if i.superseded_by is None and (i.valid_until is None or i.valid_until > now)
-            ),
-            "entities": store.graph.entity_count(),
-            "edges_by_kind": store.graph.edge_counts(),
-            "tenants": len(store.graph.tenants()),
-            "pending_index_writes": store.pending_count,
-            "repaired_on_open": len(store.repair.rolled_forward) + store.repair.torn_records,
-            "vector_backend": store.vectors.mode,
-        }
+    """Counts over the whole store from the catalog (and the resident shards): memories by
+    state, entities, edges, disk. No shard is loaded for them."""
+    now = utcnow().timestamp()
+    stats = store.stats()
+    edges: dict[str, int] = {kind.value: 0 for kind in EdgeKind}
+    for entity in stats.values():
+        for kind, count in entity.edges.items():
+            edges[kind] = edges.get(kind, 0) + count
+    figures: dict[str, Any] = {
+        "total_memories": sum(s.memories for s in stats.values()),
+        "expired": sum(s.expired(now) for s in stats.values()),
+        "superseded": sum(s.superseded for s in stats.values()),
+        "merged_duplicates": sum(s.merged_duplicates for s in stats.values()),
+        "active_memories": sum(s.active(now) for s in stats.values()),
+        "entities": sum(s.entity_nodes for s in stats.values()),
+        "edges_by_kind": edges,
+        "tenants": sum(1 for s in stats.values() if s.memories),
+        "pending_index_writes": store.pending_count,
+        "repaired_on_open": len(store.repair.rolled_forward) + store.repair.torn_records,
+        "vector_backend": store.vectors.mode,
+        "resident_shards": len(store.resident()),
+    }
     figures["size_on_disk_bytes"] = store.disk_usage()
     return figures

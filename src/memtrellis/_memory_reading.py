@@ -27,17 +27,17 @@ def visible(memory: Memory, memory_id: Any, entity_id: str | None) -> MemoryItem
     if not isinstance(memory_id, str):
         raise InvalidInputError(f"a memory id is a string, not {type(memory_id).__name__}")
     tenant = memory._scope(entity_id, None, None).entity_id
-    memory._store.refresh()
-    item = memory._store.graph.item(memory_id)
+    memory._store.refresh(tenant)
+    item = memory._store.graph_of(tenant).item(memory_id)
     if item is None or item.scope.entity_id != tenant:
         raise MemoryNotFoundError(memory_id)
     return item
 
 
-def versions(memory: Memory, memory_id: str) -> list[MemoryItem]:
-    """The supersession chain through a visible memory, oldest first."""
-    graph = memory._store.graph
-    with memory._store.reading():
+def versions(memory: Memory, memory_id: str, tenant: str) -> list[MemoryItem]:
+    """The supersession chain through a visible memory of ``tenant``, oldest first."""
+    with memory._store.reading(tenant) as shard:
+        graph = shard.graph
         chain = [memory_id]
         seen = {memory_id}
         for direction in (1, 0):  # 1: what replaced it (into the edge), 0: what it replaced
@@ -68,11 +68,11 @@ def list_items(
     wanted_types = {MemoryType(t) for t in ([types] if isinstance(types, str) else types or [])}
     wanted_tags = set(filters.get("tags") or [])
     now = utcnow()
-    memory._store.refresh()
-    with memory._store.reading():
+    memory._store.refresh(scope.entity_id)
+    with memory._store.reading(scope.entity_id) as shard:
         chosen = [
             item
-            for item in memory._store.graph.items(scope.entity_id)
+            for item in shard.graph.items(scope.entity_id)
             if (scope.process_id is None or item.scope.process_id == scope.process_id)
             and (session is None or item.scope.session_id == session)
             and (not wanted_types or item.memory_type in wanted_types)
@@ -107,7 +107,7 @@ def recall(
     scope = memory._scope(entity_id, process_id, None)
     if session_id is not None:  # a filter here, but it must be a valid scope id
         make_scope(scope.entity_id, None, session_id)
-    memory._store.refresh()
+    memory._store.refresh(scope.entity_id)
     request = RecallRequest(
         query=query,
         embedding=memory.embedder.embed_query(query),
@@ -124,7 +124,7 @@ def recall(
     )
     items, tokens, truncated, skipped = hybrid_recall(memory._store, request)
     if items:
-        memory._store.touch([r.memory.id for r in items], utcnow())
+        memory._store.touch(scope.entity_id, [r.memory.id for r in items], utcnow())
     latency = (time.perf_counter() - started) * 1000.0
     memory._stats.record_recall(latency)
     return RecallResult(
@@ -142,7 +142,7 @@ def recall(
 
 def health(memory: Memory) -> Health:
     """Counts, edges, latency, capture queue and disk size of one open ``Memory``."""
-    memory._store.refresh()
+    memory._store.check_open()
     capture = memory._capture.stats
     failures = memory.extractor.failures
     return Health(

@@ -61,37 +61,43 @@ def store_result(
         for number, item in enumerate(result.items):
             item.id = uuid.uuid5(uuid.NAMESPACE_URL, f"{ids}:{number}").hex
     embeddings = memory.embedder.embed_documents([item.search_text() for item in result.items])
-    with memory._writing:
-        if ids is not None and memory._capture.cancelled(ids):
-            # forget(entity_id=...) purged this turn while it was being extracted;
-            # forget holds the same lock, so the check cannot miss it.
-            return []
-        memory._store.refresh(wait=True)  # the plan compares with the current index
-        outcomes = store_additions(
-            memory._store,
-            result.items,
-            embeddings,
-            utcnow(),
-            config=memory.lifecycle,
-            judge=memory._judge,
-            detail={"mode": result.mode.value},
-            edges=conversation_edges(result.items),
-        )
-    return [outcome.item.detached() for outcome in outcomes]
+    by_entity: dict[str, list[int]] = {}
+    for number, item in enumerate(result.items):
+        by_entity.setdefault(item.scope.entity_id, []).append(number)
+    stored: list[MemoryItem] = []
+    for tenant, numbers in by_entity.items():
+        items = [result.items[n] for n in numbers]
+        with memory._store.writing(tenant):
+            if ids is not None and memory._capture.cancelled(ids):
+                # forget(entity_id=...) purged this turn while it was being extracted;
+                # forget holds the same entity's lock, so the check cannot miss it.
+                return []
+            memory._store.refresh(tenant, wait=True)  # the plan compares with the index
+            outcomes = store_additions(
+                memory._store,
+                items,
+                [embeddings[n] for n in numbers],
+                utcnow(),
+                config=memory.lifecycle,
+                judge=memory._judge,
+                detail={"mode": result.mode.value},
+                edges=conversation_edges(items),
+            )
+        stored.extend(outcome.item.detached() for outcome in outcomes)
+    return stored
 
 
 def store_item(memory: Memory, item: MemoryItem, *, lifecycle: bool) -> MemoryItem:
     """``Memory.store`` of a checked item: through the lifecycle unless it replaces one."""
-    memory._store.refresh()
-    existing = memory._store.graph.item(item.id)
-    if existing is not None and existing.scope.entity_id != item.scope.entity_id:
-        raise InvalidInputError(f"memory id {item.id!r} is already in use")
+    tenant = item.scope.entity_id
+    memory._store.refresh(tenant)
+    existing = memory._store.graph_of(tenant).item(item.id)
     [embedding] = memory.embedder.embed_documents([item.search_text()])
     if existing is not None or not lifecycle:
         memory._store.put([item], [embedding], "updated" if existing else "created")
         return item.detached()
-    with memory._writing:
-        memory._store.refresh(wait=True)
+    with memory._store.writing(tenant):
+        memory._store.refresh(tenant, wait=True)
         [outcome] = store_additions(
             memory._store,
             [item],
@@ -120,11 +126,9 @@ def update_item(memory: Memory, current: MemoryItem, changes: Mapping[str, Any])
 
 def refine(memory: Memory, tenant: str, limit: int | None) -> RefineReport:
     """Re-extract one entity's fast-mode memories in fine mode; supersede those cited."""
-    memory._store.refresh()
-    with memory._store.reading():
-        groups = refine_groups(
-            [i.detached() for i in memory._store.graph.items(tenant)], limit=limit
-        )
+    memory._store.refresh(tenant)
+    with memory._store.reading(tenant) as shard:
+        groups = refine_groups([i.detached() for i in shard.graph.items(tenant)], limit=limit)
     report = RefineReport(conversations=len(groups))
     for group in groups:
         scope = Scope(entity_id=tenant, process_id=group.process_id, session_id=group.session_id)
@@ -140,18 +144,18 @@ def refine(memory: Memory, tenant: str, limit: int | None) -> RefineReport:
         report.created.extend(i.id for i in created)
         report.kept += len(group.memory_by_message) - len(replaced)
         if replaced:
-            memory._store.supersede(replaced)
+            memory._store.supersede(tenant, replaced)
             report.superseded.extend(replaced)
     return report
 
 
 def forget_entity(memory: Memory, tenant: str) -> int:
     """Remove everything of one entity, its spooled turns included; how many memories."""
-    with memory._writing:  # the capture worker stores under this lock too
+    with memory._store.writing(tenant):  # the capture worker stores under this lock too
         purged = memory._capture.purge(tenant)
         if purged:
             log.info("forget: %d captured turn(s) purged from the spool", purged)
-        memory._store.refresh()
-        count = len(memory._store.graph.tenant_ids(tenant))
+        memory._store.refresh(tenant)
+        count = len(memory._store.graph_of(tenant).tenant_ids(tenant))
         memory._store.drop_entity(tenant)
     return count

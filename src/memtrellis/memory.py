@@ -17,7 +17,6 @@ import contextlib
 import contextvars
 import logging
 import os
-import threading
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
@@ -50,9 +49,11 @@ from memtrellis.extraction.pipeline import ExtractionConfig, ExtractionResult, E
 from memtrellis.extraction.refine import RefineReport
 from memtrellis.graph_export import ExportFormat
 from memtrellis.lifecycle import LifecycleConfig
+from memtrellis.lifecycle.confidence import merged_count
 from memtrellis.lifecycle.judge import llm_judge
 from memtrellis.llm import LLM
 from memtrellis.store import EmbedderInfo, Store
+from memtrellis.store.store import DEFAULT_RESIDENT_MEMORIES, DEFAULT_RESIDENT_SHARDS
 from memtrellis.types import (
     Health,
     HistoryEvent,
@@ -94,6 +95,11 @@ class Memory:
             or a framework model an installed integration adapts (LangChain, LlamaIndex).
         lifecycle: Validity by kind, confidence, decay and matching thresholds
             ([`LifecycleConfig`][memtrellis.lifecycle.LifecycleConfig]).
+        max_resident_shards: How many entities' shards (graph and keyword index) stay
+            loaded at once; the least recently used is unloaded beyond it. See
+            "Scaling out" in the operations guide for sizing.
+        max_resident_memories: The same bound counted in memories over all loaded shards
+            (resident memory is about a few KB per memory).
 
     Examples:
         >>> import tempfile
@@ -118,6 +124,8 @@ class Memory:
         extraction: ExtractionConfig | None = None,
         drain_timeout: float = 60.0,
         lifecycle: LifecycleConfig | None = None,
+        max_resident_shards: int = DEFAULT_RESIDENT_SHARDS,
+        max_resident_memories: int = DEFAULT_RESIDENT_MEMORIES,
     ) -> None:
         self.default_scope = self._make_scope(entity_id, process_id, session_id)
         self.path = store_path(path)
@@ -138,9 +146,6 @@ class Memory:
         chat = self.extractor.llm
         timeout = self.extractor.config.llm_timeout
         self._judge = llm_judge(chat, timeout=timeout) if chat is not None else None
-        # One plan-and-commit at a time in this process, so that two adds never both
-        # miss the duplicate the other is storing.
-        self._writing = threading.Lock()
         if embedder is None:
             from memtrellis.embeddings import default_embedder
 
@@ -155,6 +160,9 @@ class Memory:
             embed=lambda texts: self.embedder.embed_documents(texts),
             chroma_url=chroma_url,
             lock_timeout=lock_timeout,
+            max_resident_shards=max_resident_shards,
+            max_resident_memories=max_resident_memories,
+            merged_count=merged_count,
         )
         self._stats = FacadeStats()
         self._drain_timeout = drain_timeout
@@ -456,8 +464,8 @@ class Memory:
         """What happened to a memory: created (and what it superseded), merged, updated,
         superseded (and by what), oldest first. [`versions`][memtrellis.Memory.versions] walks the
         chain."""
-        self._visible(memory_id, entity_id)
-        return self._store.graph.history(memory_id)
+        item = self._visible(memory_id, entity_id)
+        return self._store.graph_of(item.scope.entity_id).history(memory_id)
 
     def versions(self, memory_id: str, *, entity_id: str | None = None) -> list[MemoryItem]:
         """The supersession chain through a memory, oldest first, ending at the current one.
@@ -475,8 +483,8 @@ class Memory:
             ['Ana lives in Lyon', 'Ana moved to Porto']
             >>> m.close()
         """
-        self._visible(memory_id, entity_id)
-        return _reading.versions(self, memory_id)
+        item = self._visible(memory_id, entity_id)
+        return _reading.versions(self, memory_id, item.scope.entity_id)
 
     def list(
         self,
@@ -561,13 +569,20 @@ class Memory:
             >>> m.close()
         """
         from memtrellis.graph_export import export_graph
+        from memtrellis.store import MemoryGraph
 
-        tenant = None if all_entities else self._scope(entity_id, None, None).entity_id
-        self._store.refresh()
-        with self._store.reading():
-            return export_graph(
-                self._store.graph, path, format=format, tenant=tenant, max_memories=max_memories
-            )
+        if not all_entities:
+            tenant = self._scope(entity_id, None, None).entity_id
+            self._store.refresh(tenant)
+            with self._store.reading(tenant) as shard:
+                return export_graph(
+                    shard.graph, path, format=format, tenant=tenant, max_memories=max_memories
+                )
+        combined = MemoryGraph()  # every shard in turn, for one picture of the whole store
+        for shard in self._store.shards():
+            with shard.mu:
+                combined.absorb(shard.graph)
+        return export_graph(combined, path, format=format, tenant=None, max_memories=max_memories)
 
     def register(
         self,

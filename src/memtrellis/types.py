@@ -483,3 +483,5 @@ class Health(_Model):
     pending_index_writes: int
     repaired_on_open: int
     size_on_disk_bytes: int
+    #: Entity shards loaded in this process now (see ``Memory(max_resident_shards=...)``).
+    resident_shards: int = 0

@@ -124,15 +124,15 @@ class _Planner:
         self.names: dict[str, dict[str, str]] = {}
         self.replaced: dict[str, list[str]] = {}  # new id -> ids it superseded
 
-    def current(self, memory_id: str) -> MemoryItem | None:
+    def current(self, memory_id: str, tenant: str) -> MemoryItem | None:
         if memory_id in self.pending:
             return self.pending[memory_id]
-        return self.store.graph.item(memory_id)
+        return self.store.graph_of(tenant).item(memory_id)
 
     def prepare(self, item: MemoryItem, now: datetime) -> None:
         tenant = item.scope.entity_id
         if tenant not in self.names:
-            self.names[tenant] = self.store.graph.entity_names(tenant)
+            self.names[tenant] = self.store.graph_of(tenant).entity_names(tenant)
         known = self.names[tenant]
         names = item.entities or heuristic_entities(item.text, known)
         resolved = resolve_entities(
@@ -150,7 +150,7 @@ class _Planner:
 
     def candidates(self, item: MemoryItem, embedding: Sequence[float]) -> list[Candidate]:
         tenant = item.scope.entity_id
-        graph = self.store.graph
+        graph = self.store.graph_of(tenant)
         scores: dict[str, float] = {}
         for memory_id, similarity in self.store.vectors.query(
             tenant, embedding, DENSE_CANDIDATES, process_id=item.scope.process_id
@@ -169,7 +169,7 @@ class _Planner:
                 scores[earlier.id] = _cosine(embedding, vector)
         found: list[Candidate] = []
         for memory_id, similarity in scores.items():
-            old = self.current(memory_id)
+            old = self.current(memory_id, tenant)
             if (
                 old is None
                 or old.id == item.id
@@ -321,7 +321,7 @@ def plan_additions(
         >>> items = [MemoryItem(text="Ana lives in Porto.", scope=Scope(entity_id="ana"))]
         >>> vectors = embedder.embed_documents([item.text for item in items])
         >>> plan = plan_additions(store, items, vectors, datetime.now(timezone.utc))
-        >>> [change.action for change in plan.changes], len(store.graph.tenant_ids("ana"))
+        >>> [change.action for change in plan.changes], len(store.graph_of("ana").tenant_ids("ana"))
         (['created'], 0)
         >>> store.close()
     """
@@ -366,11 +366,11 @@ def store_additions(
         >>> [again] = store_additions(store, *said("Ana lives in Porto."), now)  # merged
         >>> first.relation, again.relation.value, again.target == first.item.id
         (None, 'duplicate', True)
-        >>> len(store.graph.tenant_ids("ana"))
+        >>> len(store.graph_of("ana").tenant_ids("ana"))
         1
         >>> store.close()
     """
-    known = [store.graph.item(i.id) is not None for i in items]
+    known = [store.graph_of(i.scope.entity_id).item(i.id) is not None for i in items]
     fresh = [(i, e) for i, e, k in zip(items, embeddings, known, strict=True) if not k]
     plan = plan_additions(
         store,

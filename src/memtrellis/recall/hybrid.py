@@ -261,8 +261,8 @@ def hybrid_recall(
         process_id=req.process_id,
         session_id=req.session_id,
     )
-    with store.reading():
-        graph = store.graph
+    with store.reading(req.entity_id) as shard:
+        graph = shard.graph
 
         seen: dict[str, str | None] = {}
 
@@ -278,7 +278,7 @@ def hybrid_recall(
             scores[memory_id] = _Score(
                 dense=similarity, dense_rank=rank, fused=DENSE_WEIGHT * similarity
             )
-        keyword_hits = store.keywords.search(req.entity_id, req.query, fetch * 2)
+        keyword_hits = shard.keywords.search(req.entity_id, req.query, fetch * 2)
         keyword = [(i, s) for i, s in keyword_hits if visible(i)]
         best = keyword[0][1] if keyword else 1.0
         for rank, (memory_id, score) in enumerate(keyword, start=1):

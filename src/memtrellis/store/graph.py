@@ -328,8 +328,12 @@ class MemoryGraph:
         atomic_write_chunks(path, self._json_chunks(generation))
 
     @classmethod
-    def load(cls, path: Path) -> tuple[MemoryGraph, int]:
-        """Read a saved graph; returns it and the generation it was saved at."""
+    def load(cls, path: Path, *, store: Path | None = None) -> tuple[MemoryGraph, int]:
+        """Read a saved graph; returns it and the generation it was saved at.
+
+        ``store``: the store directory a damaged file's repair command names (by default
+        the file's own directory).
+        """
         graph = cls()
         try:
             raw = path.read_bytes()
@@ -366,10 +370,29 @@ class MemoryGraph:
             raise damaged(
                 path,
                 f"cannot be read ({exc.__class__.__name__}: {str(exc)[:200]})",
-                path.parent,
+                store or path.parent,
                 FROM_INDEX,
             ) from exc
         return graph, generation
+
+    def absorb(self, other: MemoryGraph) -> None:
+        """Add every memory, history and edge of ``other`` (another entity's shard).
+
+        Examples:
+            >>> from memtrellis import MemoryItem, Scope
+            >>> ana, bo = MemoryGraph(), MemoryGraph()
+            >>> ana.put(MemoryItem(text="Ana lives in Porto.", scope=Scope(entity_id="ana")))
+            >>> bo.put(MemoryItem(text="Bo lives in Oslo.", scope=Scope(entity_id="bo")))
+            >>> ana.absorb(bo)
+            >>> sorted(ana.tenants())
+            ['ana', 'bo']
+        """
+        for item in other.items():
+            self.put(item)
+            self.g.nodes[item.id]["history"] = other.history(item.id)
+        for source, target, key in other.g.edges(keys=True):
+            if key != EdgeKind.MENTIONS.value:
+                self.add_edge(source, target, EdgeKind(key))
 
     def load_items(self, items: Iterable[MemoryItem]) -> None:
         """Insert many items (used when rebuilding)."""

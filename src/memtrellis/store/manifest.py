@@ -15,7 +15,7 @@ from memtrellis.types import utcnow
 __all__ = ["SCHEMA_VERSION", "EmbedderInfo", "Manifest", "read_manifest", "write_manifest"]
 
 #: Bumped whenever the on-disk layout changes incompatibly.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 class EmbedderInfo(BaseModel):

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 from collections.abc import Hashable, Iterator
 from contextlib import contextmanager
@@ -201,9 +200,8 @@ class FileShardStorage:
 
     def destroy(self) -> None:
         """Remove the shard directory (its lock file goes with it)."""
-        for name in os.listdir(self.path) if self.path.is_dir() else []:
-            if name != "shard.lock":
-                target = self.path / name
+        for target in self.path.iterdir() if self.path.is_dir() else []:
+            if target.name != "shard.lock":
                 if target.is_dir():
                     shutil.rmtree(target, ignore_errors=True)
                 else:

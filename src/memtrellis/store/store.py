@@ -1,27 +1,27 @@
-"""The store: graph, vector index and keyword index kept in step on one directory.
+"""The store: a catalog of entities and one shard per entity, beside one vector index.
 
-Layout of a store directory::
+Layout of a store directory (schema 2)::
 
-    manifest.json        schema version, embedder, current generation
-    graph.json           node-link snapshot of the graph at that generation
-    wal-<gen>.jsonl      write-ahead log of every change since the snapshot
-    chroma/              the embedded Chroma data (absent in server mode)
-    store.lock           the write lock shared by every process
+    manifest.json        schema version, embedder
+    catalog.sqlite3      one row per entity: its figures (read without loading shards)
+    shards/xx/<hash>/    one entity's shard: graph.json, wal-<gen>.jsonl, shard.lock
+    chroma/              the embedded Chroma data, one collection per entity (absent in
+                         server mode)
+    store.lock           held only while the store is opened or repaired
 
-A write takes the lock, catches up with what other processes logged, appends its records
-to the log (fsync), updates the index, then appends an ``ok``. A change without its ``ok``
-is rolled forward by the next process that takes the lock, so the graph and the index
-never disagree for longer than one crash.
+Opening reads the manifest and the catalog, nothing else. An entity's shard loads on its
+first use and stays resident within a bound (``max_resident_shards``, least recently used
+evicted); writes and reads of one entity take that entity's lock only, so the cost of
+serving one entity does not depend on how many others the store holds.
 """
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import logging
 import os
 import threading
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -31,50 +31,32 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
-from memtrellis.errors import StoreClosedError, StoreLockedError
-from memtrellis.store._corrupt import FROM_GRAPH, FROM_INDEX, damaged, embedder_flags
+from memtrellis.errors import InvalidInputError, StoreClosedError, StoreLockedError
+from memtrellis.store._corrupt import FROM_GRAPH, damaged, embedder_flags
+from memtrellis.store.catalog import SqliteCatalog
 from memtrellis.store.graph import MemoryGraph
-from memtrellis.store.keyword import KeywordIndex
-from memtrellis.store.manifest import EmbedderInfo, Manifest, read_manifest, write_manifest
+from memtrellis.store.manifest import (
+    SCHEMA_VERSION,
+    EmbedderInfo,
+    Manifest,
+    read_manifest,
+    write_manifest,
+)
+from memtrellis.store.shard import RepairReport, Shard, ShardSettings
+from memtrellis.store.shardfiles import FileShardStorage
+from memtrellis.store.storage import Catalog, EntityStats, ShardStorage
 from memtrellis.store.vectors import VectorIndex
-from memtrellis.store.wal import WalReader, append_records, replay_record, wal_path
 from memtrellis.types import EdgeKind, HistoryEvent, MemoryItem, utcnow
 
-__all__ = ["RepairReport", "Store"]
+__all__ = ["Change", "RepairReport", "Store"]
 
 log = logging.getLogger("memtrellis.store")
 
 EmbedFn = Callable[[list[str]], list[list[float]]]
-_CHANGE_OPS = frozenset({"put", "del", "drop"})
-#: Seconds a read waits for the store lock (to reload the vector index, to log recall
-#: counts) before it goes on without (see Store.refresh and Store.touch).
-_RELOAD_WAIT = 0.2
-
-
-@dataclass
-class RepairReport:
-    """What opening (or catching up with) a store had to repair after a crash.
-
-    Examples:
-        >>> RepairReport(rolled_forward=["m1"]).summary()
-        'rolled forward 1 interrupted change(s), dropped 0 torn log record(s)'
-    """
-
-    rolled_forward: list[str] = field(default_factory=list)
-    torn_records: int = 0
-    index_retries: int = 0
-
-    @property
-    def repaired(self) -> bool:
-        """Whether anything was repaired."""
-        return bool(self.rolled_forward or self.torn_records)
-
-    def summary(self) -> str:
-        """One line for logs and the CLI."""
-        return (
-            f"rolled forward {len(self.rolled_forward)} interrupted change(s), "
-            f"dropped {self.torn_records} torn log record(s)"
-        )
+#: Shards kept loaded at once by default (each costs about its memories x a few KB).
+DEFAULT_RESIDENT_SHARDS = 256
+#: Memories kept loaded at once by default, over all resident shards.
+DEFAULT_RESIDENT_MEMORIES = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -95,7 +77,8 @@ class Change:
 
 
 class Store:
-    """Graph + vectors + keywords on one directory, safe across threads and processes.
+    """A catalog and per-entity shards beside one vector index, safe across threads and
+    processes.
 
     Examples:
         >>> import tempfile
@@ -108,8 +91,10 @@ class Store:
         >>> from memtrellis import MemoryItem, Scope
         >>> item = MemoryItem(text="Ana lives in Porto.", scope=Scope(entity_id="ana"))
         >>> store.put([item], embedder.embed_documents([item.text]), action="created")
-        >>> store.graph.item(item.id).text
+        >>> store.graph_of("ana").item(item.id).text
         'Ana lives in Porto.'
+        >>> store.entities()
+        ['ana']
         >>> store.close()
     """
 
@@ -122,291 +107,209 @@ class Store:
         chroma_url: str | None = None,
         lock_timeout: float = 60.0,
         compact_every: int = 5000,
+        max_resident_shards: int = DEFAULT_RESIDENT_SHARDS,
+        max_resident_memories: int = DEFAULT_RESIDENT_MEMORIES,
+        merged_count: Callable[[MemoryItem], int] | None = None,
     ) -> None:
+        for name, bound in (
+            ("max_resident_shards", max_resident_shards),
+            ("max_resident_memories", max_resident_memories),
+        ):
+            if isinstance(bound, bool) or not isinstance(bound, int) or bound < 1:
+                raise InvalidInputError(f"{name} must be a positive int, not {bound!r}")
         self.path = path
-        self._embed = embed
-        self._compact_every = compact_every
-        self._writer = uuid.uuid4().hex[:12]
-        self._seq = 0
-        self._mu = threading.RLock()
         self._closed = False
-        self._pending: dict[str, dict[str, Any]] = {}
-        self._touches: list[tuple[str, str]] = []
-        self._ops_since_snapshot = 0  # logged changes and edges, not recall counts
-        self._touches_since_snapshot = 0
-        self._snapshot_size = 0
-        self._manifest_stamp: tuple[int, int, int] = (0, 0, 0)
+        self._mu = threading.Lock()  # the resident shards and the writer locks
+        self._shards: OrderedDict[str, Shard] = OrderedDict()
+        self._loading: dict[str, threading.Lock] = {}
+        self._plans: dict[str, threading.Lock] = {}
+        self._known: set[str] = set()
+        self.max_resident_shards = max_resident_shards
+        self.max_resident_memories = max_resident_memories
         self.repair = RepairReport()
         path.mkdir(parents=True, exist_ok=True)
         self._file_lock = FileLock(
             str(path / "store.lock"), timeout=lock_timeout, thread_local=False
         )
-        self.graph = MemoryGraph()
-        self.keywords = KeywordIndex()
-        with self._locked():
-            flags = embedder_flags(embedder.model_id)
-            manifest = read_manifest(self._manifest_path, flags=flags)
-            if manifest is None:
-                if self._has_data():
-                    # Starting a new store over old data would hide it: repair instead.
-                    raise damaged(
-                        self._manifest_path, "is missing but the store holds data", path, *flags
-                    )
-                manifest = Manifest(embedder=embedder)
-                write_manifest(self._manifest_path, manifest)
-            else:
-                manifest.check_embedder(embedder.model_id, embedder.dimension, path)
-                if chroma_url is None and not (path / "chroma").is_dir():
-                    raise damaged(path / "chroma", "is missing", path, FROM_GRAPH)
-            self.manifest = manifest
+        with self._store_locked(lock_timeout):
+            self.manifest = self._open_manifest(embedder, chroma_url)
             self.vectors = VectorIndex(path / "chroma", chroma_url=chroma_url)
-            self._load_snapshot()
-            self._catch_up(locked=True)
-            self._remove_old_logs()
+            self.catalog: Catalog = SqliteCatalog(path / "catalog.sqlite3", timeout=lock_timeout)
+            self._settings = ShardSettings(
+                vectors=self.vectors,
+                embed=embed,
+                writer=uuid.uuid4().hex[:12],
+                repair=self.repair,
+                lock_timeout=lock_timeout,
+                compact_every=compact_every,
+                store_label=str(path),
+                merged_count=merged_count or (lambda item: 0),
+            )
+            for entity_id in self.catalog.dropping():
+                self._finish_drop(entity_id)
         if self.repair.repaired:
             log.warning("store %s: %s", path, self.repair.summary())
 
-    # -- paths ---------------------------------------------------------------------------
+    # -- opening ---------------------------------------------------------------------------
     @property
     def _manifest_path(self) -> Path:
         return self.path / "manifest.json"
 
-    @property
-    def _graph_path(self) -> Path:
-        return self.path / "graph.json"
-
     def _has_data(self) -> bool:
-        return (
-            self._graph_path.exists()
-            or (self.path / "chroma").exists()
-            or any(self.path.glob("wal-*.jsonl"))
-        )
+        return any(
+            (self.path / name).exists()
+            for name in ("graph.json", "chroma", "shards", "catalog.sqlite3")
+        ) or any(self.path.glob("wal-*.jsonl"))
 
-    # -- locking -------------------------------------------------------------------------
+    def _open_manifest(self, embedder: EmbedderInfo, chroma_url: str | None) -> Manifest:
+        flags = embedder_flags(embedder.model_id)
+        manifest = read_manifest(self._manifest_path, flags=flags)
+        if manifest is None:
+            if self._has_data():
+                # Starting a new store over old data would hide it: repair instead.
+                raise damaged(
+                    self._manifest_path, "is missing but the store holds data", self.path, *flags
+                )
+            manifest = Manifest(embedder=embedder)
+            write_manifest(self._manifest_path, manifest)
+            return manifest
+        manifest.check_embedder(embedder.model_id, embedder.dimension, self.path)
+        if chroma_url is None and not (self.path / "chroma").is_dir():
+            raise damaged(self.path / "chroma", "is missing", self.path, FROM_GRAPH)
+        if manifest.schema_version < SCHEMA_VERSION:
+            from memtrellis.store.migrate import migrate_locked
+
+            manifest = migrate_locked(self.path, manifest)
+        return manifest
+
     @contextmanager
-    def _locked(self, timeout: float | None = None) -> Iterator[None]:
-        with self._mu:
-            wait = self._file_lock.timeout if timeout is None else timeout
-            try:
-                self._file_lock.acquire(timeout=wait)
-            except Timeout as exc:
-                raise StoreLockedError(
-                    f"another process held the lock on {self.path} for longer than {wait} s"
-                ) from exc
-            try:
-                yield
-            finally:
-                self._file_lock.release()
+    def _store_locked(self, timeout: float) -> Iterator[None]:
+        try:
+            self._file_lock.acquire(timeout=timeout)
+        except Timeout as exc:
+            raise StoreLockedError(
+                f"another process held the lock on {self.path} for longer than {timeout} s"
+            ) from exc
+        try:
+            yield
+        finally:
+            self._file_lock.release()
 
     def check_open(self) -> None:
         """Raise [`StoreClosedError`][memtrellis.errors.StoreClosedError] once the store is
         closed."""
-        self._check_open()
-
-    def _check_open(self) -> None:
         if self._closed:
             raise StoreClosedError("this memory store is closed")
 
-    # -- loading and catching up ---------------------------------------------------------
-    def _stat_manifest(self) -> tuple[int, int, int]:
-        # The manifest is replaced, never edited, so a new inode means a new generation.
+    # -- shards ----------------------------------------------------------------------------
+    def _storage(self, entity_id: str) -> ShardStorage:
+        return FileShardStorage(self.path, entity_id)
+
+    def shard(self, entity_id: str) -> Shard:
+        """The entity's shard, loaded on first use (an empty one for a new entity)."""
+        self.check_open()
+        with self._mu:
+            found = self._shards.get(entity_id)
+            if found is not None:
+                self._shards.move_to_end(entity_id)
+                return found
+            loading = self._loading.setdefault(entity_id, threading.Lock())
+        with loading:  # one load per entity at a time; other entities go on meanwhile
+            with self._mu:
+                found = self._shards.get(entity_id)
+                if found is not None:
+                    return found
+            shard = Shard(self._storage(entity_id), self._settings)
+            if shard.storage.exists():
+                self._known.add(entity_id)
+                self._record(shard, only_if_changed=True)
+            with self._mu:
+                self._shards[entity_id] = shard
+                self._loading.pop(entity_id, None)
+                evicted = self._choose_evictions(entity_id)
+        for old in evicted:
+            self._evict(old)
+        return shard
+
+    def _choose_evictions(self, keep: str) -> list[Shard]:
+        # Called with _mu held; the least recently used first, never the one just used.
+        chosen: list[Shard] = []
+        count = len(self._shards)
+        memories = sum(len(s.graph) for s in self._shards.values())
+        for entity_id, shard in list(self._shards.items()):
+            if count <= self.max_resident_shards and memories <= self.max_resident_memories:
+                break
+            if entity_id == keep or not shard.mu.acquire(blocking=False):
+                continue  # in use right now: a later load evicts it
+            shard.mu.release()
+            del self._shards[entity_id]
+            chosen.append(shard)
+            count -= 1
+            memories -= len(shard.graph)
+        return chosen
+
+    def _evict(self, shard: Shard) -> None:
+        """Log what only memory holds (recall counts) and record the figures."""
         try:
-            st = self._manifest_path.stat()
-        except FileNotFoundError:
-            return (0, 0, 0)
-        return (st.st_ino, st.st_mtime_ns, st.st_size)
+            shard.flush(snapshot=False)
+            if shard.dirty:
+                self._record(shard)
+        except Exception:  # eviction must not fail the call that triggered it
+            log.exception("store %s: could not flush evicted shard %s", self.path, shard.entity_id)
 
-    def _load_snapshot(self) -> None:
-        # Loading builds hundreds of thousands of objects that all stay alive; with the
-        # cyclic collector running it rescans them over and over (14.8 s instead of 4.4 s
-        # for a 100k store in benchmarks/latency.py).
-        collecting = gc.isenabled()
-        gc.disable()
-        try:
-            self._load_snapshot_now()
-        finally:
-            if collecting:
-                gc.enable()
-
-    def _load_snapshot_now(self) -> None:
-        graph, generation = MemoryGraph.load(self._graph_path)
-        if generation < self.manifest.generation:
-            expects = f"the manifest expects generation {self.manifest.generation}"
-            problem = (
-                f"is out of date (generation {generation}; {expects})"
-                if self._graph_path.exists()
-                else f"is missing ({expects})"
-            )
-            raise damaged(self._graph_path, problem, self.path, FROM_INDEX)
-        if generation > self.manifest.generation:
-            # A compaction wrote the snapshot but died before the manifest: finish it.
-            self.manifest.generation = generation
-            write_manifest(self._manifest_path, self.manifest)
-        self.graph = graph
-        self.keywords = KeywordIndex()
-        for item in graph.items():
-            self.keywords.add(item.scope.entity_id, item.id, item.search_text())
-        self._reader = WalReader(wal_path(self.path, self.manifest.generation))
-        self._manifest_stamp = self._stat_manifest()
-        self._ops_since_snapshot = 0
-        self._touches_since_snapshot = 0
-        self._snapshot_size = len(graph)
-
-    def _catch_up(self, *, locked: bool) -> None:
-        """Apply what was logged since our last look; under the lock, also repair."""
-        stamp = self._stat_manifest()
-        if stamp != self._manifest_stamp:
-            manifest = read_manifest(self._manifest_path)
-            if manifest is not None and manifest.generation != self.manifest.generation:
-                self.manifest = manifest
-                self._load_snapshot()
-                self._pending.clear()
-                self.vectors.stale = True
-            self._manifest_stamp = stamp
-        if self._reader.size() > self._reader.offset:
-            foreign = False
-            for record in self._reader.read_new():
-                foreign = foreign or record.get("w") != self._writer
-                self._apply(record)
-            if foreign:
-                self.vectors.stale = True
-        if locked:
-            if self._reader.torn_tail and self._reader.cut_torn_tail():
-                self.repair.torn_records += 1
-            if self.vectors.stale:
-                self.vectors.refresh()
-            if self._pending:
-                self._roll_forward()
-
-    def _apply(self, record: dict[str, Any]) -> None:
-        op = record["op"]
-        if op == "ok":
-            self._pending.pop(record["rid"], None)
+    def _record(self, shard: Shard, *, only_if_changed: bool = False) -> None:
+        stats = shard.stats()
+        if only_if_changed and self.catalog.get(shard.entity_id) == stats:
             return
-        if op == "touch":
-            self._touches_since_snapshot += 1
-        else:
-            self._ops_since_snapshot += 1
-        if op in _CHANGE_OPS:
-            self._pending[record["rid"]] = record
-        try:
-            replay_record(self.graph, record)
-        except (ValueError, KeyError, TypeError) as exc:
-            raise damaged(
-                self._reader.path, f"holds a record it cannot apply ({exc})", self.path
-            ) from exc
-        if op == "put":
-            item = self.graph.item(record["item"]["id"])
-            if item is not None:
-                self.keywords.add(item.scope.entity_id, item.id, item.search_text())
-        elif op == "del":
-            for memory_id in record["ids"]:
-                self.keywords.remove(memory_id)
-        elif op == "drop":
-            self.keywords.drop_tenant(record["entity_id"])
+        self.catalog.record(shard.entity_id, stats)
+        shard.dirty = False
 
-    def _index_change(self, record: dict[str, Any]) -> None:
-        """Carry one logged change into the vector index (idempotent)."""
-        op = record["op"]
-        if op == "put":
-            item = self.graph.item(record["item"]["id"])
-            if item is None:  # deleted by a later record; nothing to index
-                return
-            if record.get("reembed", True) or not self.vectors.has(item.scope.entity_id, [item.id]):
-                self.vectors.upsert([item], self._embed([item.search_text()]))
-            else:
-                self.vectors.update_metadata([item])
-        elif op == "del":
-            self.vectors.delete(record["entity_id"], record["ids"])
-        elif op == "drop":
-            self.vectors.drop_entity(record["entity_id"])
+    def _writable(self, entity_id: str) -> Shard:
+        shard = self.shard(entity_id)
+        if entity_id not in self._known:
+            self.catalog.ensure(entity_id)
+            self._known.add(entity_id)
+        return shard
 
-    def _roll_forward(self) -> None:
-        done: list[dict[str, Any]] = []
-        for rid, record in list(self._pending.items()):
-            try:
-                self._index_change(record)
-            except Exception:
-                self.repair.index_retries += 1
-                log.exception("store %s: could not index change %s; will retry", self.path, rid)
-                continue
-            done.append({"op": "ok", "rid": rid, "w": self._writer})
-            self.repair.rolled_forward.append(rid)
-            self._pending.pop(rid, None)
-        if done:
-            self._reader.offset = append_records(self._reader.path, done, durable=False)
+    def resident(self) -> list[str]:
+        """The entities whose shards are loaded now, least recently used first."""
+        with self._mu:
+            return list(self._shards)
 
-    def _remove_old_logs(self) -> None:
-        current = wal_path(self.path, self.manifest.generation).name
-        for old in self.path.glob("wal-*.jsonl"):
-            if old.name < current:
-                old.unlink(missing_ok=True)
-        # A process killed while writing a snapshot leaves its temporary file, as large as
-        # the graph, behind. Snapshots are written only under the lock we hold: any such
-        # file now belongs to a writer that died.
-        for stale in self.path.glob(f".{self._graph_path.name}.*.tmp"):
-            stale.unlink(missing_ok=True)
+    def graph_of(self, entity_id: str) -> MemoryGraph:
+        """The entity's graph (a `MemoryGraph`; hold ``reading(entity_id)`` across calls)."""
+        return self.shard(entity_id).graph
+
+    @contextmanager
+    def reading(self, entity_id: str) -> Iterator[Shard]:
+        """Hold one entity's shard still while reading its graph and keyword index."""
+        shard = self.shard(entity_id)
+        with shard.mu:
+            yield shard
+
+    @contextmanager
+    def writing(self, entity_id: str) -> Iterator[None]:
+        """One plan-and-commit at a time for an entity in this process (others go on)."""
+        with self._mu:
+            lock = self._plans.setdefault(entity_id, threading.Lock())
+        with lock:
+            yield
+
+    def refresh(self, entity_id: str, *, wait: bool = False) -> None:
+        """See what other processes wrote for this entity (cheap when nothing changed)."""
+        self.shard(entity_id).refresh(wait=wait)
 
     # -- writing ---------------------------------------------------------------------------
-    def _rid(self) -> str:
-        self._seq += 1
-        return f"{self._writer}:{self._seq}"
-
     def commit(
         self,
+        entity_id: str,
         records: list[dict[str, Any]],
         index: Callable[[], None] | None = None,
         *,
         compact: bool = False,
     ) -> None:
-        """Log ``records``, apply them, then run ``index`` (the vector-index half).
-
-        Change records (``put``, ``del``, ``drop``) get a record id here. If ``index``
-        fails the change stays logged and pending: it is in the graph now and reaches the
-        index when the next writer rolls it forward, so nothing acknowledged is lost.
-        ``compact=True`` writes a snapshot and starts a new log right after (unless a
-        change is still pending).
-        """
-        self._check_open()
-        with self._locked():
-            self._catch_up(locked=True)
-            rids: list[str] = []
-            for record in records:
-                record["w"] = self._writer
-                if record["op"] in _CHANGE_OPS:
-                    record["rid"] = self._rid()
-                    rids.append(record["rid"])
-            # Touches were applied when they happened; only the new records apply now.
-            outgoing = self._drain_touches() + records
-            self._reader.offset = append_records(self._reader.path, outgoing)
-            for record in records:
-                self._apply(record)
-            try:
-                if index is not None:
-                    index()
-                else:
-                    for rid in rids:
-                        self._index_change(self._pending[rid])
-            except Exception:
-                self.repair.index_retries += 1
-                log.exception("store %s: vector index write failed; will retry", self.path)
-            else:
-                oks = [{"op": "ok", "rid": rid, "w": self._writer} for rid in rids]
-                if oks:
-                    self._reader.offset = append_records(self._reader.path, oks, durable=False)
-                for rid in rids:
-                    self._pending.pop(rid, None)
-            # A snapshot costs O(graph); waiting for as many changes as the last snapshot
-            # held keeps ingest linear overall.
-            logged = self._ops_since_snapshot + self._touches_since_snapshot
-            if compact or logged >= max(self._compact_every, self._snapshot_size):
-                self._compact()
-            if compact and self._pending:
-                log.warning(
-                    "store %s: changes are pending in the vector index, so the log was "
-                    "not compacted; the next snapshot removes what it still holds",
-                    self.path,
-                )
+        """Log, apply and index ``records`` of one entity (see `Shard.commit`)."""
+        self._writable(entity_id).commit(records, index, compact=compact)
 
     def put(
         self,
@@ -416,7 +319,7 @@ class Store:
         detail: dict[str, Any] | None = None,
         edges: Sequence[tuple[str, str, EdgeKind]] = (),
     ) -> None:
-        """Store items (and edges among them) in one commit.
+        """Store items (and edges among them), one commit per entity.
 
         ``embeddings=None`` means the text did not change (metadata only).
         """
@@ -428,11 +331,27 @@ class Store:
     def apply(
         self, changes: Sequence[Change], edges: Sequence[tuple[str, str, EdgeKind]] = ()
     ) -> None:
-        """Store new and changed items with their history events, and edges, in one commit.
+        """Store new and changed items with their history events, and edges: one commit per
+        entity, each atomic.
 
         A change with an embedding is (re)indexed with it; one without keeps its vector
-        and only its metadata is refreshed.
+        and only its metadata is refreshed. An edge belongs to the entity of its source.
         """
+        owner = {c.item.id: c.item.scope.entity_id for c in changes}
+        by_entity: dict[str, tuple[list[Change], list[tuple[str, str, EdgeKind]]]] = {}
+        for change in changes:
+            by_entity.setdefault(change.item.scope.entity_id, ([], []))[0].append(change)
+        for edge in edges:
+            entity_id = owner.get(edge[0]) or owner.get(edge[1])
+            if entity_id is None:
+                raise InvalidInputError(f"edge {edge[0]} -> {edge[1]} names no stored item")
+            by_entity.setdefault(entity_id, ([], []))[1].append(edge)
+        for entity_id, (group, group_edges) in by_entity.items():
+            self._apply_one(entity_id, group, group_edges)
+
+    def _apply_one(
+        self, entity_id: str, changes: list[Change], edges: list[tuple[str, str, EdgeKind]]
+    ) -> None:
         at = utcnow()
         records: list[dict[str, Any]] = [
             {
@@ -448,38 +367,48 @@ class Store:
         records.extend(
             {"op": "edge", "src": src, "dst": dst, "kind": kind.value} for src, dst, kind in edges
         )
+        shard = self._writable(entity_id)
 
         def index() -> None:
             embedded = [c for c in changes if c.embedding is not None]
             if embedded:
-                stored = [self.graph.item(c.item.id) or c.item for c in embedded]
+                stored = [shard.graph.item(c.item.id) or c.item for c in embedded]
                 self.vectors.upsert(stored, [c.embedding for c in embedded if c.embedding])
             for record in records:
                 if record["op"] == "put" and not record["reembed"]:
-                    self._index_change(record)
+                    shard.index_change(record)
 
-        self.commit(records, index)
+        shard.commit(records, index)
 
     def delete(self, entity_id: str, ids: Sequence[str]) -> None:
         """Delete memories of one entity from graph and index."""
         if ids:
-            self.commit([{"op": "del", "entity_id": entity_id, "ids": list(ids)}])
+            self.commit(entity_id, [{"op": "del", "entity_id": entity_id, "ids": list(ids)}])
 
     def drop_entity(self, entity_id: str) -> None:
-        """Delete everything one entity has, then compact.
+        """Delete everything one entity has, then compact its shard.
 
-        The log still holds the entity's ``put`` records until the next snapshot, so a
+        The entity's log still holds its ``put`` records until its next snapshot, so a
         snapshot is written at once: afterwards no file of the store holds its memories.
+        The catalog marks the entity first, so a crash midway is finished by the next open.
         """
-        self.commit([{"op": "drop", "entity_id": entity_id}], compact=True)
+        self.catalog.mark_dropping(entity_id)
+        self._finish_drop(entity_id)
 
-    def supersede(self, replaced: dict[str, str]) -> None:
+    def _finish_drop(self, entity_id: str) -> None:
+        shard = self.shard(entity_id)
+        shard.commit([{"op": "drop", "entity_id": entity_id}], compact=True)
+        self.catalog.remove(entity_id)
+        self._known.discard(entity_id)
+
+    def supersede(self, entity_id: str, replaced: dict[str, str]) -> None:
         """Mark each ``old id -> new id`` superseded, with a ``supersedes`` edge new -> old."""
         records: list[dict[str, Any]] = []
         at = utcnow()
-        with self._mu:
+        shard = self._writable(entity_id)
+        with shard.mu:
             for old_id, new_id in replaced.items():
-                old = self.graph.item(old_id)
+                old = shard.graph.item(old_id)
                 if old is None:
                     continue
                 event = HistoryEvent(at=at, action="superseded", detail={"by": new_id})
@@ -497,83 +426,49 @@ class Store:
                     {"op": "edge", "src": new_id, "dst": old_id, "kind": EdgeKind.SUPERSEDES.value}
                 )
             if records:
-                self.commit(records)
+                shard.commit(records)
 
-    def add_edge(self, source: str, target: str, kind: EdgeKind) -> None:
-        """Add a typed memory-to-memory edge."""
-        self.commit([{"op": "edge", "src": source, "dst": target, "kind": kind.value}])
+    def add_edge(self, entity_id: str, source: str, target: str, kind: EdgeKind) -> None:
+        """Add a typed memory-to-memory edge within one entity."""
+        self.commit(entity_id, [{"op": "edge", "src": source, "dst": target, "kind": kind.value}])
 
-    def touch(self, ids: Sequence[str], at: datetime) -> None:
+    def touch(self, entity_id: str, ids: Sequence[str], at: datetime) -> None:
         """Count a recall of ``ids``: applied now, logged lazily with the next write."""
-        with self._mu:
-            for memory_id in ids:
-                item = self.graph.item(memory_id)
-                if item is not None:
-                    item.recall_count += 1
-                    item.last_recalled_at = at
-            self._touches.append((",".join(ids), at.isoformat()))
-            if len(self._touches) >= 256:
-                # A read must not fail on a busy writer: the counts wait for a later call.
-                wait = min(self._file_lock.timeout, _RELOAD_WAIT)
-                with contextlib.suppress(StoreLockedError), self._locked(timeout=wait):
-                    self.commit([])
-
-    def _drain_touches(self) -> list[dict[str, Any]]:
-        touches, self._touches = self._touches, []
-        self._touches_since_snapshot += len(touches)
-        # Already applied locally; the log carries them to other processes and restarts.
-        return [
-            {"op": "touch", "ids": ids.split(","), "at": at, "w": self._writer}
-            for ids, at in touches
-        ]
-
-    def _compact(self) -> None:
-        """Write a new snapshot and start a new log (under the lock, nothing pending)."""
-        if self._pending:
-            return
-        generation = self.manifest.generation + 1
-        self.graph.save(self._graph_path, generation)
-        old_log = self._reader.path
-        self.manifest.generation = generation
-        write_manifest(self._manifest_path, self.manifest)
-        old_log.unlink(missing_ok=True)
-        self._reader = WalReader(wal_path(self.path, generation))
-        self._manifest_stamp = self._stat_manifest()
-        self._ops_since_snapshot = 0
-        self._touches_since_snapshot = 0
-        self._snapshot_size = len(self.graph)
+        self.shard(entity_id).touch(list(ids), at)
 
     # -- reading ---------------------------------------------------------------------------
-    def reading(self) -> threading.RLock:
-        """Hold this while reading the graph or keyword index across several calls."""
-        return self._mu
+    def entities(self) -> list[str]:
+        """Every entity with memories in the store, from the catalog (no shard is loaded)."""
+        self.check_open()
+        return self.catalog.entities()
 
-    def refresh(self, *, wait: bool = False) -> None:
-        """See what other processes wrote (cheap when nothing changed).
+    def shards(self) -> Iterator[Shard]:
+        """Every entity's shard, one at a time: resident ones as they are, the others
+        loaded for the caller and dropped after (they do not displace resident shards)."""
+        for entity_id in self.entities():
+            with self._mu:
+                shard = self._shards.get(entity_id)
+            if shard is None:
+                shard = Shard(self._storage(entity_id), self._settings)
+            shard.refresh()
+            yield shard
 
-        The graph and keyword index catch up at once. Reloading the vector index takes
-        the store lock; while another process keeps it busy writing, a read does not wait
-        for it (a busy writer could hold a reader off until the lock timeout) and the
-        reload is retried on the next call. ``wait=True`` (before planning a write
-        against the index) waits up to the lock timeout like a write.
-        """
-        self._check_open()
+    def stats(self) -> dict[str, EntityStats]:
+        """Every entity's figures: live for resident shards, from the catalog for others."""
+        recorded = self.catalog.all()
         with self._mu:
-            self._catch_up(locked=False)
-            if self.vectors.stale:
-                timeout = None if wait else min(self._file_lock.timeout, _RELOAD_WAIT)
-                try:
-                    with self._locked(timeout=timeout):
-                        self._catch_up(locked=True)
-                except StoreLockedError:
-                    if wait:
-                        raise
-                    log.debug("store %s: busy; the vector index reloads on a later call", self.path)
+            resident = list(self._shards.values())
+        for shard in resident:
+            if shard.entity_id in recorded:
+                with shard.mu:
+                    recorded[shard.entity_id] = shard.stats()
+        return recorded
 
     @property
     def pending_count(self) -> int:
-        """Logged changes not yet confirmed in the vector index."""
-        return len(self._pending)
+        """Logged changes not yet confirmed in the vector index (resident shards)."""
+        with self._mu:
+            return sum(s.pending_count for s in self._shards.values())
 
     def disk_usage(self) -> int:
         """Bytes used by the store directory."""
@@ -588,23 +483,21 @@ class Store:
 
     # -- closing ---------------------------------------------------------------------------
     def close(self) -> None:
-        """Flush pending counts, write a snapshot when the log has grown, release Chroma."""
+        """Log pending recall counts, snapshot each changed shard, release Chroma."""
         with self._mu:
             if self._closed:
                 return
-            try:
-                with self._locked():
-                    self._catch_up(locked=True)
-                    if self._touches:
-                        self._reader.offset = append_records(
-                            self._reader.path, self._drain_touches()
-                        )
-                    # Recall counts replay cheaply: a log holding only those (say, of a
-                    # read-only session) does not need a new snapshot of the whole graph.
-                    if self._ops_since_snapshot or (
-                        self._touches_since_snapshot >= self._compact_every
-                    ):
-                        self._compact()
-            finally:
-                self._closed = True
-                self.vectors.close()
+            self._closed = True
+            resident = list(self._shards.values())
+            self._shards.clear()
+        try:
+            for shard in resident:
+                try:
+                    shard.flush(snapshot=True)
+                    if shard.dirty:
+                        self._record(shard)
+                except (StoreLockedError, OSError):
+                    log.exception("store %s: could not flush shard %s", self.path, shard.entity_id)
+        finally:
+            self.vectors.close()
+            self.catalog.close()
