@@ -327,6 +327,15 @@ class MemoryGraph:
         """Write the graph atomically as node-link JSON, streamed node by node."""
         atomic_write_chunks(path, self._json_chunks(generation))
 
+    def to_json(self, generation: int) -> bytes:
+        """The document `save` writes, as bytes (for a snapshot kept in a database).
+
+        Examples:
+            >>> MemoryGraph.from_json(MemoryGraph().to_json(3))[1]
+            3
+        """
+        return b"".join(self._json_chunks(generation))
+
     @classmethod
     def load(cls, path: Path, *, store: Path | None = None) -> tuple[MemoryGraph, int]:
         """Read a saved graph; returns it and the generation it was saved at.
@@ -334,38 +343,12 @@ class MemoryGraph:
         ``store``: the store directory a damaged file's repair command names (by default
         the file's own directory).
         """
-        graph = cls()
         try:
             raw = path.read_bytes()
         except FileNotFoundError:
-            return graph, 0
+            return cls(), 0
         try:
-            data = json.loads(raw)
-            generation = int(data["graph"]["generation"])
-            memory_nodes: list[tuple[MemoryItem, list[HistoryEvent]]] = []
-            for node in data["nodes"]:
-                if node.get("kind") == _MEMORY:
-                    item = MemoryItem.model_validate(node["item"])
-                    history = [HistoryEvent.model_validate(e) for e in node["history"]]
-                    memory_nodes.append((item, history))
-                else:
-                    attrs = {k: v for k, v in node.items() if k != "id"}
-                    owner, name = attrs.get("entity_id"), attrs.get("name")
-                    if attrs.get("kind") == _ENTITY and (
-                        not isinstance(owner, str)
-                        or not isinstance(name, str)
-                        or entity_node_id(owner, name) != node["id"]
-                    ):
-                        # Saved under an older, ambiguous form of the id (see
-                        # entity_node_id): put re-creates it below under the current one.
-                        continue
-                    graph.g.add_node(node["id"], **attrs)
-            for item, history in memory_nodes:
-                graph.put(item)
-                graph.g.nodes[item.id]["history"] = history
-            for edge in data["edges"]:
-                if edge["key"] != EdgeKind.MENTIONS.value:
-                    graph.add_edge(edge["source"], edge["target"], EdgeKind(edge["key"]))
+            return cls.from_json(raw)
         except (ValueError, KeyError, TypeError) as exc:
             raise damaged(
                 path,
@@ -373,6 +356,50 @@ class MemoryGraph:
                 store or path.parent,
                 FROM_INDEX,
             ) from exc
+
+    @classmethod
+    def from_json(cls, raw: bytes) -> tuple[MemoryGraph, int]:
+        """The graph in a document `save` wrote, and its generation.
+
+        Raises:
+            ValueError: Not such a document (``KeyError`` or ``TypeError`` for missing
+                or mistyped fields).
+
+        Examples:
+            >>> from memtrellis import MemoryItem, Scope
+            >>> graph = MemoryGraph()
+            >>> graph.put(MemoryItem(text="Ana lives in Porto.", scope=Scope(entity_id="ana")))
+            >>> copy, generation = MemoryGraph.from_json(graph.to_json(1))
+            >>> len(copy), generation
+            (1, 1)
+        """
+        graph = cls()
+        data = json.loads(raw)
+        generation = int(data["graph"]["generation"])
+        memory_nodes: list[tuple[MemoryItem, list[HistoryEvent]]] = []
+        for node in data["nodes"]:
+            if node.get("kind") == _MEMORY:
+                item = MemoryItem.model_validate(node["item"])
+                history = [HistoryEvent.model_validate(e) for e in node["history"]]
+                memory_nodes.append((item, history))
+            else:
+                attrs = {k: v for k, v in node.items() if k != "id"}
+                owner, name = attrs.get("entity_id"), attrs.get("name")
+                if attrs.get("kind") == _ENTITY and (
+                    not isinstance(owner, str)
+                    or not isinstance(name, str)
+                    or entity_node_id(owner, name) != node["id"]
+                ):
+                    # Saved under an older, ambiguous form of the id (see
+                    # entity_node_id): put re-creates it below under the current one.
+                    continue
+                graph.g.add_node(node["id"], **attrs)
+        for item, history in memory_nodes:
+            graph.put(item)
+            graph.g.nodes[item.id]["history"] = history
+        for edge in data["edges"]:
+            if edge["key"] != EdgeKind.MENTIONS.value:
+                graph.add_edge(edge["source"], edge["target"], EdgeKind(edge["key"]))
         return graph, generation
 
     def absorb(self, other: MemoryGraph) -> None:
