@@ -1,4 +1,5 @@
-"""Shared fixtures: temp stores on a real Chroma PersistentClient, and a real Chroma server."""
+"""Shared fixtures: temp stores on a real Chroma PersistentClient, a real Chroma server and a
+real PostgreSQL server."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from memtrellis import Memory
+from memtrellis.store._pgscratch import ScratchServer, shared_server
 from memtrellis.testing import HashingEmbedder
 
 
@@ -92,3 +94,26 @@ def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         except subprocess.TimeoutExpired:  # pragma: no cover
             proc.kill()
         log.close()
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[ScratchServer]:
+    """A real PostgreSQL server (the pgserver wheel) in a temp dir, removed at the end."""
+    try:
+        server = shared_server()
+    except Exception as exc:
+        pytest.fail(f"the PostgreSQL test server (pgserver) did not start: {exc!r}")
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def postgres_url(postgres_server: ScratchServer) -> Iterator[str]:
+    """A fresh empty database on the test server; dropped after the test."""
+    url = postgres_server.new_database()
+    try:
+        yield url
+    finally:
+        postgres_server.drop_database(url)
