@@ -20,6 +20,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from psycopg_pool import PoolTimeout
 
 from memtrellis.errors import StoreCorruptError, StoreLockedError
 from memtrellis.store.graph import MemoryGraph
@@ -74,7 +75,7 @@ def rows_of(url: str, entity_id: str) -> dict[str, int]:
         return {
             table: conn.execute(
                 f"SELECT count(*) FROM {table} WHERE entity_id = %s", (entity_id,)
-            ).fetchone()[0]  # type: ignore[index]
+            ).fetchone()[0]
             for table in TABLES
         }
 
@@ -260,7 +261,8 @@ def test_a_snapshot_round_trips_and_matches_the_file_storage(
     assert generation == 1
     files = FileShardStorage(tmp_path, "ana")
     files.save(graph, 1)
-    from_files, _ = MemoryGraph.load(files.path / "graph.json")
+    from_files, file_generation = files.load()
+    assert file_generation == 1
     assert loaded.to_node_link(1) == from_files.to_node_link(1)
     assert canonical(loaded) == canonical(graph)
     with psycopg.connect(backend.url) as conn:
@@ -338,3 +340,25 @@ def test_destroy_leaves_no_row_of_the_entity(backend: PostgresBackend) -> None:
     assert rows_of(backend.url, "ana") == dict.fromkeys(TABLES, 0)
     assert not ana.exists() and ana.generation() == 0 and ana.stamp() != stamp
     assert rows_of(backend.url, "bob") == dict.fromkeys(TABLES, 1)
+
+
+def test_a_writer_whose_session_was_lost_cannot_write_as_if_it_held_the_lock(
+    backend: PostgresBackend,
+) -> None:
+    storage = backend.storage("ana")
+    with storage.lock(timeout=5):
+        with psycopg.connect(backend.url, autocommit=True) as admin:
+            (holder,) = admin.execute(
+                "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted"
+            ).fetchone() or (None,)
+            admin.execute("SELECT pg_terminate_backend(%s)", (holder,))
+        with pytest.raises(psycopg.OperationalError):
+            storage.append(0, [{"op": "ok", "rid": "lost"}], durable=True)
+    with storage.lock(timeout=5):  # the broken connection left the pool
+        assert storage.append(0, [{"op": "ok", "rid": "again"}], durable=True) == 1
+
+
+def test_an_unreachable_server_is_named_without_its_password() -> None:
+    with pytest.raises(PoolTimeout, match=r"postgresql://ana@127\.0\.0\.1:1/memories") as caught:
+        PostgresBackend("postgresql://ana:secret@127.0.0.1:1/memories", connect_timeout=0.5)
+    assert "secret" not in str(caught.value)

@@ -28,7 +28,7 @@ from memtrellis.store.storage import EntityStats
 try:
     import psycopg
     from psycopg.conninfo import conninfo_to_dict
-    from psycopg_pool import ConnectionPool
+    from psycopg_pool import ConnectionPool, PoolTimeout
 except ImportError as exc:  # pragma: no cover - the dev extra installs them
     raise MissingDependencyError("psycopg", extra="postgres") from exc
 
@@ -167,7 +167,7 @@ class PostgresBackend:
         url: str,
         *,
         min_size: int = 1,
-        max_size: int = 8,
+        max_size: int = 16,
         connect_timeout: float = 30.0,
     ) -> None:
         self.url = url
@@ -181,7 +181,13 @@ class PostgresBackend:
             open=False,
             name="memtrellis",
         )
-        self.pool.open(wait=True, timeout=connect_timeout)
+        try:
+            self.pool.open(wait=True, timeout=connect_timeout)
+        except PoolTimeout as exc:
+            self.pool.close()
+            raise PoolTimeout(
+                f"could not connect to {self.label} within {connect_timeout} s"
+            ) from exc
         try:
             self._ensure_schema()
         except BaseException:
