@@ -26,9 +26,11 @@ from memtrellis.errors import StoreCorruptError, StoreLockedError
 from memtrellis.store.graph import MemoryGraph
 from memtrellis.store.pgshard import PostgresShardStorage
 from memtrellis.store.postgres import PostgresBackend, PostgresCatalog
+from memtrellis.store.shard import RepairReport, Shard, ShardSettings
 from memtrellis.store.shardfiles import FileShardStorage
 from memtrellis.store.storage import Catalog, EntityStats, ShardStorage
-from memtrellis.testing import HOSTILE_TEXTS
+from memtrellis.store.vectors import VectorIndex
+from memtrellis.testing import HOSTILE_TEXTS, HashingEmbedder
 from memtrellis.types import EdgeKind, HistoryEvent, MemoryItem, Scope
 
 pytestmark = pytest.mark.postgres
@@ -362,3 +364,47 @@ def test_an_unreachable_server_is_named_without_its_password() -> None:
     with pytest.raises(PoolTimeout, match=r"postgresql://ana@127\.0\.0\.1:1/memories") as caught:
         PostgresBackend("postgresql://ana:secret@127.0.0.1:1/memories", connect_timeout=0.5)
     assert "secret" not in str(caught.value)
+
+
+def test_store_shards_on_two_backends_share_one_memory(
+    backend: PostgresBackend, postgres_url: str, tmp_path: Path
+) -> None:
+    """The store's own `Shard` on PostgreSQL, as two machines (two pools) and one Chroma."""
+    embedder = HashingEmbedder()
+    vectors = VectorIndex(tmp_path / "chroma")
+    other = PostgresBackend(postgres_url)
+
+    def settings(writer: str) -> ShardSettings:
+        return ShardSettings(
+            vectors, embedder.embed_documents, writer=writer, repair=RepairReport()
+        )
+
+    def put(text: str) -> tuple[MemoryItem, dict[str, Any]]:
+        item = MemoryItem(text=text, scope=Scope(entity_id="ana"))
+        return item, {"op": "put", "item": item.model_dump(mode="json"), "reembed": True}
+
+    try:
+        a = Shard(backend.storage("ana"), settings("machine-a"))
+        first, record = put("Ana's daughter Mia starts school in Porto in September.")
+        a.commit([record])
+        b = Shard(other.storage("ana"), settings("machine-b"))
+        assert b.graph.item(first.id) is not None
+        # A writer on A logged a change and died before the vector index and its ``ok``.
+        cut, record = put("Ana moved to Lyon.")
+        record.update(rid="dead:1", w="machine-dead")
+        a.storage.append(a.generation, [record], durable=True)
+        b.refresh()  # sees a foreign change: takes the lock and rolls it forward
+        assert b.graph.item(cut.id) is not None and b.pending_count == 0
+        assert vectors.has("ana", [cut.id]) == {cut.id}
+        last = b.storage.read_log(b.generation, 0).records[-1]
+        assert last == {"op": "ok", "rid": "dead:1", "w": "machine-b"}
+        later, record = put("Ana adopted a cat.")
+        b.commit([record])
+        a.refresh()
+        assert a.graph.item(later.id) is not None and a.pending_count == 0
+        a.commit([put("Ana runs on Sundays.")[1]], compact=True)  # a new snapshot
+        b.refresh()
+        assert b.generation == a.generation == 1 and len(b.graph) == len(a.graph) == 4
+    finally:
+        other.close()
+        vectors.close()
