@@ -42,10 +42,11 @@ def _word(number: int) -> str:
 def _check_agreement(memory: Memory, expected: dict[str, set[str]], seed: int) -> None:
     """Graph, vector index, list() and health() all hold exactly the expected ids."""
     store = memory._store
-    store.refresh()
+    for entity in ENTITIES:
+        store.refresh(entity)
     assert store.pending_count == 0, f"seed {seed}: changes missing from the vector index"
     for entity in ENTITIES:
-        in_graph = set(store.graph.tenant_ids(entity))
+        in_graph = set(store.graph_of(entity).tenant_ids(entity))
         copies, unreadable = store.vectors.item_copies(entity)
         assert unreadable == 0, f"seed {seed}, {entity}: unreadable index copies"
         in_index = set(copies)
@@ -256,7 +257,7 @@ def test_recall_threads_survive_index_reloads(
             try:
                 for _ in range(40):
                     memory._store.vectors.stale = True  # what reading a foreign write does
-                    memory._store.refresh()
+                    memory._store.refresh("alice")
             finally:
                 done.set()
 

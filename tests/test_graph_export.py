@@ -50,10 +50,10 @@ def build(memory: Memory) -> Built:
     )
     [hostile] = memory.add(HOSTILE, entities=["<b>Tag</b>"])
     [bob] = memory.add(BOB_SECRET, entity_id="bob", entities=["Alice", "vault"])
-    store.add_edge(first.id, lyon.id, EdgeKind.SUPPORTS)
-    store.add_edge(hostile.id, first.id, EdgeKind.CONTRADICTS)
-    store.add_edge(second.id, first.id, EdgeKind.EXTENDS)
-    store.supersede({paris.id: lyon.id})
+    store.add_edge("alice", first.id, lyon.id, EdgeKind.SUPPORTS)
+    store.add_edge("alice", hostile.id, first.id, EdgeKind.CONTRADICTS)
+    store.add_edge("alice", second.id, first.id, EdgeKind.EXTENDS)
+    store.supersede("alice", {paris.id: lyon.id})
     ids = {
         "paris": paris.id,
         "lyon": lyon.id,
@@ -79,8 +79,8 @@ def hostile_text(built: Built) -> str:
 
 def expected(memory: Memory, tenant: str) -> tuple[set[str], set[tuple[str, str, str]]]:
     """Every node and edge of one tenant, read straight from the store's graph."""
-    g = memory._store.graph.g
-    nodes = set(memory._store.graph.tenant_ids(tenant))
+    g = memory._store.graph_of(tenant).g
+    nodes = set(memory._store.graph_of(tenant).tenant_ids(tenant))
     nodes |= {
         n for n, d in g.nodes(data=True) if d["kind"] == "entity" and d["entity_id"] == tenant
     }
@@ -92,9 +92,8 @@ def export(
     built: Built, tmp_path: Path, fmt: ExportFormat, tenant: str | None = "alice", **kw: int
 ) -> Path:
     store = built.memory._store
-    with store.reading():
-        path = tmp_path / f"graph.{fmt}"
-        return export_graph(store.graph, path, format=fmt, tenant=tenant, **kw)
+    graph = store.graph_of(tenant) if tenant is not None else store.combined_graph()
+    return export_graph(graph, tmp_path / f"graph.{fmt}", format=fmt, tenant=tenant, **kw)
 
 
 def page_json(page: str) -> dict[str, Any]:
@@ -133,8 +132,7 @@ def test_graphml_round_trips_nodes_edge_kinds_and_attributes(built: Built, tmp_p
 
 def test_graphml_replaces_characters_xml_cannot_hold(memory: Memory, tmp_path: Path) -> None:
     [item] = memory.add("bell \x07 and form feed \x0c here")
-    with memory._store.reading():
-        path = export_graph(memory._store.graph, tmp_path / "g.graphml", format="graphml")
+    path = export_graph(memory._store.combined_graph(), tmp_path / "g.graphml", format="graphml")
     text = nx.read_graphml(path).nodes[item.id]["text"]
     assert text == "bell \ufffd and form feed \ufffd here"
 
@@ -166,7 +164,7 @@ def test_html_is_self_contained_and_carries_the_graph(built: Built, tmp_path: Pa
     nodes, edges = expected(built.memory, "alice")
     assert {node["id"] for node in data["nodes"]} == nodes
     assert {(e["source"], e["target"], e["kind"]) for e in data["edges"]} == edges
-    for memory_id in built.memory._store.graph.tenant_ids("alice"):
+    for memory_id in built.memory._store.graph_of("alice").tenant_ids("alice"):
         assert memory_id in page
     first = next(node for node in data["nodes"] if node["id"] == built.ids["first"])
     assert first["sources"][0]["message_id"] == "d1:1"
@@ -195,8 +193,8 @@ def test_hostile_text_cannot_leave_the_data_block(built: Built, tmp_path: Path) 
 def test_html_escapes_a_hostile_entity_id(memory: Memory, tmp_path: Path) -> None:
     tenant = "<i>eve</i>&co"
     memory.add("Eve likes chess", entity_id=tenant)
-    with memory._store.reading():
-        page = export_graph(memory._store.graph, tmp_path / "e.html", format="html", tenant=tenant)
+    graph = memory._store.graph_of(tenant)
+    page = export_graph(graph, tmp_path / "e.html", format="html", tenant=tenant)
     text = page.read_text(encoding="utf-8")
     assert "<i>" not in text
     assert "&lt;i&gt;eve&lt;/i&gt;&amp;co" in text
@@ -206,7 +204,7 @@ def test_html_escapes_a_hostile_entity_id(memory: Memory, tmp_path: Path) -> Non
 def test_html_caps_memories_and_says_how_many_were_left_out(built: Built, tmp_path: Path) -> None:
     page = export(built, tmp_path, "html", max_memories=2).read_text(encoding="utf-8")
     data = page_json(page)
-    graph = built.memory._store.graph
+    graph = built.memory._store.graph_of("alice")
     alice = graph.tenant_ids("alice")
     shown = {node["id"] for node in data["nodes"] if node["kind"] == "memory"}
     assert len(shown) == 2
@@ -220,10 +218,9 @@ def test_html_caps_memories_and_says_how_many_were_left_out(built: Built, tmp_pa
 
 
 def test_html_of_an_empty_scope(memory: Memory, tmp_path: Path) -> None:
-    with memory._store.reading():
-        page = export_graph(
-            memory._store.graph, tmp_path / "x.html", format="html", tenant="nobody"
-        )
+    page = export_graph(
+        memory._store.graph_of("nobody"), tmp_path / "x.html", format="html", tenant="nobody"
+    )
     text = page.read_text(encoding="utf-8")
     assert "No memories in this scope." in text
     assert page_json(text)["nodes"] == []
@@ -263,7 +260,7 @@ def test_all_tenants_export_has_both(built: Built, tmp_path: Path) -> None:
 
 def test_unknown_format_is_a_typed_error(memory: Memory, tmp_path: Path) -> None:
     with pytest.raises(InvalidInputError, match="graphml"):
-        export_graph(memory._store.graph, tmp_path / "x", format="svg")  # type: ignore[arg-type]
+        export_graph(memory._store.graph_of("alice"), tmp_path / "x", format="svg")  # type: ignore[arg-type]
 
 
 # -- PNG -----------------------------------------------------------------------------------
@@ -271,8 +268,7 @@ def test_png_is_a_png(built: Built, tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     memory = built.memory
     memory.add("Costs $x^2$ dollars", entities=["$weird_{name}$"])
-    with memory._store.reading():
-        path = render_png(memory._store.graph, tmp_path / "g.png", tenant="alice")
+    path = render_png(memory._store.graph_of("alice"), tmp_path / "g.png", tenant="alice")
     assert path.read_bytes()[:8] == PNG_MAGIC
     assert path.stat().st_size > 5_000
 
@@ -284,7 +280,7 @@ def test_png_without_matplotlib_names_the_extra(
         monkeypatch.setitem(sys.modules, name, None)
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     with pytest.raises(MissingDependencyError, match=r"memtrellis\[viz\]"):
-        export_graph(memory._store.graph, tmp_path / "g.png", format="png")
+        export_graph(memory._store.graph_of("alice"), tmp_path / "g.png", format="png")
     assert not (tmp_path / "g.png").exists()
 
 
@@ -293,7 +289,7 @@ def make_store(path: Path) -> dict[str, MemoryItem]:
     with Memory(path, entity_id="alice", embedder=HashingEmbedder()) as memory:
         [old] = memory.add("Alice lives in Paris", entities=["Alice", "Paris"])
         [new] = memory.add("Alice moved to Lyon", entities=["Alice", "Lyon"])
-        memory._store.supersede({old.id: new.id})
+        memory._store.supersede("alice", {old.id: new.id})
         [bob] = memory.add(BOB_SECRET, entity_id="bob", entities=["vault"])
     return {"old": old, "new": new, "bob": bob}
 

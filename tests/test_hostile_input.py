@@ -248,14 +248,15 @@ def _assert_reopens_agreeing(path: Path) -> None:
         assert not memory.repair_report.repaired
         store = memory._store
         graph: dict[str, set[str]] = {}
-        for item in store.graph.items():
-            graph.setdefault(item.scope.entity_id, set()).add(item.id)
+        for entity in store.entities():
+            graph[entity] = set(store.graph_of(entity).tenant_ids(entity))
         for entity, ids in graph.items():
             copies, unreadable = store.vectors.item_copies(entity)
             assert unreadable == 0, f"unreadable index copies for {entity!r}"
             indexed = {i: copy.text for i, copy in copies.items()}
             assert set(indexed) == ids, f"graph and index disagree for {entity!r}"
-            assert all(store.graph.item(i).text == t for i, t in indexed.items())  # type: ignore[union-attr]
+            shard = store.graph_of(entity)
+            assert all(shard.item(i).text == t for i, t in indexed.items())  # type: ignore[union-attr]
         assert memory.health().pending_index_writes == 0
 
 
@@ -532,9 +533,10 @@ def test_store_takes_hostile_items_whole_or_refuses_them(tmp_path: Path) -> None
         ):
             with pytest.raises(InvalidInputError):
                 memory.store(bad)
-        with pytest.raises(InvalidInputError):  # an id another entity uses
-            memory.store(MemoryItem(id="k1", text="Mallory's note", scope=Scope(entity_id="m")))
+        # An id another entity uses is per entity: Mallory's note is hers alone.
+        memory.store(MemoryItem(id="k1", text="Mallory's note", scope=Scope(entity_id="m")))
         assert memory.get("k1") == kept
+        assert memory.get("k1", entity_id="m").text == "Mallory's note"
         assert memory.health().pending_index_writes == 0
     _assert_reopens_agreeing(path)
 

@@ -20,6 +20,7 @@ from memtrellis import (
     Scope,
     StoreClosedError,
 )
+from memtrellis.store.shardfiles import shard_dir
 from memtrellis.testing import HashingEmbedder
 
 CHAT = [
@@ -311,7 +312,7 @@ def test_graph_file_is_plain_node_link_json(store_path: Path) -> None:
 
     with Memory(store_path, entity_id="alice", embedder=HashingEmbedder()) as m:
         [item] = m.add("Clara lives in Lisbon", entities=["Clara"])
-    data = json.loads((store_path / "graph.json").read_text())
+    data = json.loads((shard_dir(store_path, "alice") / "graph.json").read_text())
     graph = nx.node_link_graph(data, edges="edges")
     assert graph.has_edge(item.id, "entity:alice:clara")
     assert graph.nodes[item.id]["item"]["text"] == "Clara lives in Lisbon"
@@ -464,7 +465,7 @@ def test_adjacent_messages_are_linked_and_lend_context(memory: Memory) -> None:
     filler = [{"role": "user", "content": f"Unrelated chatter {i} about weather"} for i in range(8)]
     items = memory.add(chat)
     memory.add(filler)
-    graph = memory._store.graph.g
+    graph = memory._store.graph_of("alice").g
     assert graph.has_edge(items[1].id, items[0].id, key="follows")
     assert graph.has_edge(items[2].id, items[1].id, key="follows")
     assert not graph.has_edge(memory.list()[3].id, items[2].id, key="follows")  # new add()
@@ -492,10 +493,10 @@ def test_hub_entities_are_not_walked(memory: Memory, monkeypatch: pytest.MonkeyP
     [seed] = memory.add("Zed's favourite band is Radiohead", entities=["Zed", "Common"])
     [other] = memory.add("Zed's sister lives in Porto", entities=["Zed"])
     memory.add([f"filler {i}" for i in range(3)], entities=["Common"])
-    neighbours = {o for _, o in memory._store.graph.neighbours_by_entity(seed.id)}
+    neighbours = {o for _, o in memory._store.graph_of("alice").neighbours_by_entity(seed.id)}
     assert other.id in neighbours and len(neighbours) == 4
     monkeypatch.setattr(graph_module, "HUB_MENTIONS", 2)
-    neighbours = {o for _, o in memory._store.graph.neighbours_by_entity(seed.id)}
+    neighbours = {o for _, o in memory._store.graph_of("alice").neighbours_by_entity(seed.id)}
     assert neighbours == {other.id}  # "Common" (4 mentions) is a hub now; "Zed" (2) is not
 
 

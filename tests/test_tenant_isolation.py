@@ -37,6 +37,7 @@ from memtrellis.cli import app
 from memtrellis.cli._state import EVERYTHING, PAGE_SIZE
 from memtrellis.context import build_context
 from memtrellis.errors import InvalidInputError
+from memtrellis.store.shardfiles import shard_dir
 from memtrellis.testing import HashingEmbedder
 from memtrellis.types import MemoryItem, MemoryType, Scope
 
@@ -109,14 +110,20 @@ class TenantMachine(RuleBasedStateMachine):
     def text_for(self, entity: str, text: str) -> str:
         return f"{MARKERS[entity]} {text}"
 
-    def all_ids(self) -> dict[str, str]:
-        return {i: e for e, ids in self.owned.items() for i in ids}
+    def pairs(self) -> list[tuple[str, str]]:
+        """``(memory id, entity)`` of every memory the model knows (ids are per entity)."""
+        return sorted((i, e) for e, ids in self.owned.items() for i in ids)
+
+    def foreign(self, memory_id: str, entity: str) -> bool:
+        """Whether the id is only another entity's."""
+        return memory_id not in self.owned[entity] and any(
+            memory_id in ids for e, ids in self.owned.items() if e != entity
+        )
 
     def check_items(self, entity: str, items: list[MemoryItem], where: str) -> None:
-        owner = self.all_ids()
         for item in items:
             assert item.scope.entity_id == entity, f"{where}: {item.scope} for {entity!r}"
-            assert owner.get(item.id, entity) == entity, f"{where}: another entity's id"
+            assert not self.foreign(item.id, entity), f"{where}: another entity's id"
             assert MARKERS[entity] in item.text.lower(), f"{where}: {item.text!r}"
             assert_no_leak(entity, item.model_dump_json(), where)
             self.owned[entity].add(item.id)  # captured memories get known here
@@ -179,16 +186,18 @@ class TenantMachine(RuleBasedStateMachine):
     @precondition(lambda self: any(self.owned.values()))
     @rule(pick=picks, entity=st.sampled_from(ENTITIES), text=texts)
     def store_with_another_entitys_id(self, pick: int, entity: str, text: str) -> None:
-        owner = self.all_ids()
-        theirs = sorted(i for i, e in owner.items() if e != entity)
+        theirs = [(i, e) for i, e in self.pairs() if e != entity and i not in self.owned[entity]]
         if not theirs:
             return
-        taken = theirs[pick % len(theirs)]
-        before = self.memory.get(taken, entity_id=owner[taken])
+        taken, owner = theirs[pick % len(theirs)]
+        before = self.memory.get(taken, entity_id=owner)
         item = MemoryItem(id=taken, text=self.text_for(entity, text), scope=Scope(entity_id=entity))
-        with pytest.raises(InvalidInputError):
-            self.memory.store(item)
-        assert self.memory.get(taken, entity_id=owner[taken]) == before
+        # Ids are per entity: the same id names a memory of this entity of its own, and the
+        # other entity's memory is untouched.
+        stored = self.memory.store(item)
+        self.owned[entity].add(stored.id)
+        self.check_items(entity, [stored], "store with another entity's id")
+        assert self.memory.get(taken, entity_id=owner) == before
 
     @rule(
         entity=st.sampled_from(ENTITIES),
@@ -256,10 +265,9 @@ class TenantMachine(RuleBasedStateMachine):
         assert result.scope.entity_id == entity
         self.check_items(entity, [r.memory for r in result.items], "recall")
         # Ids a recall names besides its items: none may be another entity's.
-        owner = self.all_ids()
         named = [s.id for s in result.skipped] + [s.superseded_by for s in result.skipped]
         named += [i for r in result.items for i in r.explanation.replaces]
-        assert all(owner.get(i, entity) == entity for i in named if i), "recall names an id"
+        assert not any(self.foreign(i, entity) for i in named if i), "recall names an id"
         # the query echoes the bait; everything else is checked
         assert_no_leak(entity, result.model_dump_json(exclude={"query"}), "recall result")
         context = build_context(result, token_budget=budget or 800, open_items=open_items)
@@ -293,10 +301,10 @@ class TenantMachine(RuleBasedStateMachine):
     @precondition(lambda self: any(self.owned.values()))
     @rule(pick=picks, entity=st.sampled_from(ENTITIES), way=scope_ways)
     def get_history_versions(self, pick: int, entity: str, way: str) -> None:
-        owner = self.all_ids()
-        memory_id = sorted(owner)[pick % len(owner)]
+        pairs = self.pairs()
+        memory_id, _ = pairs[pick % len(pairs)]
         with self.scoped(entity, way) as kwargs:
-            if owner[memory_id] != entity:
+            if memory_id not in self.owned[entity]:
                 for call in (
                     self.memory.get,
                     self.memory.history,
@@ -345,10 +353,9 @@ class TenantMachine(RuleBasedStateMachine):
         written = target.read_text(encoding="utf-8")
         assert_no_leak(entity, written, f"export_graph({format})")
         if format == "json":
-            owner = self.all_ids()
             for node in json.loads(written)["nodes"]:
                 if node.get("kind") == "memory":
-                    assert owner.get(node["id"], entity) == entity
+                    assert not self.foreign(node["id"], entity)
                     assert MARKERS[entity] in node["text"].lower()
                 else:
                     assert node.get("entity_id", entity) == entity
@@ -363,15 +370,14 @@ class TenantMachine(RuleBasedStateMachine):
         assert self.memory.flush(30)
         assert self.memory.list(entity_id=entity, filters=EVERYTHING) == []
         assert self.memory.recall("tea paris locker", entity_id=entity).items == []
-        graph = self.memory._store.graph  # no entity node of it is left either
+        graph = self.memory._store.graph_of(entity)  # no entity node of it is left either
         assert all(d.get("entity_id") != entity for _, d in graph.g.nodes(data=True))
 
     @precondition(lambda self: any(self.owned.values()))
     @rule(pick=picks)
     def forget_one(self, pick: int) -> None:
-        owner = self.all_ids()
-        memory_id = sorted(owner)[pick % len(owner)]
-        entity = owner[memory_id]
+        pairs = self.pairs()
+        memory_id, entity = pairs[pick % len(pairs)]
         with contextlib.suppress(MemoryNotFoundError):  # merged away already
             self.memory.forget(memory_id, entity_id=entity)
         self.owned[entity].discard(memory_id)
@@ -443,7 +449,7 @@ def test_a_memory_id_cannot_take_over_another_entitys_entity_node(tmp_path: Path
         assert memory.list(entity_id="ent-a") == []
         memory.forget(entity_id="ent-a")
         assert [i.id for i in memory.list(entity_id="ent-b")] == [bobs.id]
-        assert "entity:ent-b:paris" in memory._store.graph.g
+        assert "entity:ent-b:paris" in memory._store.graph_of("ent-b").g
 
 
 def test_entity_nodes_of_tenants_with_colons_stay_apart(tmp_path: Path) -> None:
@@ -454,18 +460,19 @@ def test_entity_nodes_of_tenants_with_colons_stay_apart(tmp_path: Path) -> None:
     with Memory(store, embedder=HashingEmbedder()) as memory:
         memory.add("qqbravomark knows the code", entity_id="bob", entities=["X:Code"])
         memory.add("qqalphamark has a code", entity_id="bob:x", entities=["code"])
-        graph = memory._store.graph
-        assert graph.entity_names("bob:x") == {"code": "code"}
-        assert graph.entity_names("bob") == {"x:code": "X:Code"}
+        assert memory._store.graph_of("bob:x").entity_names("bob:x") == {"code": "code"}
+        assert memory._store.graph_of("bob").entity_names("bob") == {"x:code": "X:Code"}
         memory.forget(entity_id="bob")
+        graph = memory._store.combined_graph()
         owners = [d.get("entity_id") for _, d in graph.g.nodes(data=True)]
         assert "bob" not in owners
         assert "X:Code" not in json.dumps(graph.to_node_link(0))
     with Memory(store, embedder=HashingEmbedder()) as reopened:
-        graph = reopened._store.graph
+        graph = reopened._store.graph_of("bob:x")
         assert graph.entity_names("bob:x") == {"code": "code"}
         assert [i.text for i in reopened.list(entity_id="bob:x")] == ["qqalphamark has a code"]
-        assert "X:Code" not in (store / "graph.json").read_text()
+        for snapshot in (store / "shards").rglob("graph.json"):
+            assert "X:Code" not in snapshot.read_text()
 
 
 def test_entity_nodes_saved_under_the_old_ids_are_renamed_on_open(tmp_path: Path) -> None:
@@ -473,12 +480,12 @@ def test_entity_nodes_saved_under_the_old_ids_are_renamed_on_open(tmp_path: Path
     with Memory(store, embedder=HashingEmbedder()) as memory:
         memory.add("qqalphamark drinks tea", entity_id="t:1", entities=["Tea"])
         memory.add("qqbravomark drinks tea", entity_id="t", entities=["Tea"])
-    snapshot = store / "graph.json"
+    snapshot = shard_dir(store, "t:1") / "graph.json"
     text = snapshot.read_text()
     assert '"entity:t%3A1:tea"' in text
     snapshot.write_text(text.replace('"entity:t%3A1:tea"', '"entity:t:1:tea"'))  # as before
     with Memory(store, embedder=HashingEmbedder()) as reopened:
-        graph = reopened._store.graph
+        graph = reopened._store.combined_graph()
         entities = sorted(n for n in graph.g.nodes if str(n).startswith("entity:"))
         assert entities == ["entity:t%3A1:tea", "entity:t:tea"]
         [mine] = reopened.list(entity_id="t:1")

@@ -569,8 +569,6 @@ class Memory:
             >>> m.close()
         """
         from memtrellis.graph_export import export_graph
-        from memtrellis.store import MemoryGraph
-
         if not all_entities:
             tenant = self._scope(entity_id, None, None).entity_id
             self._store.refresh(tenant)
@@ -578,10 +576,7 @@ class Memory:
                 return export_graph(
                     shard.graph, path, format=format, tenant=tenant, max_memories=max_memories
                 )
-        combined = MemoryGraph()  # every shard in turn, for one picture of the whole store
-        for shard in self._store.shards():
-            with shard.mu:
-                combined.absorb(shard.graph)
+        combined = self._store.combined_graph()
         return export_graph(combined, path, format=format, tenant=None, max_memories=max_memories)
 
     def register(
