@@ -89,6 +89,10 @@ class Memory:
             offline all-MiniLM-L6-v2 int8 ONNX model.
         chroma_url: Use a Chroma server (``http://host:port``) instead of the embedded
             index, for several processes or machines.
+        postgres_url: Keep the entity shards, their logs, the catalog and the writer
+            locks in PostgreSQL (``postgresql://user@host/db``; the ``postgres`` extra),
+            so that app servers with no shared disk share one memory; needs
+            ``chroma_url``. ``path`` then holds only this machine's capture spool.
         lock_timeout: Seconds to wait for another process's write before giving up.
         llm: A chat model for fine-mode extraction and for judging how a new memory
             relates to the closest existing ones: anything with ``complete(messages)``,
@@ -119,6 +123,7 @@ class Memory:
         session_id: str | None = None,
         embedder: Embedder | Any | None = None,
         chroma_url: str | None = None,
+        postgres_url: str | None = None,
         lock_timeout: float = 60.0,
         llm: LLM | Any | None = None,
         extraction: ExtractionConfig | None = None,
@@ -129,8 +134,9 @@ class Memory:
     ) -> None:
         self.default_scope = self._make_scope(entity_id, process_id, session_id)
         self.path = store_path(path)
-        if chroma_url is not None and not isinstance(chroma_url, str):
-            raise InvalidInputError(f"chroma_url must be a str, not {type(chroma_url).__name__}")
+        for name, url in (("chroma_url", chroma_url), ("postgres_url", postgres_url)):
+            if url is not None and not isinstance(url, str):
+                raise InvalidInputError(f"{name} must be a str, not {type(url).__name__}")
         # Memory.scope(): this memory's scope for the current thread or task only.
         self._overrides: contextvars.ContextVar[dict[str, str] | None] = contextvars.ContextVar(
             f"memtrellis_scope_{id(self)}", default=None
@@ -159,6 +165,7 @@ class Memory:
             ),
             embed=lambda texts: self.embedder.embed_documents(texts),
             chroma_url=chroma_url,
+            postgres_url=postgres_url,
             lock_timeout=lock_timeout,
             max_resident_shards=max_resident_shards,
             max_resident_memories=max_resident_memories,
@@ -569,6 +576,7 @@ class Memory:
             >>> m.close()
         """
         from memtrellis.graph_export import export_graph
+
         if not all_entities:
             tenant = self._scope(entity_id, None, None).entity_id
             self._store.refresh(tenant)

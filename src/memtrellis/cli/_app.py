@@ -74,6 +74,14 @@ def _callback(
         str | None,
         typer.Option("--chroma-url", metavar="URL", help="Use a Chroma server at URL."),
     ] = None,
+    postgres_url: Annotated[
+        str | None,
+        typer.Option(
+            "--postgres-url",
+            metavar="URL",
+            help="Keep shards, logs and locks in PostgreSQL at URL (with --chroma-url).",
+        ),
+    ] = None,
     embedder: Annotated[
         EmbedderChoice,
         typer.Option(
@@ -98,6 +106,7 @@ def _callback(
         entity=entity,
         process=process,
         chroma_url=chroma_url,
+        postgres_url=postgres_url,
         embedder=embedder,
         json=json_output,
     )

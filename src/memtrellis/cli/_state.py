@@ -50,6 +50,7 @@ class CliState:
     entity: str = "default"
     process: str | None = None
     chroma_url: str | None = None
+    postgres_url: str | None = None
     embedder: EmbedderChoice = EmbedderChoice.MINILM
     json: bool = False
     out: Console = field(default_factory=make_console)
@@ -68,6 +69,7 @@ class CliState:
             process_id=self.process,
             embedder=self.build_embedder(),
             chroma_url=self.chroma_url,
+            postgres_url=self.postgres_url,
         )
 
     def build_embedder(self) -> Any:

@@ -79,6 +79,12 @@ _SCHEMA_V1 = (
     )
     """,
     """
+    CREATE TABLE memtrellis_meta (
+        key text PRIMARY KEY,
+        value text NOT NULL
+    )
+    """,
+    """
     CREATE TABLE memtrellis_log (
         entity_id text NOT NULL,
         generation bigint NOT NULL,
@@ -218,6 +224,20 @@ class PostgresBackend:
         with self.pool.connection() as conn:
             row = conn.execute("SELECT version FROM memtrellis_schema").fetchone()
         return int(row[0]) if row else 0
+
+    def manifest(self, proposed: str) -> str:
+        """The store manifest (JSON) the database holds, storing ``proposed`` if it holds
+        none: the first process of the first machine decides, every later one reads."""
+        with self.pool.connection() as conn:
+            conn.execute(
+                "INSERT INTO memtrellis_meta (key, value) VALUES ('manifest', %s) "
+                "ON CONFLICT (key) DO NOTHING",
+                (proposed,),
+            )
+            row = conn.execute(
+                "SELECT value FROM memtrellis_meta WHERE key = 'manifest'"
+            ).fetchone()
+        return str(row[0]) if row else proposed
 
     def storage(self, entity_id: str) -> PostgresShardStorage:
         """The `ShardStorage` of ``entity_id``'s shard in this database."""

@@ -188,7 +188,9 @@ class Shard:
                 self.vectors.stale = True
             if locked and read.torn and self.storage.cut_torn(self.generation, self.position):
                 self.settings.repair.torn_records += 1
-            self._stamp = None if read.torn else self.storage.stamp()
+            # The stamp taken before reading: whatever was appended after it is read now
+            # or, since the stamp then differs, on the next look.
+            self._stamp = None if read.torn else stamp
         if locked:
             if self.vectors.stale:
                 self.vectors.refresh()

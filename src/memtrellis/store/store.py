@@ -105,6 +105,7 @@ class Store:
         embedder: EmbedderInfo,
         embed: EmbedFn,
         chroma_url: str | None = None,
+        postgres_url: str | None = None,
         lock_timeout: float = 60.0,
         compact_every: int = 5000,
         max_resident_shards: int = DEFAULT_RESIDENT_SHARDS,
@@ -131,10 +132,18 @@ class Store:
         self._file_lock = FileLock(
             str(path / "store.lock"), timeout=lock_timeout, thread_local=False
         )
+        self._backend: Any = None
+        self.catalog: Catalog
+        self._storage: Callable[[str], ShardStorage] = self._file_storage
         with self._store_locked(lock_timeout):
-            self.manifest = self._open_manifest(embedder, chroma_url)
+            if postgres_url is not None:
+                self.manifest, self.catalog = self._open_postgres(
+                    postgres_url, chroma_url, embedder
+                )
+            else:
+                self.manifest = self._open_manifest(embedder, chroma_url)
+                self.catalog = SqliteCatalog(path / "catalog.sqlite3", timeout=lock_timeout)
             self.vectors = VectorIndex(path / "chroma", chroma_url=chroma_url)
-            self.catalog: Catalog = SqliteCatalog(path / "catalog.sqlite3", timeout=lock_timeout)
             self._settings = ShardSettings(
                 vectors=self.vectors,
                 embed=embed,
@@ -182,6 +191,29 @@ class Store:
             manifest = migrate_locked(self.path, manifest)
         return manifest
 
+    def _open_postgres(
+        self, postgres_url: str, chroma_url: str | None, embedder: EmbedderInfo
+    ) -> tuple[Manifest, Catalog]:
+        # Several machines: shards, logs, catalog and locks in PostgreSQL, the vectors in a
+        # Chroma server; the local directory keeps only this machine's capture spool.
+        if chroma_url is None:
+            raise InvalidInputError(
+                "postgres_url needs chroma_url: the machines that share the graph in "
+                "PostgreSQL must share the vectors too (run `chroma run` and pass its URL)"
+            )
+        from memtrellis.store.postgres import PostgresBackend
+
+        backend = self._backend = PostgresBackend(postgres_url)
+        try:
+            proposed = Manifest(embedder=embedder).model_dump_json()
+            manifest = Manifest.model_validate_json(self._backend.manifest(proposed))
+            manifest.check_embedder(embedder.model_id, embedder.dimension, self.path)
+        except BaseException:
+            self._backend.close()
+            raise
+        self._storage = backend.storage
+        return manifest, backend.catalog()
+
     @contextmanager
     def _store_locked(self, timeout: float) -> Iterator[None]:
         try:
@@ -202,7 +234,7 @@ class Store:
             raise StoreClosedError("this memory store is closed")
 
     # -- shards ----------------------------------------------------------------------------
-    def _storage(self, entity_id: str) -> ShardStorage:
+    def _file_storage(self, entity_id: str) -> ShardStorage:
         return FileShardStorage(self.path, entity_id)
 
     def shard(self, entity_id: str) -> Shard:
@@ -476,6 +508,11 @@ class Store:
                 with shard.mu:
                     recorded[shard.entity_id] = shard.stats()
         return recorded
+
+    @property
+    def mode(self) -> str:
+        """``"postgres"`` when shards live in PostgreSQL, ``"files"`` otherwise."""
+        return "files" if self._backend is None else "postgres"
 
     @property
     def pending_count(self) -> int:
