@@ -173,3 +173,68 @@ def test_one_embedder_for_every_machine(
             chroma_url=chroma_server,
             postgres_url=postgres_url,
         )
+
+
+def test_memtrellis_serve_works_unchanged_in_this_mode(
+    tmp_path: Path, chroma_server: str, postgres_url: str, ana: str
+) -> None:
+    import shutil
+    import socket
+    import time
+
+    import httpx
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    exe = shutil.which("memtrellis", path=str(Path(sys.executable).parent))
+    assert exe is not None
+    server = subprocess.Popen(
+        [
+            exe,
+            "--path",
+            str(tmp_path / "server"),
+            "--embedder",
+            "hashing",
+            "--chroma-url",
+            chroma_server,
+            "--postgres-url",
+            postgres_url,
+            "serve",
+            "--no-auth",
+            "--port",
+            str(port),
+        ],
+        env=ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while True:
+            assert server.poll() is None, server.stdout.read() if server.stdout else ""
+            try:
+                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, "memtrellis serve did not start within 60 s"
+            time.sleep(0.2)
+        body = {"text": MIA, "entity_id": ana}
+        response = httpx.post(f"{url}/v1/memories", json=body, timeout=30)
+        assert response.status_code == 201, response.text
+        # Another machine (its own directory, no server) recalls what the service stored.
+        with Memory(
+            tmp_path / "other",
+            entity_id=ana,
+            embedder=HashingEmbedder(dimension=64),
+            chroma_url=chroma_server,
+            postgres_url=postgres_url,
+        ) as other:
+            assert [h.memory.text for h in other.recall("Mia school").items] == [MIA]
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        if server.stdout:
+            server.stdout.close()
