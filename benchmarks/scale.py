@@ -16,12 +16,14 @@ session's people and places as the memories' ``entities``). The served entity is
 ``user-0000``: the same 500 memories in every store, only the others grow.
 
 Every store uses a fixed 384-d :class:`~memtrellis.testing.HashingEmbedder` (the
-dimension of MiniLM, a few microseconds a text), so that the store alone is measured.
-**How the big store is built:** one bulk write per entity. :func:`write_entity` runs
-fast-mode extraction on the entity's whole conversation, embeds all its texts in one
-call and stores them with one ``Store.put`` (one log append, one Chroma upsert) instead
-of 500 ``add`` calls; ``--builder add`` uses the public ``Memory.add(conversation,
-mode="fast")`` instead (one call per entity, no per-session entity tags). Sizes are
+dimension of MiniLM, about 0.2 ms a text), so that the store alone is measured.
+**How the big store is built:** one bulk write per entity, with vectors computed ahead.
+``--build-workers`` helper processes (1 by default) generate each entity's messages,
+run fast-mode extraction on the whole conversation and embed all its texts, a few
+entities ahead of the writer; the writer stores each entity with one ``Store.put`` (one
+log append, one Chroma upsert: :func:`write_entity`) instead of 500 ``add`` calls.
+``--builder add`` uses the public ``Memory.add(conversation, mode="fast")`` instead (one
+call per entity, no per-session entity tags, nothing computed ahead). Sizes are
 built in increasing order, and a store whose size is a multiple of ``--per-entity``
 is copied to start the next size, which then only writes the entities it lacks. Built
 stores are kept under ``--cache DIR`` (default: a temporary directory removed at the
@@ -39,13 +41,15 @@ of a process that never saw the store), through the public ``Memory`` API only:
 * ``recall`` p50/p99 of ``--queries`` questions phrased from the served entity's facts,
   with the share whose source message is in the top 10 (a check that recall works);
 * ``add`` p50/p99 of ``--adds`` single messages for the served entity (``mode="fast"``);
-* ``capture (hash)``: ``--store-capture`` turns ``capture``-d then ``flush``-ed, turns/s;
+* ``capture (hash)``: ``--store-capture`` turns of a scratch entity ``capture``-d then
+  ``flush``-ed, turns/s;
 * ``close``: ``Memory.close()``.
 
 Then one more fresh process measures the sustained background capture rate with the
 default MiniLM embedder (``Memory(path)``, no embedder argument) into a new store:
-``--capture-turns`` user+assistant turns of 10 entities captured, then ``flush()``;
-turns/s from the first capture to the end of the flush (the model is loaded first).
+``--capture-turns`` turns (one message each, as LoCoMo and ``ingest.py`` count them) of
+10 entities captured, then ``flush()``; turns/s from the first capture to the end of the
+flush (the model is loaded first).
 
 Targets (issue 16, each largest-size figure against the smallest size of the same run;
 1M against 10k by default): open <= 1 s; RSS <= 1.3x; add p50 <= 1.3x and <= 30 ms;
@@ -61,6 +65,7 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
+import multiprocessing
 import os
 import platform
 import resource
@@ -69,11 +74,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import deque
+from collections.abc import Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from _locomo import code_version, percentile
-from _synth import Message, UserStream
+from _synth import UserStream
 
 DIMENSION = 384
 SERVED = 0
@@ -132,43 +140,82 @@ def open_memory(path: str, spec: dict[str, Any], *, hashing: bool = True) -> Any
 
 
 # -- building ------------------------------------------------------------------------------
-def write_entity(memory: Any, entity_id: str, messages: list[Message], builder: str) -> int:
-    """Store one entity's whole conversation in one bulk write; how many memories.
+def prepare_entity(job: tuple[str, str, int, int]) -> tuple[str, list[Any], list[list[float]]]:
+    """One entity's fast-mode memories and their vectors (run in a helper process).
 
-    The only code here below the public ``Memory`` API (the store is being split into
-    entity shards: adapt this function, nothing else). ``builder="add"`` is the public
-    ``Memory.add(conversation, mode="fast")``: one call, but no per-session entity tags.
+    ``job`` is (entity id, namespace, memories, seed). Fast-mode extraction of the whole
+    conversation, with each session's people and places as its memories' ``entities``
+    (what an extracting model would tag), embedded with the hashing embedder.
     """
-    conversation = [m.as_dict() for m in messages]
-    if builder == "add":
-        return len(memory.add(conversation, entity_id=entity_id, mode="fast"))
     from memtrellis import Scope
+    from memtrellis.extraction import Extractor
+    from memtrellis.testing import HashingEmbedder
+
+    entity_id, namespace, count, seed = job
+    messages = UserStream(entity_id.removeprefix(namespace), seed=seed).take(count)
+    conversation = [m.as_dict() for m in messages]
+    items = Extractor().extract(conversation, Scope(entity_id=entity_id), mode="fast").items
+    tags = {m.id: list(m.entities) for m in messages}
+    for item in items:
+        item.entities = tags[item.sources[0].message_id]
+    vectors = HashingEmbedder(DIMENSION).embed_documents([item.search_text() for item in items])
+    return entity_id, items, vectors
+
+
+def write_entity(memory: Any, items: list[Any], vectors: list[list[float]]) -> None:
+    """Store one entity's prepared memories in one bulk write (one log append, one upsert).
+
+    The only code here below the public ``Memory`` API: the store is being split into
+    entity shards, adapt this function and nothing else.
+    """
     from memtrellis._memory_writing import conversation_edges
 
-    result = memory.extractor.extract(conversation, Scope(entity_id=entity_id), mode="fast")
-    tags = {m.id: list(m.entities) for m in messages}
-    for item in result.items:  # what the extracting model would have tagged per session
-        item.entities = tags[item.sources[0].message_id]
-    vectors = memory.embedder.embed_documents([item.search_text() for item in result.items])
-    edges = conversation_edges(result.items)
-    memory._store.put(result.items, vectors, "created", {"mode": "fast"}, edges=edges)
-    return len(result.items)
+    edges = conversation_edges(items)
+    memory._store.put(items, vectors, "created", {"mode": "fast"}, edges=edges)
+
+
+def prepared(jobs: list[tuple[str, str, int, int]], workers: int) -> Iterator[Any]:
+    """``prepare_entity`` of each job in order: in ``workers`` helper processes (at most
+    two entities ahead each, so memory stays bounded) or in this one with 0."""
+    if workers < 1:
+        yield from map(prepare_entity, jobs)
+        return
+    # spawn: this process already runs Chroma's threads, which a fork would not carry over
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        window: deque[Future[Any]] = deque()
+        for job in jobs:
+            window.append(pool.submit(prepare_entity, job))
+            if len(window) > 2 * workers:
+                yield window.popleft().result()
+        while window:
+            yield window.popleft().result()
 
 
 def build_child(spec: dict[str, Any]) -> dict[str, Any]:
     """Write entities ``spec["first"]:`` of a store (in a process of its own)."""
     sizes = entity_sizes(spec["size"], spec["per_entity"])
+    namespace = spec["namespace"]
+    jobs = [
+        (entity_name(index, namespace), namespace, sizes[index], spec["seed"])
+        for index in range(spec["first"], len(sizes))
+    ]
     memory = open_memory(spec["path"], spec)
     written, started, last = 0, time.perf_counter(), time.perf_counter()
     try:
-        for index in range(spec["first"], len(sizes)):
-            name = entity_name(index, spec["namespace"])
-            messages = UserStream(name.removeprefix(spec["namespace"]), seed=spec["seed"])
-            written += write_entity(memory, name, messages.take(sizes[index]), spec["builder"])
-            if time.perf_counter() - last > 15:
-                last = time.perf_counter()
-                rate = written / (last - started)
-                print(f"  {index + 1}/{len(sizes)} entities, {rate:,.0f} memories/s", flush=True)
+        if spec["builder"] == "add":  # the public API: one call an entity, no session tags
+            for entity_id, _, count, seed in jobs:
+                stream = UserStream(entity_id.removeprefix(namespace), seed=seed)
+                turns = [m.as_dict() for m in stream.take(count)]
+                written += len(memory.add(turns, entity_id=entity_id, mode="fast"))
+        else:
+            for number, (_, items, vectors) in enumerate(prepared(jobs, spec["workers"])):
+                write_entity(memory, items, vectors)
+                written += len(items)
+                if time.perf_counter() - last > 15:
+                    last = time.perf_counter()
+                    rate = written / (last - started)
+                    done = spec["first"] + number + 1
+                    print(f"  {done}/{len(sizes)} entities, {rate:,.0f} memories/s", flush=True)
         closing = time.perf_counter()
     finally:
         memory.close()
@@ -178,8 +225,9 @@ def build_child(spec: dict[str, Any]) -> dict[str, Any]:
         "build_s": round(seconds, 2),
         "close_s": round(time.perf_counter() - closing, 2),
         "memories_per_s": round(written / seconds, 1) if seconds else None,
-        "per_entity_s": round(seconds / max(1, len(sizes) - spec["first"]), 3),
+        "per_entity_s": round(seconds / max(1, len(jobs)), 3),
         "peak_rss_mb": round(peak_rss_mb(), 1),
+        "workers": spec["workers"],
     }
 
 
@@ -247,22 +295,21 @@ def summary(values: list[float], name: str) -> dict[str, float]:
     }
 
 
-def turns_of(entities: list[str], count: int, seed: int, offset: int) -> list[tuple[str, Any]]:
-    """``count`` user+assistant turns, round robin over ``entities``, from message ``offset``."""
-    streams = {e: UserStream(e, seed=seed).take(offset + 2 * count) for e in entities}
-    turns: list[tuple[str, Any]] = []
-    for number in range(count):
-        entity = entities[number % len(entities)]
-        at = offset + 2 * (number // len(entities))
-        turns.append((entity, [m.as_dict() for m in streams[entity][at : at + 2]]))
-    return turns
+def turns_of(entities: list[str], count: int, seed: int) -> list[tuple[str, Any]]:
+    """``count`` turns of one message each (as LoCoMo and ``ingest.py`` count turns), round
+    robin over ``entities``."""
+    streams = {e: UserStream(e, seed=seed).take(count // len(entities) + 1) for e in entities}
+    return [
+        (entities[n % len(entities)], streams[entities[n % len(entities)]][n // len(entities)])
+        for n in range(count)
+    ]
 
 
 def capture_rate(memory: Any, turns: list[tuple[str, Any]]) -> dict[str, Any]:
     """Capture every turn, then flush: turns/s from the first capture to the end of the flush."""
     started = time.perf_counter()
-    for entity, turn in turns:
-        memory.capture(turn, entity_id=entity, mode="fast")
+    for entity, message in turns:
+        memory.capture(message.as_dict(), entity_id=entity, mode="fast")
     queued = time.perf_counter()
     drained = memory.flush(timeout=600)
     seconds = time.perf_counter() - started
@@ -319,7 +366,7 @@ def measure_child(spec: dict[str, Any]) -> dict[str, Any]:
         row.update(summary(latencies, "add"))
         if spec["store_capture"]:
             entity = f"{namespace}{STORE_CAPTURE_ENTITY}"
-            turns = turns_of([entity], spec["store_capture"], spec["seed"], 0)
+            turns = turns_of([entity], spec["store_capture"], spec["seed"])
             row["capture_hash"] = capture_rate(memory, turns)
         row["rss_end_mb"] = round(rss_mb(), 1)
     finally:
@@ -348,7 +395,7 @@ def capture_child(spec: dict[str, Any]) -> dict[str, Any]:
     try:
         memory.embedder.embed_query("load the model before timing")
         entities = [f"{spec['namespace']}capture-{number:02d}" for number in range(10)]
-        figures = capture_rate(memory, turns_of(entities, spec["turns"], spec["seed"], 0))
+        figures = capture_rate(memory, turns_of(entities, spec["turns"], spec["seed"]))
         figures["embedder"] = memory.embedder.model_id
         figures["stored"] = memory.health().total_memories
     finally:
@@ -362,6 +409,7 @@ def spec_base(args: argparse.Namespace) -> dict[str, Any]:
         "per_entity": args.per_entity,
         "seed": args.seed,
         "builder": args.builder,
+        "workers": args.build_workers,
         "chroma_url": args.chroma_url,
         "postgres_url": args.postgres_url,
     }
@@ -502,6 +550,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="turns of the MiniLM capture row (0: no such row)",
     )
     parser.add_argument("--builder", choices=("put", "add"), default="put")
+    parser.add_argument(
+        "--build-workers",
+        type=int,
+        default=1,
+        help="helper processes that generate and embed entities while one writes (0: none)",
+    )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--cache", type=Path, help="keep built stores here (default: temporary)")
     parser.add_argument("--json", type=Path, help="write the figures here")
