@@ -27,7 +27,8 @@ call per entity, no per-session entity tags, nothing computed ahead). Sizes are
 built in increasing order, and a store whose size is a multiple of ``--per-entity``
 is copied to start the next size, which then only writes the entities it lacks. Built
 stores are kept under ``--cache DIR`` (default: a temporary directory removed at the
-end) with a ``<store>.json`` note of how they were built, so reruns skip the build;
+end) with a ``<store>.json`` note of how they were built, so reruns skip the build (the
+name holds the store's schema version: a new layout builds anew);
 rows that write to a cached store delete what they wrote afterwards (not timed).
 
 **The rows.** Each size is measured in a fresh process (so RSS and open time are those
@@ -232,8 +233,12 @@ def build_child(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def store_key(size: int, args: argparse.Namespace) -> str:
+    """The cache name of a store: its settings and the store schema that wrote it."""
+    from memtrellis.store import SCHEMA_VERSION
+
     backend = "embedded" if not (args.chroma_url or args.postgres_url) else "server"
-    return f"scale-{size}-{args.per_entity}x-s{args.seed}-h{DIMENSION}-{args.builder}-{backend}"
+    settings = f"{args.per_entity}x-s{args.seed}-h{DIMENSION}-{args.builder}-{backend}"
+    return f"scale-{size}-{settings}-v{SCHEMA_VERSION}"
 
 
 def cached_sizes(cache: Path, args: argparse.Namespace) -> list[int]:
