@@ -1,0 +1,695 @@
+"""Serving one entity costs the same however many memories the other entities hold.
+
+    . /tmp/dev/bin/activate            # or: pip install -e ".[bench]"
+    python benchmarks/scale.py                                  # 10k, 100k, 1M
+    python benchmarks/scale.py --quick                          # 10k, 50k
+    python benchmarks/scale.py --sizes 10000,100000 --cache ~/.cache/mt-scale \\
+        --json benchmarks/results/scale.json --plot benchmarks/results/scale.png
+
+**The stores.** A store of N memories holds N / ``--per-entity`` entities (500 by default:
+2,000 entities at 1M) named ``user-0000``, ``user-0001``, ... Each entity's memories are
+the first ``--per-entity`` messages of its deterministic synthetic chat stream
+(``_synth.py``: personas, people, places, pets, jobs, dates, 8-30 words a message, a
+vocabulary of some 20k words with a Zipf tail, so BM25 sees realistic postings), in
+fast mode (one memory per message, ``follows`` edges within a conversation, each
+session's people and places as the memories' ``entities``). The served entity is
+``user-0000``: the same 500 memories in every store, only the others grow.
+
+Every store uses a fixed 384-d :class:`~memtrellis.testing.HashingEmbedder` (the
+dimension of MiniLM, about 0.2 ms a text), so that the store alone is measured.
+**How the big store is built:** one bulk write per entity, with vectors computed ahead.
+``--build-workers`` helper processes (1 by default) generate each entity's messages,
+run fast-mode extraction on the whole conversation and embed all its texts, a few
+entities ahead of the writer; the writer stores each entity with one ``Store.put`` (one
+log append, one Chroma upsert: :func:`write_entity`) instead of 500 ``add`` calls.
+``--builder add`` uses the public ``Memory.add(conversation, mode="fast")`` instead (one
+call per entity, no per-session entity tags, nothing computed ahead). Sizes are
+built in increasing order, and a store whose size is a multiple of ``--per-entity``
+is copied to start the next size, which then only writes the entities it lacks. Built
+stores are kept under ``--cache DIR`` (default: a temporary directory removed at the
+end) with a ``<store>.json`` note of how they were built, so reruns skip the build (the
+name holds the store's schema version: a new layout builds anew);
+rows that write to a cached store delete what they wrote afterwards (not timed).
+
+**The rows.** Each size is measured in a fresh process (so RSS and open time are those
+of a process that never saw the store), through the public ``Memory`` API only:
+
+* ``open``: ``Memory(path, embedder=HashingEmbedder(384))``; RSS (psutil) right after.
+  What any process pays once whatever its store (importing memtrellis and chromadb,
+  loading the tiktoken encoding recall counts with: about 1-2 s) is paid before and
+  reported apart as ``imports_s``;
+* ``first recall``: the first ``recall`` after open (a lazily loaded shard shows here);
+* ``recall`` p50/p99 of ``--queries`` questions phrased from the served entity's facts,
+  with the share whose source message is in the top 10 (a check that recall works);
+* ``add`` p50/p99 of ``--adds`` single messages for the served entity (``mode="fast"``);
+* ``capture (hash)``: ``--store-capture`` turns of a scratch entity ``capture``-d then
+  ``flush``-ed, turns/s;
+* ``close``: ``Memory.close()``.
+
+Then one more fresh process measures the sustained background capture rate with the
+default MiniLM embedder (``Memory(path)``, no embedder argument) into a new store:
+``--capture-turns`` turns (one message each, as LoCoMo and ``ingest.py`` count them) of
+10 entities captured, then ``flush()``; turns/s from the first capture to the end of the
+flush (the model is loaded first).
+
+Targets (issue 16, each largest-size figure against the smallest size of the same run;
+1M against 10k by default): open <= 1 s; RSS <= 1.3x; add p50 <= 1.3x and <= 30 ms;
+recall p50 <= 1.2x; close <= 1 s; capture with MiniLM >= 100 turns/s.
+
+``--chroma-url`` and ``--postgres-url`` are passed to every ``Memory(...)``; with either,
+entity ids carry the size (``n10000-user-0000``) so that sizes do not share collections
+on the server, and cached stores are trusted to still match the servers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import multiprocessing
+import os
+import platform
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import deque
+from collections.abc import Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from _locomo import code_version, percentile
+from _synth import UserStream
+
+DIMENSION = 384
+SERVED = 0
+STORE_CAPTURE_ENTITY = "bench-capture"
+DEFAULT_SIZES = (10_000, 100_000, 1_000_000)
+QUICK_SIZES = (10_000, 50_000)
+#: (figure, label, kind, bound): "abs" is an upper bound at the largest size, "ratio"
+#: an upper bound of largest / smallest.
+TARGETS = (
+    ("open_s", "open", "abs", 1.0),
+    ("rss_mb", "RSS", "ratio", 1.3),
+    ("add_p50_ms", "add p50", "ratio", 1.3),
+    ("add_p50_ms", "add p50", "abs", 30.0),
+    ("recall_p50_ms", "recall p50", "ratio", 1.2),
+    ("close_s", "close", "abs", 1.0),
+)
+CAPTURE_TARGET = 100.0
+RESULT = "SCALE-RESULT "
+#: What the JSON says of the run's options (not the PostgreSQL URL: it may hold a password).
+SETTINGS = (
+    "per_entity",
+    "adds",
+    "queries",
+    "store_capture",
+    "capture_turns",
+    "builder",
+    "seed",
+    "chroma_url",
+)
+
+
+# -- the plan ------------------------------------------------------------------------------
+def entity_name(index: int, namespace: str) -> str:
+    """The entity id of the ``index``-th entity of a store."""
+    return f"{namespace}user-{index:04d}"
+
+
+def entity_sizes(size: int, per_entity: int) -> list[int]:
+    """How many memories each entity of a store of ``size`` holds (the last takes the rest)."""
+    full, rest = divmod(size, per_entity)
+    return [per_entity] * full + ([rest] if rest else [])
+
+
+def memory_kwargs(spec: dict[str, Any]) -> dict[str, Any]:
+    """The backend arguments every ``Memory(...)`` of the run gets."""
+    return {k: spec[k] for k in ("chroma_url", "postgres_url") if spec.get(k)}
+
+
+def open_memory(path: str, spec: dict[str, Any], *, hashing: bool = True) -> Any:
+    """``Memory(path, ...)`` with the run's backend (and the hashing embedder unless told)."""
+    from memtrellis import Memory
+    from memtrellis.testing import HashingEmbedder
+
+    embedder = {"embedder": HashingEmbedder(DIMENSION)} if hashing else {}
+    return Memory(path, **embedder, **memory_kwargs(spec))
+
+
+# -- building ------------------------------------------------------------------------------
+def prepare_entity(job: tuple[str, str, int, int]) -> tuple[str, list[Any], list[list[float]]]:
+    """One entity's fast-mode memories and their vectors (run in a helper process).
+
+    ``job`` is (entity id, namespace, memories, seed). Fast-mode extraction of the whole
+    conversation, with each session's people and places as its memories' ``entities``
+    (what an extracting model would tag), embedded with the hashing embedder.
+    """
+    from memtrellis import Scope
+    from memtrellis.extraction import Extractor
+    from memtrellis.testing import HashingEmbedder
+
+    entity_id, namespace, count, seed = job
+    messages = UserStream(entity_id.removeprefix(namespace), seed=seed).take(count)
+    conversation = [m.as_dict() for m in messages]
+    items = Extractor().extract(conversation, Scope(entity_id=entity_id), mode="fast").items
+    tags = {m.id: list(m.entities) for m in messages}
+    for item in items:
+        item.entities = tags[item.sources[0].message_id]
+    vectors = HashingEmbedder(DIMENSION).embed_documents([item.search_text() for item in items])
+    return entity_id, items, vectors
+
+
+def write_entity(memory: Any, items: list[Any], vectors: list[list[float]]) -> None:
+    """Store one entity's prepared memories in one bulk write (one log append, one upsert).
+
+    The only code here below the public ``Memory`` API: the store is being split into
+    entity shards, adapt this function and nothing else.
+    """
+    from memtrellis._memory_writing import conversation_edges
+
+    edges = conversation_edges(items)
+    memory._store.put(items, vectors, "created", {"mode": "fast"}, edges=edges)
+
+
+def prepared(jobs: list[tuple[str, str, int, int]], workers: int) -> Iterator[Any]:
+    """``prepare_entity`` of each job in order: in ``workers`` helper processes (at most
+    two entities ahead each, so memory stays bounded) or in this one with 0."""
+    if workers < 1:
+        yield from map(prepare_entity, jobs)
+        return
+    # spawn: this process already runs Chroma's threads, which a fork would not carry over
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        window: deque[Future[Any]] = deque()
+        for job in jobs:
+            window.append(pool.submit(prepare_entity, job))
+            if len(window) > 2 * workers:
+                yield window.popleft().result()
+        while window:
+            yield window.popleft().result()
+
+
+def build_child(spec: dict[str, Any]) -> dict[str, Any]:
+    """Write entities ``spec["first"]:`` of a store (in a process of its own)."""
+    sizes = entity_sizes(spec["size"], spec["per_entity"])
+    namespace = spec["namespace"]
+    jobs = [
+        (entity_name(index, namespace), namespace, sizes[index], spec["seed"])
+        for index in range(spec["first"], len(sizes))
+    ]
+    memory = open_memory(spec["path"], spec)
+    written, started, last = 0, time.perf_counter(), time.perf_counter()
+    try:
+        if spec["builder"] == "add":  # the public API: one call an entity, no session tags
+            for entity_id, _, count, seed in jobs:
+                stream = UserStream(entity_id.removeprefix(namespace), seed=seed)
+                turns = [m.as_dict() for m in stream.take(count)]
+                written += len(memory.add(turns, entity_id=entity_id, mode="fast"))
+        else:
+            for number, (_, items, vectors) in enumerate(prepared(jobs, spec["workers"])):
+                write_entity(memory, items, vectors)
+                written += len(items)
+                if time.perf_counter() - last > 15:
+                    last = time.perf_counter()
+                    rate = written / (last - started)
+                    done = spec["first"] + number + 1
+                    print(f"  {done}/{len(sizes)} entities, {rate:,.0f} memories/s", flush=True)
+        closing = time.perf_counter()
+    finally:
+        memory.close()
+    seconds = time.perf_counter() - started
+    return {
+        "written": written,
+        "build_s": round(seconds, 2),
+        "close_s": round(time.perf_counter() - closing, 2),
+        "memories_per_s": round(written / seconds, 1) if seconds else None,
+        "per_entity_s": round(seconds / max(1, len(jobs)), 3),
+        "peak_rss_mb": round(peak_rss_mb(), 1),
+        "workers": spec["workers"],
+    }
+
+
+def store_key(size: int, args: argparse.Namespace) -> str:
+    """The cache name of a store: its settings and the store schema that wrote it."""
+    from memtrellis.store import SCHEMA_VERSION
+
+    backend = "embedded" if not (args.chroma_url or args.postgres_url) else "server"
+    settings = f"{args.per_entity}x-s{args.seed}-h{DIMENSION}-{args.builder}-{backend}"
+    return f"scale-{size}-{settings}-v{SCHEMA_VERSION}"
+
+
+def cached_sizes(cache: Path, args: argparse.Namespace) -> list[int]:
+    """Sizes of the finished stores of this run's settings under ``cache``."""
+    sizes = []
+    for note in cache.glob("scale-*.json"):
+        size = note.name.split("-")[1]
+        if size.isdigit() and note.name == f"{store_key(int(size), args)}.json":
+            sizes.append(int(size))
+    return sizes
+
+
+def ensure_store(size: int, args: argparse.Namespace, cache: Path) -> tuple[Path, dict[str, Any]]:
+    """The cached store of ``size`` memories, built (or extended from a smaller one) if need be."""
+    path, note = cache / store_key(size, args), cache / f"{store_key(size, args)}.json"
+    if note.is_file() and path.is_dir():
+        info = json.loads(note.read_text())
+        print(f"{size:,} memories: cached at {path}", flush=True)
+        return path, {**info, "cached": True}
+    shutil.rmtree(path, ignore_errors=True)
+    first, copied_s, source = 0, 0.0, None
+    if not args.namespace:  # a server's collections cannot be copied with the directory
+        for smaller in sorted(cached_sizes(cache, args), reverse=True):
+            base = cache / store_key(smaller, args)
+            if smaller < size and smaller % args.per_entity == 0 and base.is_dir():
+                started = time.perf_counter()
+                shutil.copytree(base, path)
+                copied_s, source = time.perf_counter() - started, smaller
+                first = smaller // args.per_entity
+                break
+    print(
+        f"{size:,} memories: building {len(entity_sizes(size, args.per_entity)) - first} "
+        f"entities" + (f" on a copy of the {source:,} store" if source else ""),
+        flush=True,
+    )
+    spec = {
+        **spec_base(args),
+        "path": str(path),
+        "size": size,
+        "first": first,
+        "namespace": args.namespace.format(size=size),
+    }
+    info = run_child("build", spec)
+    info.update(memories=size, extended_from=source, copy_s=round(copied_s, 2))
+    note.write_text(json.dumps(info, indent=2) + "\n")
+    print(
+        f"  built: {info['written']:,} memories in {info['build_s']:.1f} s "
+        f"({info['memories_per_s']:,.0f}/s, {info['per_entity_s']:.3f} s an entity)",
+        flush=True,
+    )
+    return path, {**info, "cached": False}
+
+
+# -- measuring -----------------------------------------------------------------------------
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def rss_mb() -> float:
+    import psutil
+
+    return float(psutil.Process().memory_info().rss) / 2**20
+
+
+def summary(values: list[float], name: str) -> dict[str, float]:
+    return {
+        f"{name}_p50_ms": round(percentile(values, 0.5), 2),
+        f"{name}_p99_ms": round(percentile(values, 0.99), 2),
+    }
+
+
+def turns_of(entities: list[str], count: int, seed: int) -> list[tuple[str, Any]]:
+    """``count`` turns of one message each (as LoCoMo and ``ingest.py`` count turns), round
+    robin over ``entities``."""
+    streams = {e: UserStream(e, seed=seed).take(count // len(entities) + 1) for e in entities}
+    return [
+        (entities[n % len(entities)], streams[entities[n % len(entities)]][n // len(entities)])
+        for n in range(count)
+    ]
+
+
+def capture_rate(memory: Any, turns: list[tuple[str, Any]]) -> dict[str, Any]:
+    """Capture every turn, then flush: turns/s from the first capture to the end of the flush."""
+    started = time.perf_counter()
+    for entity, message in turns:
+        memory.capture(message.as_dict(), entity_id=entity, mode="fast")
+    queued = time.perf_counter()
+    drained = memory.flush(timeout=600)
+    seconds = time.perf_counter() - started
+    return {
+        "turns": len(turns),
+        "capture_loop_s": round(queued - started, 3),
+        "seconds": round(seconds, 3),
+        "turns_per_s": round(len(turns) / seconds, 1),
+        "drained": drained,
+    }
+
+
+def measure_child(spec: dict[str, Any]) -> dict[str, Any]:
+    """One row: open, recall, add, capture and close on one store, in this fresh process."""
+    warming = time.perf_counter()
+    import chromadb  # noqa: F401  (what every process pays once is not the store's cost)
+
+    from memtrellis.tokens import get_encoding
+
+    get_encoding()
+    warm_s = time.perf_counter() - warming
+    namespace = spec["namespace"]
+    served = entity_name(SERVED, namespace)
+    stream = UserStream(served.removeprefix(namespace), seed=spec["seed"])
+    messages = stream.take(spec["per_entity"] + spec["adds"])
+    asked = [m for m in messages[: spec["per_entity"]] if m.question]
+    queries = [asked[i % len(asked)] for i in range(spec["queries"])] if asked else []
+    before = rss_mb()
+    started = time.perf_counter()
+    memory = open_memory(spec["path"], spec)
+    row: dict[str, Any] = {"open_s": round(time.perf_counter() - started, 3)}
+    row["imports_s"] = round(warm_s, 3)
+    row.update(rss_before_open_mb=round(before, 1), rss_mb=round(rss_mb(), 1))
+    try:
+        first = time.perf_counter()
+        memory.recall("What did I do last weekend?", entity_id=served)
+        row["first_recall_ms"] = round((time.perf_counter() - first) * 1000, 2)
+        latencies, hits = [], 0
+        for message in queries:
+            t0 = time.perf_counter()
+            result = memory.recall(message.question, entity_id=served, k=10)
+            latencies.append((time.perf_counter() - t0) * 1000)
+            hits += any(
+                m.sources and m.sources[0].message_id == message.id for m in result.memories
+            )
+        row.update(summary(latencies, "recall"))
+        row["recall_hit_at_10"] = round(hits / len(queries), 3) if queries else None
+        latencies, added = [], []
+        for message in messages[spec["per_entity"] :]:
+            t0 = time.perf_counter()
+            items = memory.add(message.as_dict(), entity_id=served, mode="fast")
+            latencies.append((time.perf_counter() - t0) * 1000)
+            added.extend(item.id for item in items)
+        row.update(summary(latencies, "add"))
+        if spec["store_capture"]:
+            entity = f"{namespace}{STORE_CAPTURE_ENTITY}"
+            turns = turns_of([entity], spec["store_capture"], spec["seed"])
+            row["capture_hash"] = capture_rate(memory, turns)
+        row["rss_end_mb"] = round(rss_mb(), 1)
+    finally:
+        closing = time.perf_counter()
+        memory.close()
+        row["close_s"] = round(time.perf_counter() - closing, 3)
+    row["peak_rss_mb"] = round(peak_rss_mb(), 1)
+    if spec["restore"]:  # leave the cached store as it was built (not timed)
+        started = time.perf_counter()
+        memory = open_memory(spec["path"], spec)
+        try:
+            for memory_id in added:
+                memory.forget(memory_id, entity_id=served)
+            if spec["store_capture"]:
+                memory.forget(entity_id=f"{namespace}{STORE_CAPTURE_ENTITY}")
+        finally:
+            memory.close()
+        row["restore_s"] = round(time.perf_counter() - started, 2)
+    return row
+
+
+def capture_child(spec: dict[str, Any]) -> dict[str, Any]:
+    """Sustained background capture with the default MiniLM embedder into a new store."""
+    path = Path(spec["path"])
+    memory = open_memory(str(path), spec, hashing=False)
+    try:
+        memory.embedder.embed_query("load the model before timing")
+        entities = [f"{spec['namespace']}capture-{number:02d}" for number in range(10)]
+        figures = capture_rate(memory, turns_of(entities, spec["turns"], spec["seed"]))
+        figures["embedder"] = memory.embedder.model_id
+        figures["stored"] = memory.health().total_memories
+    finally:
+        memory.close()
+    return figures
+
+
+# -- the parent ------------------------------------------------------------------------------
+def spec_base(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "per_entity": args.per_entity,
+        "seed": args.seed,
+        "builder": args.builder,
+        "workers": args.build_workers,
+        "chroma_url": args.chroma_url,
+        "postgres_url": args.postgres_url,
+    }
+
+
+def run_child(kind: str, spec: dict[str, Any]) -> dict[str, Any]:
+    """Run ``kind`` ("build", "measure", "capture") in a fresh process; its figures."""
+    command = [sys.executable, str(Path(__file__).resolve()), "--child", kind, json.dumps(spec)]
+    done = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=False)
+    lines = [line for line in done.stdout.splitlines() if line.startswith(RESULT)]
+    for line in done.stdout.splitlines():
+        if not line.startswith(RESULT):
+            print(line, flush=True)
+    if done.returncode != 0 or not lines:
+        sys.exit(f"the {kind} process failed (exit {done.returncode}); see its output above")
+    figures: dict[str, Any] = json.loads(lines[-1].removeprefix(RESULT))
+    return figures
+
+
+def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each row's figures against the smallest size's, with the targets checked."""
+    base = rows[0]
+    out: list[dict[str, Any]] = []
+    for row in rows:
+        entry: dict[str, Any] = {"memories": row["memories"]}
+        for figure in ("open_s", "rss_mb", "add_p50_ms", "recall_p50_ms", "close_s"):
+            entry[figure] = round(row[figure] / base[figure], 2) if base[figure] else None
+        checks = []
+        for figure, label, kind, bound in TARGETS:
+            value = row[figure] if kind == "abs" else entry[figure]
+            met = value is not None and value <= bound
+            checks.append(
+                {
+                    "figure": figure,
+                    "label": label,
+                    "kind": kind,
+                    "bound": bound,
+                    "value": value,
+                    "met": met,
+                }
+            )
+        entry["targets"] = checks
+        out.append(entry)
+    return out
+
+
+def print_report(
+    rows: list[dict[str, Any]], compared: list[dict[str, Any]], capture: dict[str, Any] | None
+) -> None:
+    head = (
+        f"{'memories':>10} {'entities':>8} {'open s':>7} {'1st rec':>8} {'RSS MB':>7} "
+        f"{'add p50':>8} {'add p99':>8} {'rec p50':>8} {'rec p99':>8} {'hit@10':>6} "
+        f"{'close s':>7} {'capt/s':>7} {'build/s':>8}"
+    )
+    print("\nper row (a fresh process each; ms unless said; capt/s with the hashing embedder)")
+    print(head)
+    for row in rows:
+        capt = row.get("capture_hash", {}).get("turns_per_s", float("nan"))
+        print(
+            f"{row['memories']:>10,} {row['entities']:>8,} {row['open_s']:>7.2f} "
+            f"{row['first_recall_ms']:>8.1f} {row['rss_mb']:>7.0f} {row['add_p50_ms']:>8.1f} "
+            f"{row['add_p99_ms']:>8.1f} {row['recall_p50_ms']:>8.2f} {row['recall_p99_ms']:>8.2f} "
+            f"{row['recall_hit_at_10'] or 0:>6.2f} {row['close_s']:>7.2f} {capt:>7.0f} "
+            f"{row['build'].get('memories_per_s') or 0:>8,.0f}"
+        )
+    print(f"\nagainst {rows[0]['memories']:,} memories (same run); targets from issue 16")
+    for entry in compared[1:]:
+        ratio = ", ".join(
+            f"{k.removesuffix('_ms').removesuffix('_s').removesuffix('_mb')} {entry[k]}x"
+            for k in ("open_s", "rss_mb", "add_p50_ms", "recall_p50_ms", "close_s")
+        )
+        print(f"{entry['memories']:>10,}: {ratio}")
+        for check in entry["targets"]:
+            shown = f"{check['value']}{'x' if check['kind'] == 'ratio' else ''}"
+            bound = f"{check['bound']}{'x' if check['kind'] == 'ratio' else ''}"
+            verdict = "pass" if check["met"] else "FAIL"
+            print(f"{'':>12}{check['label']:<11} {shown:>9} <= {bound:<6} {verdict}")
+    if capture is not None:
+        verdict = "pass" if capture["turns_per_s"] >= CAPTURE_TARGET else "FAIL"
+        print(
+            f"\ncapture with {capture['embedder']}: {capture['turns']} turns in "
+            f"{capture['seconds']:.1f} s = {capture['turns_per_s']:.1f} turns/s "
+            f"(>= {CAPTURE_TARGET:.0f}) {verdict}"
+        )
+
+
+def plot(rows: list[dict[str, Any]], capture: dict[str, Any] | None, out: Path) -> None:
+    """Each figure against the store's size, with its target; the capture rate beside."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sizes = [row["memories"] for row in rows]
+    base = rows[0]
+    # (title, figures, target line, its label)
+    panels = (
+        ("open (s)", ["open_s"], 1.0, "target 1 s"),
+        ("RSS after open (MB)", ["rss_mb"], 1.3 * base["rss_mb"], "target 1.3x smallest"),
+        ("add, one message (ms)", ["add_p50_ms", "add_p99_ms"], 30.0, "target p50 30 ms"),
+        ("recall (ms)", ["recall_p50_ms", "recall_p99_ms"], 1.2 * base["recall_p50_ms"],
+         "target p50 1.2x smallest"),
+        ("close (s)", ["close_s"], 1.0, "target 1 s"),
+    )  # fmt: skip
+    fig, grid = plt.subplots(2, 3, figsize=(13, 7))
+    axes = list(grid.flat)
+    for ax, (title, figures, bound, label) in zip(axes, panels, strict=False):
+        for figure in figures:
+            name = figure.split("_")[1] if len(figures) > 1 else "measured"
+            ax.plot(sizes, [row[figure] for row in rows], "o-", label=name)
+        ax.axhline(bound, color="grey", linestyle=":", label=label)
+        ax.set_xscale("log")
+        ax.set_xlabel("memories in the store")
+        ax.set_title(title)
+        ax.set_ylim(bottom=0)
+        ax.legend(fontsize=8)
+    ax = axes[-1]
+    if capture is not None:
+        ax.bar(["capture (MiniLM)"], [capture["turns_per_s"]], color="tab:green")
+        ax.axhline(CAPTURE_TARGET, color="grey", linestyle=":", label="target 100 turns/s")
+        ax.legend(fontsize=8)
+    ax.set_title("sustained background capture (turns/s)")
+    fig.suptitle(
+        f"one entity of {base['per_entity']} memories served while the others grow "
+        f"(fresh process per size; hashing embedder, 384-d)"
+    )
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--sizes", help="comma-separated store sizes (default 10000,100000,1000000)"
+    )
+    parser.add_argument("--quick", action="store_true", help="sizes 10000,50000")
+    parser.add_argument("--per-entity", type=int, default=500)
+    parser.add_argument("--adds", type=int, default=50, help="single-message adds per row")
+    parser.add_argument("--queries", type=int, default=100, help="recalls per row")
+    parser.add_argument(
+        "--store-capture",
+        type=int,
+        default=100,
+        help="turns captured per row with the hashing embedder (0: none)",
+    )
+    parser.add_argument(
+        "--capture-turns",
+        type=int,
+        default=400,
+        help="turns of the MiniLM capture row (0: no such row)",
+    )
+    parser.add_argument("--builder", choices=("put", "add"), default="put")
+    parser.add_argument(
+        "--build-workers",
+        type=int,
+        default=1,
+        help="helper processes that generate and embed entities while one writes (0: none)",
+    )
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--cache", type=Path, help="keep built stores here (default: temporary)")
+    parser.add_argument("--json", type=Path, help="write the figures here")
+    parser.add_argument("--plot", type=Path, help="draw the figures here (PNG)")
+    parser.add_argument("--chroma-url", help="passed to Memory(chroma_url=...)")
+    parser.add_argument("--postgres-url", help="passed to Memory(postgres_url=...)")
+    parser.add_argument("--child", nargs=2, metavar=("KIND", "SPEC"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        return args
+    text = args.sizes or ",".join(map(str, QUICK_SIZES if args.quick else DEFAULT_SIZES))
+    try:
+        args.size_list = sorted({int(s.replace("_", "")) for s in text.split(",") if s.strip()})
+    except ValueError:
+        parser.error(f"--sizes takes comma-separated integers, got {text!r}")
+    if not args.size_list or min(args.size_list) < args.per_entity or args.per_entity < 1:
+        parser.error("every size must hold at least one entity of --per-entity memories")
+    if args.postgres_url:
+        from memtrellis import Memory
+
+        if "postgres_url" not in inspect.signature(Memory).parameters:
+            parser.error("this memtrellis has no PostgreSQL mode: Memory() takes no postgres_url")
+    server = bool(args.chroma_url or args.postgres_url)
+    args.namespace = "n{size}-" if server else ""
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    if args.child:
+        kind, spec = args.child[0], json.loads(args.child[1])
+        work = {"build": build_child, "measure": measure_child, "capture": capture_child}[kind]
+        print(RESULT + json.dumps(work(spec)), flush=True)
+        return
+    began = time.perf_counter()
+    cache = args.cache or Path(tempfile.mkdtemp(prefix="memtrellis-scale-"))
+    cache.mkdir(parents=True, exist_ok=True)
+    rows: list[dict[str, Any]] = []
+    capture = None
+    try:
+        for size in args.size_list:
+            path, build = ensure_store(size, args, cache)
+            spec = {
+                **spec_base(args),
+                "path": str(path),
+                "namespace": args.namespace.format(size=size),
+                "adds": args.adds,
+                "queries": args.queries,
+                "store_capture": args.store_capture,
+                "restore": args.cache is not None,
+            }
+            row = run_child("measure", spec)
+            entities = len(entity_sizes(size, args.per_entity))
+            row.update(memories=size, entities=entities, per_entity=args.per_entity, build=build)
+            rows.append(row)
+            print(
+                f"  open {row['open_s']:.2f} s, RSS {row['rss_mb']:.0f} MB, add p50 "
+                f"{row['add_p50_ms']:.1f} ms, recall p50 {row['recall_p50_ms']:.2f} ms, "
+                f"close {row['close_s']:.2f} s",
+                flush=True,
+            )
+        if args.capture_turns:
+            print("capture with the default embedder: a new store", flush=True)
+            tag = f"r{os.getpid()}-" if args.namespace else ""
+            spec = {
+                **spec_base(args),
+                "path": str(cache / f"capture-{os.getpid()}"),
+                "turns": args.capture_turns,
+                "namespace": tag,
+            }
+            try:
+                capture = run_child("capture", spec)
+            finally:
+                shutil.rmtree(spec["path"], ignore_errors=True)
+    finally:
+        if args.cache is None:
+            shutil.rmtree(cache, ignore_errors=True)
+    compared = ratios(rows)
+    print_report(rows, compared, capture)
+    document = {
+        "benchmark": "one entity served at scale (benchmarks/scale.py)",
+        "code": code_version(),
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "load_average": [round(x, 2) for x in os.getloadavg()],
+        },
+        "settings": {k: v for k, v in vars(args).items() if k in SETTINGS},
+        "postgres": bool(args.postgres_url),
+        "embedder": f"hashing-{DIMENSION}",
+        "rows": rows,
+        "ratios": compared,
+        "capture": capture,
+        "capture_target_turns_per_s": CAPTURE_TARGET,
+        "runtime_s": round(time.perf_counter() - began, 1),
+    }
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(document, indent=2) + "\n")
+        print(f"wrote {args.json}")
+    if args.plot and rows:
+        args.plot.parent.mkdir(parents=True, exist_ok=True)
+        plot(rows, capture, args.plot)
+        print(f"wrote {args.plot}")
+    print(f"done in {document['runtime_s']:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
