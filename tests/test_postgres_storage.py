@@ -125,7 +125,7 @@ def test_schema_is_created_once_and_reopening_changes_nothing(postgres_url: str)
         tables = conn.execute(
             "SELECT tablename FROM pg_tables WHERE tablename LIKE 'memtrellis_%' ORDER BY 1"
         ).fetchall()
-    assert [t for (t,) in tables] == sorted([*TABLES, "memtrellis_schema"])
+    assert [t for (t,) in tables] == sorted([*TABLES, "memtrellis_meta", "memtrellis_schema"])
 
 
 def test_processes_starting_together_create_the_schema_once(postgres_url: str) -> None:
