@@ -328,8 +328,13 @@ class MemoryGraph:
         atomic_write_chunks(path, self._json_chunks(generation))
 
     @classmethod
-    def load(cls, path: Path) -> tuple[MemoryGraph, int]:
-        """Read a saved graph; returns it and the generation it was saved at."""
+    def load(cls, path: Path, *, store: Path | None = None) -> tuple[MemoryGraph, int]:
+        """Read a saved graph; returns it and the generation it was saved at.
+
+        ``store`` is the store directory that a damaged file's message names in its
+        ``memtrellis repair`` command (default: the file's directory; a shard's snapshot
+        lies deeper than the store it belongs to).
+        """
         graph = cls()
         try:
             raw = path.read_bytes()
@@ -366,7 +371,7 @@ class MemoryGraph:
             raise damaged(
                 path,
                 f"cannot be read ({exc.__class__.__name__}: {str(exc)[:200]})",
-                path.parent,
+                path.parent if store is None else store,
                 FROM_INDEX,
             ) from exc
         return graph, generation
