@@ -39,26 +39,25 @@ import gc
 import json
 import logging
 import os
-import shlex
 import shutil
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from filelock import FileLock, Timeout
 
-from memtrellis.errors import (
-    InvalidInputError,
-    MemtrellisError,
-    StoreCorruptError,
-    StoreLockedError,
-)
-from memtrellis.lifecycle.confidence import merged_count
+from memtrellis.errors import InvalidInputError, StoreCorruptError, StoreLockedError
 from memtrellis.store._corrupt import FROM_GRAPH, FROM_INDEX, damaged
 from memtrellis.store._files import fsync_dir
+from memtrellis.store._migration_report import (
+    SHARD_SCHEMA,
+    MigrationReport,
+    StoreMigrationError,
+    migrate_command,
+)
 from memtrellis.store.catalog import SqliteCatalog
 from memtrellis.store.graph import MemoryGraph
 from memtrellis.store.manifest import EmbedderInfo, Manifest, write_manifest
@@ -83,96 +82,12 @@ log = logging.getLogger("memtrellis.store")
 EmbedFn = Callable[[list[str]], list[list[float]]]
 #: The schema of the 0.1 layout (one graph and one log for every entity).
 V01_SCHEMA = 1
-#: The schema of the entity-shard layout that `migrate_store` writes.
-SHARD_SCHEMA = 2
 #: The generation each migrated shard starts at (its snapshot holds everything).
 SHARD_GENERATION = 1
 STAGING = "shards.migrating"
 CATALOG = "catalog.sqlite3"
 _CHANGE_OPS = frozenset({"put", "del", "drop"})
 _WRITER = "migrate"
-
-
-class StoreMigrationError(MemtrellisError):
-    """A 0.1 store cannot be migrated as asked; the message says what to run instead.
-
-    ``command`` is the ``memtrellis migrate`` command line for the store.
-
-    Examples:
-        >>> error = StoreMigrationError("needs its embedder", command="memtrellis migrate s")
-        >>> error.command, isinstance(error, MemtrellisError)
-        ('memtrellis migrate s', True)
-    """
-
-    def __init__(self, message: str, *, command: str) -> None:
-        super().__init__(message)
-        self.command = command
-
-
-def migrate_command(path: str | os.PathLike[str]) -> str:
-    """The ``memtrellis migrate`` command line for the store directory ``path``.
-
-    Examples:
-        >>> migrate_command("my store")
-        "memtrellis migrate 'my store'"
-    """
-    return f"memtrellis migrate {shlex.quote(str(path))}"
-
-
-@dataclass
-class MigrationReport:
-    """What `migrate_store` did.
-
-    ``migrated`` is false when the store was already in the shard layout (then only
-    ``leftovers_removed`` can be non-empty). ``rolled_forward`` counts the 0.1 changes
-    that had not reached the vector index; ``torn_records`` a partial last log line
-    (a write cut off before it was acknowledged, dropped as 0.1 drops it).
-
-    Examples:
-        >>> report = MigrationReport(path="s", migrated=True, entities=2, memories=5)
-        >>> report.lines()[1]
-        'migrated: 5 memories of 2 entities into entity shards (schema 2)'
-    """
-
-    path: str
-    migrated: bool = False
-    entities: int = 0
-    memories: int = 0
-    edges: dict[str, int] = field(default_factory=dict)
-    rolled_forward: int = 0
-    torn_records: int = 0
-    cross_entity_edges: int = 0
-    leftovers_removed: list[str] = field(default_factory=list)
-    seconds: float = 0.0
-
-    def to_dict(self) -> dict[str, Any]:
-        """The report as plain JSON types (``memtrellis migrate --json``)."""
-        return {name: getattr(self, name) for name in self.__dataclass_fields__}
-
-    def lines(self) -> list[str]:
-        """The report as text lines, as ``memtrellis migrate`` prints it."""
-        out = [f"store: {self.path}"]
-        if not self.migrated:
-            out.append(f"already in the entity-shard layout (schema {SHARD_SCHEMA}): nothing to do")
-        else:
-            edges = ", ".join(f"{k} {v}" for k, v in sorted(self.edges.items()) if v) or "none"
-            out += [
-                f"migrated: {self.memories} memories of {self.entities} entities into "
-                f"entity shards (schema {SHARD_SCHEMA})",
-                f"edges: {edges}",
-                f"interrupted 0.1 changes rolled forward into the vector index: "
-                f"{self.rolled_forward}; torn log records dropped: {self.torn_records}",
-            ]
-            if self.cross_entity_edges:
-                out.append(f"edges between two entities left out: {self.cross_entity_edges}")
-        if self.leftovers_removed:
-            out.append(f"0.1 files removed: {', '.join(self.leftovers_removed)}")
-        out.append(f"took {self.seconds:.2f} s")
-        return out
-
-    def summary(self) -> str:
-        """The report as one multi-line text."""
-        return "\n".join(self.lines())
 
 
 # -- reading the manifest ------------------------------------------------------------------
@@ -415,6 +330,14 @@ def _shard_graph(graph: MemoryGraph, tenant: str, report: MigrationReport) -> Me
     return shard
 
 
+def _merged(item: MemoryItem) -> int:
+    # What memtrellis.lifecycle.confidence.merged_count reads (the store layer does not
+    # import the lifecycle).
+    lifecycle = item.metadata.get("lifecycle")
+    count = lifecycle.get("merged", 0) if isinstance(lifecycle, dict) else 0
+    return count if isinstance(count, int) and count > 0 else 0
+
+
 def shard_stats(graph: MemoryGraph, generation: int) -> EntityStats:
     """The catalog figures of one entity's shard graph.
 
@@ -429,7 +352,7 @@ def shard_stats(graph: MemoryGraph, generation: int) -> EntityStats:
     return EntityStats(
         memories=len(items),
         superseded=sum(1 for i in items if i.superseded_by is not None),
-        merged_duplicates=sum(merged_count(i) for i in items),
+        merged_duplicates=sum(_merged(i) for i in items),
         entity_nodes=graph.entity_count(),
         edges=graph.edge_counts(),
         validity=[
