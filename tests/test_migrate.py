@@ -428,3 +428,29 @@ def test_memtrellis_migrate_prints_the_report(v01: tuple[Path, dict[str, Any]]) 
     assert_migrated(path, expected)
     again = CliRunner().invoke(app, ["migrate", str(path)])
     assert again.exit_code == 0 and "nothing to do" in again.output
+
+
+def test_staged_files_are_flushed_once_at_the_end_not_one_by_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memtrellis.store import _files
+
+    calls: list[str] = []
+    real_fsync, real_sync = os.fsync, os.sync
+    monkeypatch.setattr(os, "fsync", lambda fd: calls.append("fsync") or real_fsync(fd))
+    monkeypatch.setattr(os, "sync", lambda: calls.append("sync") or real_sync())
+    monkeypatch.setattr(sys, "platform", "linux")
+    with _files.flushed_at_exit():
+        _files.atomic_write_bytes(tmp_path / "a", b"a")
+        _files.atomic_write_bytes(tmp_path / "b", b"b")
+        assert calls == []
+    assert calls == ["sync"]
+    _files.atomic_write_bytes(tmp_path / "c", b"c")  # outside: durable one by one again
+    assert calls == ["sync", "fsync", "fsync"]
+    with pytest.raises(RuntimeError), _files.flushed_at_exit():
+        raise RuntimeError("a failed staging is not flushed: it is thrown away")
+    assert calls == ["sync", "fsync", "fsync"]
+    monkeypatch.setattr(sys, "platform", "darwin")  # sync() may return early there
+    with _files.flushed_at_exit():
+        _files.atomic_write_bytes(tmp_path / "d", b"d")
+    assert calls[-2:] == ["fsync", "fsync"] and calls.count("sync") == 1

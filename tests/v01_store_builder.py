@@ -8,6 +8,9 @@ entity (the log holds them without their ``ok``), and the process kills itself w
 SIGKILL in the middle of the vector write of a new memory, after its log record was made
 durable and before its ``ok``.
 
+``python tests/v01_store_builder.py many STORE OUT.json ENTITIES PER_ENTITY`` writes
+many small entities in batches through the 0.1 ``Store.put`` (a store of many users).
+
 ``python tests/v01_store_builder.py check STORE OUT.json`` opens a store with 0.1 and
 records what it holds the same way.
 
@@ -290,6 +293,30 @@ def bulk(store: str, out: str, memories: int) -> None:
     write_json(out, {"counts": counts, "dimension": embedder.dimension})
 
 
+def many(store: str, out: str, entities: int, per_entity: int) -> None:
+    """Many small entities, stored in batches through the 0.1 ``Store.put``."""
+    embedder = HashingEmbedder()
+    counts: dict[str, int] = {}
+    with Memory(store, embedder=embedder) as memory:
+        batch: list[MemoryItem] = []
+        for number in range(entities):
+            entity = f"user-{number:05d}"
+            counts[entity] = per_entity
+            for m in range(per_entity):
+                batch.append(
+                    MemoryItem(
+                        text=f"{entity} said note {m} about topic {m % 7}",
+                        scope=Scope(entity_id=entity),
+                        entities=[f"topic {m % 7}"],
+                    )
+                )
+            if len(batch) >= 2000 or number == entities - 1:
+                vectors = embedder.embed_documents([i.search_text() for i in batch])
+                memory._store.put(batch, vectors, "created")
+                batch = []
+    write_json(out, {"counts": counts, "dimension": embedder.dimension})
+
+
 def check(store: str, out: str) -> None:
     """Open a store with 0.1 and record what it holds (then close it, as 0.1 does)."""
     with Memory(store, embedder=HashingEmbedder()) as memory:
@@ -303,6 +330,8 @@ def main() -> None:
         full(store, out)
     elif kind == "check":
         check(store, out)
+    elif kind == "many":
+        many(store, out, int(sys.argv[4]), int(sys.argv[5]))
     else:
         bulk(store, out, int(sys.argv[4]))
 

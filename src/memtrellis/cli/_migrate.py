@@ -74,7 +74,10 @@ def migrate(
     from memtrellis.store.migrate import migrate_store
 
     state = get_state(ctx)
-    report = migrate_store(store_dir, embed=_lazy_embed(store_dir, embedder))
+    # --chroma-url: the server holding the vectors of a store opened with chroma_url=.
+    report = migrate_store(
+        store_dir, embed=_lazy_embed(store_dir, embedder), chroma_url=state.chroma_url
+    )
     if state.json or json_output:
         state.emit_json(report.to_dict())
         return
