@@ -196,7 +196,7 @@ class _Loaded:
     """The 0.1 graph with its log replayed, and the changes still owed to the index."""
 
     graph: MemoryGraph
-    log: Path
+    log: WalReader
     generation: int
     pending: dict[str, dict[str, Any]]
     torn: bool
@@ -230,7 +230,7 @@ def _load_v01(root: Path, manifest: Manifest) -> _Loaded:
             replay_record(graph, record)
         except (ValueError, KeyError, TypeError) as exc:
             raise damaged(reader.path, f"holds a record it cannot apply ({exc})", root) from exc
-    return _Loaded(graph, reader.path, generation, pending, reader.torn_tail)
+    return _Loaded(graph, reader, generation, pending, reader.torn_tail)
 
 
 def _roll_forward(
@@ -249,7 +249,6 @@ def _roll_forward(
     try:
         graph = loaded.graph
         upserts: list[MemoryItem] = []
-        updates: list[MemoryItem] = []
         for record in loaded.pending.values():
             if record["op"] != "put":
                 continue
@@ -257,9 +256,7 @@ def _roll_forward(
             if item is None:  # deleted by a later record: nothing to index
                 continue
             if record.get("reembed", True) or not vectors.has(item.scope.entity_id, [item.id]):
-                upserts.append(item)
-            else:
-                updates.append(item)
+                upserts.append(item)  # the others keep their vector: metadata only
         embeddings: list[list[float]] = []
         if upserts:
             if embed is None:
@@ -294,7 +291,10 @@ def _roll_forward(
     finally:
         vectors.close()
     oks = [{"op": "ok", "rid": rid, "w": _WRITER} for rid in loaded.pending]
-    append_records(loaded.log, oks, durable=True)
+    # A torn last line goes first (as 0.1 cuts it under the lock): appended after it, the
+    # first ok would be glued to it, an unreadable record in the middle of the log.
+    loaded.log.cut_torn_tail()
+    append_records(loaded.log.path, oks, durable=True)
     count = len(oks)
     log.info("store %s: rolled %d interrupted 0.1 change(s) forward", root, count)
     loaded.pending = {}
