@@ -73,9 +73,11 @@ def v01_sources(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return target / "src"
 
 
-def run_v01(sources: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def run_v01(
+    sources: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """Run the builder under the 0.1 sources (the venv has every dependency)."""
-    env = dict(os.environ, PYTHONPATH=str(sources), V01_SOURCES=str(sources))
+    env = dict(os.environ, **(env or {}), PYTHONPATH=str(sources), V01_SOURCES=str(sources))
     env["ANONYMIZED_TELEMETRY"] = "False"
     return subprocess.run(
         [sys.executable, str(BUILDER), *args],
@@ -146,7 +148,7 @@ def versions(graph: MemoryGraph, memory_id: str) -> list[str]:
     return chain
 
 
-def assert_migrated(path: Path, expected: dict[str, Any]) -> None:
+def assert_migrated(path: Path, expected: dict[str, Any], chroma_url: str | None = None) -> None:
     """The store is in the shard layout and holds exactly what 0.1 said it held."""
     assert manifest(path)["schema_version"] == 2
     assert manifest(path)["embedder"] == {"model_id": "hashing-64", "dimension": 64}
@@ -155,14 +157,15 @@ def assert_migrated(path: Path, expected: dict[str, Any]) -> None:
     assert not (path / "shards.migrating").exists()
     entities: dict[str, Any] = expected["entities"]
     catalog = SqliteCatalog(path / "catalog.sqlite3")
-    vectors = VectorIndex(path / "chroma")
+    vectors = VectorIndex(path / "chroma", chroma_url=chroma_url)
     try:
         assert sorted(catalog.entities()) == sorted(entities)
         for forgotten in expected["forgotten"]:
             assert not FileShardStorage(path, forgotten).exists()
             assert catalog.get(forgotten) is None
             assert vectors.count(forgotten) == 0
-        assert sorted(vectors.entity_ids()) == sorted(entities)
+        ours = [e for e in vectors.entity_ids() if e.startswith(expected["prefix"])]
+        assert sorted(ours) == sorted(entities)
         for entity, held in entities.items():
             storage = FileShardStorage(path, entity)
             graph, generation = storage.load()
@@ -196,8 +199,9 @@ def assert_migrated(path: Path, expected: dict[str, Any]) -> None:
                 assert stored is not None
                 assert copy.model_dump(exclude=recall) == stored.model_dump(exclude=recall)
         # The change that died inside its vector write was embedded like 0.1 embeds it.
-        pending = graph_item(path, "carol", expected["pending"]["put"])
-        [vector] = vectors.embeddings("carol", [pending.id]).values()
+        owner = expected["pending"]["put_entity"]
+        pending = graph_item(path, owner, expected["pending"]["put"])
+        [vector] = vectors.embeddings(owner, [pending.id]).values()
         assert vector == pytest.approx(EMBEDDER.embed_documents([pending.search_text()])[0])
     finally:
         catalog.close()
@@ -461,3 +465,22 @@ def test_staged_files_are_flushed_once_at_the_end_not_one_by_one(
     with _files.flushed_at_exit():
         _files.atomic_write_bytes(tmp_path / "d", b"d")
     assert calls[-2:] == ["fsync", "fsync"] and calls.count("sync") == 1
+
+
+def test_a_0_1_store_on_a_chroma_server_migrates_and_its_cut_off_changes_reach_the_server(
+    v01_sources: Path, chroma_server: str, tmp_path: Path
+) -> None:
+    """0.1's ``chroma_url=`` mode: the graph and log on the local disk, the vectors in the
+    server; the migration moves the graph into shards and rolls the four cut-off changes
+    forward into the server's collections."""
+    store, out = tmp_path / "store", tmp_path / "expected.json"
+    env = {"V01_CHROMA_URL": chroma_server, "V01_PREFIX": f"migrate-{os.getpid()}-"}
+    proc = run_v01(v01_sources, "full", str(store), str(out), env=env)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr[-4000:]
+    expected = json.loads(out.read_text())
+    assert not (store / "chroma").exists()
+    with pytest.raises(StoreMigrationError):
+        migrate_store(store, chroma_url=chroma_server)  # the put needs the embedder
+    report = migrate_store(store, embed=EMBEDDER.embed_documents, chroma_url=chroma_server)
+    assert report.migrated and report.rolled_forward == 4
+    assert_migrated(store, expected, chroma_url=chroma_server)

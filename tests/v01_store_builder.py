@@ -38,6 +38,10 @@ from memtrellis.testing import HashingEmbedder
 from memtrellis.types import EdgeKind, MemoryItem, MemoryType, Scope, utcnow
 
 SOURCES = os.environ.get("V01_SOURCES", "")
+#: ``full`` against a Chroma server: the 0.1 ``chroma_url=`` mode, entity ids prefixed so
+#: that they never meet another test's collections on a shared server.
+CHROMA_URL = os.environ.get("V01_CHROMA_URL") or None
+P = os.environ.get("V01_PREFIX", "")
 
 
 def _check_sources() -> None:
@@ -98,26 +102,26 @@ def session_one(memory: Memory) -> dict[str, str]:
         "That sounds rewarding",
     ]
     talk = memory.add(
-        conversation(("Alice", "Bot"), chat), entity_id="alice", session_id="s1", mode="fast"
+        conversation(("Alice", "Bot"), chat), entity_id=P + "alice", session_id="s1", mode="fast"
     )
     memory.add(
         conversation(
             ("Alice", "Bot"), ["My daughter Mia starts school in September", "Great!"], 10
         ),
-        entity_id="alice",
+        entity_id=P + "alice",
         session_id="s2",
         mode="fast",
     )
-    [lyon] = memory.add("Alice lives in Lyon", entity_id="alice", memory_type="fact")
-    memory.add("Alice moved to Porto", entity_id="alice", memory_type="fact")  # supersedes
-    memory.add("Alice is allergic to peanuts", entity_id="alice", memory_type="fact")
-    memory.add("Alice is allergic to peanuts", entity_id="alice", memory_type="fact")  # merged
+    [lyon] = memory.add("Alice lives in Lyon", entity_id=P + "alice", memory_type="fact")
+    memory.add("Alice moved to Porto", entity_id=P + "alice", memory_type="fact")  # supersedes
+    memory.add("Alice is allergic to peanuts", entity_id=P + "alice", memory_type="fact")
+    memory.add("Alice is allergic to peanuts", entity_id=P + "alice", memory_type="fact")  # merged
     ids: dict[str, str] = {"lyon": lyon.id, "talk": talk[2].id}
     fact = memory.store(
         MemoryItem(
             id="bob-vegan",
             text="Bob is vegan",
-            scope=Scope(entity_id="bob", process_id="kitchen", session_id="k1"),
+            scope=Scope(entity_id=P + "bob", process_id="kitchen", session_id="k1"),
             memory_type=MemoryType.FACT,
             key="diet",
             tags=["food", "health"],
@@ -131,7 +135,7 @@ def session_one(memory: Memory) -> dict[str, str]:
     first = memory.store(
         MemoryItem(
             text="Bob had his first COFFEE in Rome",
-            scope=Scope(entity_id="bob"),
+            scope=Scope(entity_id=P + "bob"),
             entities=["COFFEE"],
         ),
         lifecycle=False,
@@ -139,7 +143,7 @@ def session_one(memory: Memory) -> dict[str, str]:
     pref = memory.store(
         MemoryItem(
             text="Bob prefers oat milk in his coffee",
-            scope=Scope(entity_id="bob"),
+            scope=Scope(entity_id=P + "bob"),
             memory_type=MemoryType.PREFERENCE,
             entities=["Bob", "oat milk"],
             valid_until=utcnow() + timedelta(days=365),
@@ -148,7 +152,7 @@ def session_one(memory: Memory) -> dict[str, str]:
     note = memory.store(
         MemoryItem(
             text="Bob runs a cafe near the station",
-            scope=Scope(entity_id="bob"),
+            scope=Scope(entity_id=P + "bob"),
             entities=["coffee"],
         ),
         lifecycle=False,
@@ -156,20 +160,20 @@ def session_one(memory: Memory) -> dict[str, str]:
     memory._store.add_edge(pref.id, fact.id, EdgeKind.SUPPORTS)
     memory._store.add_edge(note.id, pref.id, EdgeKind.EXTENDS)
     memory._store.add_edge(note.id, fact.id, EdgeKind.CONTRADICTS)
-    memory.update(note.id, entity_id="bob", text="Bob runs a small cafe near the station")
-    memory.update(pref.id, entity_id="bob", tags=["drinks"])
+    memory.update(note.id, entity_id=P + "bob", text="Bob runs a small cafe near the station")
+    memory.update(pref.id, entity_id=P + "bob", tags=["drinks"])
     memory.add(
         conversation(("Bob", "Bot"), ["I opened the cafe in 2019", "Busy?", "Very busy"]),
-        entity_id="bob",
+        entity_id=P + "bob",
         mode="fast",
     )
-    memory.add("Bob lives in Leeds", entity_id="bob", memory_type="fact")
-    memory.add("Bob moved to York", entity_id="bob", memory_type="fact")
-    memory.add("Bob now lives in Bath", entity_id="bob", memory_type="fact")
-    gone = memory.add("Bob used to smoke", entity_id="bob", memory_type="fact")
-    memory.forget(gone[0].id, entity_id="bob")
-    memory.forget(first.id, entity_id="bob")
-    odd = "Ana Lima/2:x%y"  # needs escaping in entity node ids, collection and shard names
+    memory.add("Bob lives in Leeds", entity_id=P + "bob", memory_type="fact")
+    memory.add("Bob moved to York", entity_id=P + "bob", memory_type="fact")
+    memory.add("Bob now lives in Bath", entity_id=P + "bob", memory_type="fact")
+    gone = memory.add("Bob used to smoke", entity_id=P + "bob", memory_type="fact")
+    memory.forget(gone[0].id, entity_id=P + "bob")
+    memory.forget(first.id, entity_id=P + "bob")
+    odd = P + "Ana Lima/2:x%y"  # needs escaping in entity node ids, collection and shard names
     memory.add(
         conversation(("Ana", "Bot"), ["Ana teaches maths", "Where?", "At a school in Braga"]),
         entity_id=odd,
@@ -182,14 +186,14 @@ def session_one(memory: Memory) -> dict[str, str]:
             entities=["Portuguese", "French"],
         )
     )
-    memory.add("Dave keeps bees", entity_id="dave", memory_type="fact")
-    memory.forget(entity_id="dave")
-    memory.add("Erin plays the cello", entity_id="erin", memory_type="fact")
-    memory.add("Erin lives in Oslo", entity_id="erin", memory_type="fact")
-    for question, entity in (("Where does Alice live?", "alice"), ("coffee", "bob")):
+    memory.add("Dave keeps bees", entity_id=P + "dave", memory_type="fact")
+    memory.forget(entity_id=P + "dave")
+    memory.add("Erin plays the cello", entity_id=P + "erin", memory_type="fact")
+    memory.add("Erin lives in Oslo", entity_id=P + "erin", memory_type="fact")
+    for question, entity in (("Where does Alice live?", P + "alice"), ("coffee", P + "bob")):
         for _ in range(3):
             memory.recall(question, entity_id=entity)
-    memory.capture("Carol likes hiking in the Alps", entity_id="carol", mode="fast")
+    memory.capture("Carol likes hiking in the Alps", entity_id=P + "carol", mode="fast")
     memory.flush(timeout=60)
     ids.update(note=note.id, pref=pref.id, fact=fact.id)
     return ids
@@ -197,21 +201,21 @@ def session_one(memory: Memory) -> dict[str, str]:
 
 def full(store: str, out: str) -> None:
     embedder = HashingEmbedder()
-    entities = ["alice", "bob", "Ana Lima/2:x%y", "carol", "erin"]
-    with Memory(store, entity_id="alice", embedder=embedder) as memory:
+    entities = [P + e for e in ("alice", "bob", "Ana Lima/2:x%y", "carol", "erin")]
+    with Memory(store, entity_id=P + "alice", embedder=embedder, chroma_url=CHROMA_URL) as memory:
         ids = session_one(memory)
         clean = snapshot(memory, entities)
     # Session two: changes logged (with their ok) after the snapshot, recall counts in the
     # log, then changes the vector index never received.
-    memory = Memory(store, entity_id="alice", embedder=embedder)
+    memory = Memory(store, entity_id=P + "alice", embedder=embedder, chroma_url=CHROMA_URL)
     memory.add(
         conversation(("Alice", "Bot"), ["We went to the beach on Sunday", "Nice"], 20),
-        entity_id="alice",
+        entity_id=P + "alice",
         mode="fast",
     )
-    memory.recall("beach", entity_id="alice")
-    memory.recall("Porto", entity_id="alice")
-    memory.update(ids["fact"], entity_id="bob", confidence=0.95)  # logged with its ok
+    memory.recall("beach", entity_id=P + "alice")
+    memory.recall("Porto", entity_id=P + "alice")
+    memory.update(ids["fact"], entity_id=P + "bob", confidence=0.95)  # logged with its ok
     vectors = memory._store.vectors
 
     def refuse(*args: Any, **kwargs: Any) -> None:
@@ -220,11 +224,11 @@ def full(store: str, out: str) -> None:
     vectors.update_metadata = refuse  # type: ignore[method-assign]
     vectors.delete = refuse  # type: ignore[method-assign]
     vectors.drop_entity = refuse  # type: ignore[method-assign]
-    memory.recall("cafe", entity_id="bob")
-    memory.update(ids["pref"], entity_id="bob", tags=["drinks", "morning"])  # pending, no embed
-    memory.forget(ids["talk"], entity_id="alice")  # pending del, inside a conversation
-    memory.forget(entity_id="erin")  # pending drop
-    entities.remove("erin")
+    memory.recall("cafe", entity_id=P + "bob")
+    memory.update(ids["pref"], entity_id=P + "bob", tags=["drinks", "morning"])  # pending, no embed
+    memory.forget(ids["talk"], entity_id=P + "alice")  # pending del, inside a conversation
+    memory.forget(entity_id=P + "erin")  # pending drop
+    entities.remove(P + "erin")
 
     def die(*args: Any, **kwargs: Any) -> None:
         # Inside the vector write of the new memory: its log record is durable, no ok.
@@ -234,15 +238,17 @@ def full(store: str, out: str) -> None:
             {
                 "entities": snapshot(memory, entities),
                 "clean": clean,
-                "forgotten": ["dave", "erin"],
+                "forgotten": [P + "dave", P + "erin"],
                 "pending": {
                     "put": "carol-pending",
                     "meta": ids["pref"],
                     "del": ids["talk"],
-                    "drop": "erin",
+                    "drop": P + "erin",
+                    "put_entity": P + "carol",
                 },
                 "pending_count": memory._store.pending_count,
                 "dimension": embedder.dimension,
+                "prefix": P,
             },
         )
         os.kill(os.getpid(), signal.SIGKILL)
@@ -252,7 +258,7 @@ def full(store: str, out: str) -> None:
         MemoryItem(
             id="carol-pending",
             text="Carol's brother Tom lives in Faro",
-            scope=Scope(entity_id="carol"),
+            scope=Scope(entity_id=P + "carol"),
             entities=["Tom", "Faro"],
         ),
         lifecycle=False,
