@@ -161,7 +161,7 @@ def _store_lock(root: Path, timeout: float, *, held: bool) -> Iterator[None]:
     except Timeout as exc:
         raise StoreLockedError(
             f"another process held the lock on {root} for longer than {timeout} s; close "
-            "every program using the store and migrate again"
+            f"every program using the store and run `{migrate_command(root)}`"
         ) from exc
     try:
         yield
