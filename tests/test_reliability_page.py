@@ -23,6 +23,7 @@ GUARANTEES = [
     "Tenant isolation",
     "Secrets",
     "Corruption and repair",
+    "Migration from 0.1",
     "Extraction failures",
 ]
 

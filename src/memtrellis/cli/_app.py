@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 from typer.core import TyperGroup
 
-from memtrellis.cli import _commands, _demo, _graph, _repair, _service, _transfer
+from memtrellis.cli import _commands, _demo, _graph, _migrate, _repair, _service, _transfer
 from memtrellis.cli._state import CliError, CliState, EmbedderChoice, make_console
 from memtrellis.errors import MemtrellisError
 
@@ -124,6 +124,7 @@ app.command("export")(_transfer.export)
 app.command("import")(_transfer.import_)
 app.command("graph")(_graph.graph)
 app.command("repair")(_repair.repair)
+app.command("migrate")(_migrate.migrate)
 app.command("serve")(_service.serve)
 app.command("mcp")(_service.mcp)
 app.add_typer(_service.keys_app, name="keys")
