@@ -25,6 +25,7 @@ import pytest
 from filelock import FileLock
 from typer.testing import CliRunner
 
+from memtrellis import Memory
 from memtrellis.cli import app
 from memtrellis.errors import EmbeddingMismatchError, StoreLockedError
 from memtrellis.store import migrate as migration
@@ -484,3 +485,21 @@ def test_a_0_1_store_on_a_chroma_server_migrates_and_its_cut_off_changes_reach_t
     report = migrate_store(store, embed=EMBEDDER.embed_documents, chroma_url=chroma_server)
     assert report.migrated and report.rolled_forward == 4
     assert_migrated(store, expected, chroma_url=chroma_server)
+
+
+def test_opening_a_0_1_store_migrates_it(v01: tuple[Path, dict[str, Any]]) -> None:
+    path, expected = v01
+    with Memory(path, embedder=EMBEDDER) as memory:
+        assert sorted(memory._store.entities()) == sorted(expected["entities"])
+        for entity, held in expected["entities"].items():
+            listed = memory.list(entity_id=entity, limit=10_000)
+            assert [i.id for i in listed] == held["ids"]
+            live = [i for i in listed if i.superseded_by is None]
+            if live:
+                top = memory.recall(live[0].text, entity_id=entity, k=50).items
+                assert live[0].id in {hit.memory.id for hit in top}
+        assert memory.health().total_memories == sum(
+            len(held["ids"]) for held in expected["entities"].values()
+        )
+    assert not needs_migration(path)
+    assert manifest(path)["schema_version"] == 2

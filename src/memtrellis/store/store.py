@@ -36,7 +36,6 @@ from memtrellis.store._corrupt import FROM_GRAPH, damaged, embedder_flags
 from memtrellis.store.catalog import SqliteCatalog
 from memtrellis.store.graph import MemoryGraph
 from memtrellis.store.manifest import (
-    SCHEMA_VERSION,
     EmbedderInfo,
     Manifest,
     read_manifest,
@@ -141,7 +140,7 @@ class Store:
                     postgres_url, chroma_url, embedder
                 )
             else:
-                self.manifest = self._open_manifest(embedder, chroma_url)
+                self.manifest = self._open_manifest(embedder, chroma_url, embed, lock_timeout)
                 self.catalog = SqliteCatalog(path / "catalog.sqlite3", timeout=lock_timeout)
             self.vectors = VectorIndex(path / "chroma", chroma_url=chroma_url)
             self._settings = ShardSettings(
@@ -170,7 +169,9 @@ class Store:
             for name in ("graph.json", "chroma", "shards", "catalog.sqlite3")
         ) or any(self.path.glob("wal-*.jsonl"))
 
-    def _open_manifest(self, embedder: EmbedderInfo, chroma_url: str | None) -> Manifest:
+    def _open_manifest(
+        self, embedder: EmbedderInfo, chroma_url: str | None, embed: EmbedFn, lock_timeout: float
+    ) -> Manifest:
         flags = embedder_flags(embedder.model_id)
         manifest = read_manifest(self._manifest_path, flags=flags)
         if manifest is None:
@@ -185,10 +186,20 @@ class Store:
         manifest.check_embedder(embedder.model_id, embedder.dimension, self.path)
         if chroma_url is None and not (self.path / "chroma").is_dir():
             raise damaged(self.path / "chroma", "is missing", self.path, FROM_GRAPH)
-        if manifest.schema_version < SCHEMA_VERSION:
-            from memtrellis.store.migrate import migrate_locked
+        from memtrellis.store.migrate import migrate_store, needs_migration
 
-            manifest = migrate_locked(self.path, manifest)
+        if needs_migration(self.path):  # a 0.1 store, or what a crashed migration left
+            report = migrate_store(
+                self.path,
+                embed=embed,
+                embedder=embedder,
+                chroma_url=chroma_url,
+                lock_timeout=lock_timeout,
+                lock_held=True,
+            )
+            if report.migrated:
+                log.warning("store %s: %s", self.path, report.summary())
+            manifest = read_manifest(self._manifest_path, flags=flags) or manifest
         return manifest
 
     def _open_postgres(
