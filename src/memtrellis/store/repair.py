@@ -1,26 +1,34 @@
-"""Rebuilding a damaged store from the copies it keeps of every memory.
+"""Rebuilding a damaged store from the copies it keeps of every memory, shard by shard.
 
-Every memory lives twice in a store: as a node of the graph (``graph.json`` plus the
-write-ahead log) and as a full item copy in the metadata of its vector in the index
-(``chroma/``). `rebuild_store` reads whatever survives of each, decides which side
-is damaged, and rebuilds it from the other:
+Every memory lives twice in a store: as a node of its entity's shard (``graph.json`` plus
+the write-ahead log in ``shards/xx/<hash>/``) and as a full item copy in the metadata of
+its vector in the entity's Chroma collection (``chroma/``). `rebuild_store` finds every
+entity (the catalog's rows, the shard directories, each named by its ``shard.json``, by the
+items of its graph or log, or by a Chroma collection's ``entity_id``; and the collections
+themselves), reads whatever survives of each side, decides per entity which side is
+damaged, and rebuilds it from the other:
 
-* graph lost (``graph.json`` cut short or garbled): memory nodes come back from the index
-  copies, then the log is replayed on top; ``mentions`` edges come back from each item's
-  entities and ``supersedes`` edges from ``superseded_by``. ``supports``, ``contradicts``,
-  ``extends`` and ``follows`` edges and the history events written before the last
-  snapshot exist only in the graph: those still in the log come back, the others are
-  reported as lost.
-* index lost (``chroma/`` missing or unreadable): the directory is moved aside and every
-  memory of the graph is embedded again.
+* shard graph lost (``graph.json`` cut short, garbled, out of date or missing): memory
+  nodes come back from the index copies, then the log is replayed on top; ``mentions``
+  edges come back from each item's entities and ``supersedes`` edges from
+  ``superseded_by``. ``supports``, ``contradicts``, ``extends`` and ``follows`` edges and
+  the history events written before the last snapshot exist only in the graph: those
+  still in the log come back, the others are reported as lost.
+* index lost (``chroma/`` missing or unreadable, or one collection unreadable): the
+  directory is moved aside (or the collection dropped) and every memory of the graph is
+  embedded again.
 * log garbled: its readable records are replayed, the unreadable ones counted; a memory
   whose record was unreadable comes back from the index when its vector was written.
+* ``shard.json`` garbled: written again, the entity named as above.
+* catalog (``catalog.sqlite3``) missing or unreadable: built again from the shards.
 * manifest missing or garbled: written again from what the store holds.
 
 Index copies that the graph lacks are restored into it (never dropped), unless the log
 deleted them. Damaged files are renamed ``<name>.corrupt-<UTC timestamp>``, never deleted,
-and the graph is saved as a new snapshot generation (a readable ``graph.json`` that
-``--from-index`` replaces is kept as ``graph.json.replaced-<UTC timestamp>``).
+and each repaired shard is saved as a new snapshot generation (a readable ``graph.json``
+that ``--from-index`` replaces is kept as ``graph.json.replaced-<UTC timestamp>``). Shards
+with nothing to repair are left as they are. An entity being forgotten (marked in the
+catalog) is left for the next open to finish.
 """
 
 from __future__ import annotations
@@ -28,8 +36,11 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import sqlite3
 import tempfile
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -43,11 +54,31 @@ from memtrellis.errors import (
     StoreCorruptError,
     StoreLockedError,
 )
-from memtrellis.store.graph import MemoryGraph
-from memtrellis.store.manifest import EmbedderInfo, Manifest, read_manifest, write_manifest
+from memtrellis.store._repair_shard import (
+    LOST_EDGES,
+    LOST_HISTORY,
+    LOST_RECALLS,
+    IndexSide,
+    ShardRepair,
+    aside,
+    entity_in_log,
+    next_generation,
+    read_pointer,
+    read_shard,
+)
+from memtrellis.store.catalog import SqliteCatalog
+from memtrellis.store.manifest import (
+    SCHEMA_VERSION,
+    EmbedderInfo,
+    Manifest,
+    read_manifest,
+    write_manifest,
+)
+from memtrellis.store.shard import RepairReport, Shard, ShardSettings
+from memtrellis.store.shardfiles import SHARDS, FileShardStorage, shard_dir
+from memtrellis.store.storage import EntityStats
 from memtrellis.store.vectors import VectorIndex
-from memtrellis.store.wal import replay_record, wal_path
-from memtrellis.types import EdgeKind, HistoryEvent, MemoryItem, utcnow
+from memtrellis.types import MemoryItem
 
 __all__ = ["Source", "StoreRepairReport", "rebuild_store", "recorded_embedder"]
 
@@ -55,22 +86,20 @@ EmbedFn = Callable[[list[str]], list[list[float]]]
 #: ``"auto"``: rebuild whichever side is damaged; ``"index"``: rebuild the graph from the
 #: index even if graph.json reads; ``"graph"``: rebuild the index from the graph.
 Source = Literal["auto", "index", "graph"]
-
-_WAL = re.compile(r"^wal-(\d+)\.jsonl$")
-_BATCH = 256
-_LOST_EDGES = (
-    "supports, contradicts, extends and follows edges not in the log "
-    "(they are kept only in graph.json)"
-)
-_LOST_HISTORY = "history events written before the last snapshot (kept only in graph.json)"
-_LOST_RECALLS = "recall counts since each memory last changed (kept only in graph.json)"
+CATALOG = "catalog.sqlite3"
 
 
 @dataclass
 class StoreRepairReport:
     """What `rebuild_store` found damaged, what it restored and what is lost.
 
-    Counts describe the store after the repair (or as it would be, with ``dry_run``).
+    Counts describe the store after the repair (or as it would be, with ``dry_run``),
+    summed over every shard. Paths (``damaged``, ``moved_aside``) are relative to the store.
+
+    Examples:
+        >>> report = StoreRepairReport(path="store", memories=3, tenants=1)
+        >>> report.lines()[3]
+        'restored: 3 memories of 1 entities, 0 entity nodes'
     """
 
     path: str
@@ -93,6 +122,12 @@ class StoreRepairReport:
     manifest_written: bool = False
     moved_aside: dict[str, str] = field(default_factory=dict)
     lost: list[str] = field(default_factory=list)
+    #: Entity shards found, and those rewritten (or that would be).
+    shards: int = 0
+    shards_repaired: int = 0
+    #: Entities whose graph came back from the index copies.
+    graph_from_index: list[str] = field(default_factory=list)
+    catalog_written: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """The report as plain JSON types (``memtrellis repair --json``)."""
@@ -117,7 +152,9 @@ class StoreRepairReport:
             f"unreadable index copies {self.index_unreadable}",
             f"index: vectors embedded {self.vectors_written}, copies updated "
             f"{self.index_updated}, removed {self.index_removed}",
-            f"manifest {'rewritten' if self.manifest_written else 'kept'}",
+            f"shards: {self.shards} found, {self.shards_repaired} repaired",
+            f"manifest {'rewritten' if self.manifest_written else 'kept'}, "
+            f"catalog {'rebuilt' if self.catalog_written else 'kept'}",
         ]
         out += [f"moved aside: {src} -> {dst}" for src, dst in self.moved_aside.items()]
         out += [f"lost: {what}" for what in self.lost] or ["lost: nothing"]
@@ -126,24 +163,6 @@ class StoreRepairReport:
     def summary(self) -> str:
         """The report as one multi-line text."""
         return "\n".join(self.lines())
-
-
-@dataclass
-class _Found:
-    """What survives on disk, read without writing anything."""
-
-    manifest: Manifest | None = None
-    salvaged_embedder: EmbedderInfo | None = None
-    snapshot: MemoryGraph | None = None
-    generation: int = 0
-    index: dict[str, MemoryItem] = field(default_factory=dict)
-    index_ok: bool = False
-    dimension: int | None = None  # of the vectors in the index, when it holds any
-    logs: list[tuple[int, Path]] = field(default_factory=list)
-
-
-def _aside(target: Path, stamp: str, why: str = "corrupt") -> Path:
-    return target.with_name(f"{target.name}.{why}-{stamp}")
 
 
 def _salvage_embedder(raw: bytes) -> EmbedderInfo | None:
@@ -157,7 +176,14 @@ def _salvage_embedder(raw: bytes) -> EmbedderInfo | None:
 
 
 def recorded_embedder(path: Path) -> EmbedderInfo | None:
-    """The embedder the manifest of the store at ``path`` names, even a garbled one."""
+    """The embedder the manifest of the store at ``path`` names, even a garbled one.
+
+    Examples:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> recorded_embedder(Path(tempfile.mkdtemp())) is None  # no manifest
+        True
+    """
     target = path / "manifest.json"
     try:
         manifest = read_manifest(target)
@@ -166,185 +192,134 @@ def recorded_embedder(path: Path) -> EmbedderInfo | None:
     return manifest.embedder if manifest is not None else None
 
 
-def _read_manifest(path: Path, found: _Found, report: StoreRepairReport) -> None:
-    target = path / "manifest.json"
-    try:
-        found.manifest = read_manifest(target)
-    except StoreCorruptError as exc:
-        report.damaged[target.name] = str(exc).split(". Nothing was changed")[0]
-        found.salvaged_embedder = _salvage_embedder(target.read_bytes())
-        return
-    if found.manifest is None:
-        report.damaged[target.name] = "missing"
+@dataclass
+class _Index:
+    """The vector index as read: per-entity sides, or ``ok=False`` when all of it is lost."""
 
-
-def _read_snapshot(path: Path, found: _Found, report: StoreRepairReport, source: Source) -> None:
-    target = path / "graph.json"
-    if not target.exists():
-        never_compacted = (
-            found.manifest.generation == 0
-            if found.manifest is not None
-            else wal_path(path, 0).exists()  # a compaction removes the log it replaces
-        )
-        if never_compacted:
-            found.snapshot = MemoryGraph()  # the log holds every change since the start
-        else:
-            report.damaged[target.name] = "missing"
-        return
-    try:
-        graph, generation = MemoryGraph.load(target)
-    except StoreCorruptError as exc:
-        cause = exc.__cause__
-        report.damaged[target.name] = f"unreadable ({type(cause).__name__}: {str(cause)[:120]})"
-        return
-    if found.manifest is not None and generation < found.manifest.generation:
-        report.damaged[target.name] = (
-            f"out of date (generation {generation}, manifest {found.manifest.generation})"
-        )
-        return
-    if source != "index":
-        found.snapshot, found.generation = graph, generation
-
-
-def _read_index(path: Path, found: _Found, report: StoreRepairReport) -> None:
-    directory = path / "chroma"
-    if not directory.is_dir():
-        report.damaged[directory.name] = "missing"
-        return
-    if report.dry_run:
-        # Chroma writes to its files even when only read: a dry run reads a copy.
-        with tempfile.TemporaryDirectory(prefix="memtrellis-repair-") as scratch:
-            copy = Path(scratch) / directory.name
-            shutil.copytree(directory, copy)
-            _read_index_at(copy, found, report)
-        return
-    _read_index_at(directory, found, report)
-
-
-def _read_index_at(directory: Path, found: _Found, report: StoreRepairReport) -> None:
     vectors: VectorIndex | None = None
+    ok: bool = False
+    entities: list[str] = field(default_factory=list)
+    dimension: int | None = None
+
+    def side(self, entity_id: str, report: StoreRepairReport) -> IndexSide:
+        if not self.ok or self.vectors is None:
+            return IndexSide(ok=False)
+        try:
+            copies, unreadable = self.vectors.item_copies(entity_id)
+        except Exception as exc:  # one damaged collection: rebuild that one
+            report.damaged[f"chroma ({entity_id})"] = f"unreadable ({type(exc).__name__})"
+            return IndexSide(ok=False)
+        report.index_unreadable += unreadable
+        if copies and self.dimension is None:
+            sample = self.vectors.embeddings(entity_id, [next(iter(copies))])
+            self.dimension = len(next(iter(sample.values()), [])) or None
+        return IndexSide(copies=copies, unreadable=unreadable)
+
+    def close(self) -> None:
+        if self.vectors is not None:
+            self.vectors.close()
+            self.vectors = None
+
+
+def _open_index(directory: Path, report: StoreRepairReport) -> _Index:
+    index = _Index()
+    if not directory.is_dir():
+        report.damaged["chroma"] = "missing"
+        return index
     try:
-        vectors = VectorIndex(directory)
-        for entity_id in vectors.entity_ids():
-            copies, unreadable = vectors.item_copies(entity_id)
-            found.index.update(copies)
-            report.index_unreadable += unreadable
-            if copies and found.dimension is None:
-                sample = vectors.embeddings(entity_id, [next(iter(copies))])
-                found.dimension = len(next(iter(sample.values()), [])) or None
-        found.index_ok = True
+        index.vectors = VectorIndex(directory)
+        index.entities = index.vectors.entity_ids()
+        index.ok = True
     except Exception as exc:  # a damaged chroma raises many kinds; all mean "rebuild it"
         cause = exc.__cause__ if isinstance(exc, StoreCorruptError) else exc
         report.damaged["chroma"] = f"unreadable ({type(cause).__name__})"
-        found.index.clear()
-    finally:
-        if vectors is not None:
-            vectors.close()
+        index.close()
+    return index
 
 
-def _read_logs(path: Path, found: _Found) -> None:
-    logs = sorted(
-        (int(m.group(1)), p) for p in path.glob("wal-*.jsonl") if (m := _WAL.match(p.name))
-    )
-    if found.snapshot is not None:
-        start = found.generation
-    elif found.manifest is not None:
-        start = found.manifest.generation
-    else:
-        start = logs[-1][0] if logs else 0
-    found.logs = [(gen, p) for gen, p in logs if gen >= start]
+@dataclass
+class _Catalog:
+    """The catalog as read: live rows with their figures, entities being forgotten."""
+
+    live: dict[str, EntityStats] = field(default_factory=dict)
+    dropping: list[str] = field(default_factory=list)
+    ok: bool = False
 
 
-def _log_records(log: Path, report: StoreRepairReport) -> list[dict[str, Any]]:
-    """The readable records of one log; a torn last line is not damage."""
-    lines = log.read_bytes().split(b"\n")
-    lines.pop()  # after the last newline: empty, or a torn last record (not damage)
-    records: list[dict[str, Any]] = []
-    bad = 0
-    for line in lines:
-        if not line.strip():
-            continue
+def _read_catalog(target: Path, report: StoreRepairReport) -> _Catalog:
+    found = _Catalog()
+    if not target.exists():
+        if (target.parent / SHARDS).is_dir():
+            report.damaged[CATALOG] = "missing"
+        return found
+    try:
+        catalog = SqliteCatalog(target, timeout=5.0)
         try:
-            record = json.loads(line)
-            if not isinstance(record, dict) or not isinstance(record.get("op"), str):
-                raise ValueError("not a log record")
-        except ValueError:
-            bad += 1
+            found.live, found.dropping = catalog.all(), catalog.dropping()
+        finally:
+            catalog.close()
+        found.ok = True
+    except (StoreCorruptError, sqlite3.DatabaseError) as exc:
+        cause = exc.__cause__ if isinstance(exc, StoreCorruptError) else exc
+        report.damaged[CATALOG] = f"unreadable ({type(cause).__name__}: {str(cause)[:120]})"
+    return found
+
+
+def _shard_dirs(root: Path) -> Iterator[Path]:
+    for fan in sorted((root / SHARDS).glob("*")):
+        if fan.is_dir() and len(fan.name) == 2:
+            yield from sorted(d for d in fan.iterdir() if d.is_dir() and "." not in d.name)
+
+
+def _graph_entity(directory: Path) -> str | None:
+    """The entity the items of a shard's snapshot belong to (read loosely), if any."""
+    raw = (directory / "graph.json").read_bytes() if (directory / "graph.json").exists() else b""
+    found = re.search(rb'"scope":\{"entity_id":"((?:[^"\\]|\\.)*)"', raw)
+    if found is None:
+        return None
+    try:
+        return str(json.loads(b'"' + found.group(1) + b'"'))
+    except ValueError:
+        return None
+
+
+def _discover(
+    root: Path, names: list[str], report: StoreRepairReport, stamp: str, dry_run: bool
+) -> dict[str, Path]:
+    """Every entity with a shard directory or a name (catalog, index), by its directory."""
+    by_dir = {shard_dir(root, name): name for name in names}
+    entities = {name: shard_dir(root, name) for name in names}
+    for directory in _shard_dirs(root):
+        pointer, _ = read_pointer(directory)
+        candidates = [
+            pointer["entity_id"] if pointer else None,
+            by_dir.get(directory),
+            _graph_entity(directory),
+            *(entity_in_log(log) for log in sorted(directory.glob("wal-*.jsonl"))),
+        ]
+        named = [c for c in candidates if c is not None and shard_dir(root, c) == directory]
+        if named:
+            entities.setdefault(named[0], directory)
             continue
-        records.append(record)
-    if bad:
-        report.damaged[log.name] = f"{bad} unreadable record(s)"
-        report.log_unreadable += bad
-    return records
-
-
-def _replay(
-    graph: MemoryGraph, found: _Found, report: StoreRepairReport
-) -> tuple[set[str], set[str], set[str]]:
-    """Replay the logs; returns ids the log changed, ids it deleted, tenants it dropped."""
-    changed: set[str] = set()
-    deleted: set[str] = set()
-    dropped: set[str] = set()
-    from_index = found.snapshot is None
-    for _, log in found.logs:
-        for record in _log_records(log, report):
-            op = record["op"]
-            if op == "ok" or (from_index and op == "touch"):
-                continue  # touches on top of index copies would count some recalls twice
-            try:
-                if op == "drop":
-                    deleted.update(graph.tenant_ids(str(record["entity_id"])))
-                    dropped.add(str(record["entity_id"]))
-                replay_record(graph, record)
-            except (ValueError, KeyError, TypeError):
-                report.log_unreadable += 1
-                report.damaged[log.name] = "records that cannot be applied"
-                continue
-            report.log_records += 1
-            if op == "put":
-                changed.add(str(record["item"]["id"]))
-                deleted.discard(str(record["item"]["id"]))
-            elif op == "del":
-                deleted.update(str(i) for i in record["ids"])
-    return changed, deleted, dropped
-
-
-def _build_graph(found: _Found, report: StoreRepairReport) -> tuple[MemoryGraph, set[str]]:
-    """The repaired graph and the ids whose index entries the log deleted."""
-    restored = HistoryEvent(at=utcnow(), action="restored", detail={"from": "index"})
-    if found.snapshot is not None:
-        graph = found.snapshot
-        report.from_snapshot = len(graph)
-    else:
-        report.graph_source = "index"
-        graph = MemoryGraph()
-        # Creation order stands in for the order memories were first stored (list order).
-        for item in sorted(found.index.values(), key=lambda i: (i.created_at, i.id)):
-            graph.put(item.model_copy(deep=True), restored)
-        report.lost += [_LOST_EDGES, _LOST_HISTORY, _LOST_RECALLS]
-    before = {i.id for i in graph.items()}
-    changed, deleted, dropped = _replay(graph, found, report)
-    for memory_id, item in found.index.items():
-        tenant_gone = item.scope.entity_id in dropped and memory_id not in changed
-        gone = memory_id in deleted or tenant_gone
-        if memory_id not in graph and not gone:
-            graph.put(item.model_copy(deep=True), restored)  # never drop what the index holds
-            before.discard(memory_id)
-            report.from_index += 1
-    if found.snapshot is None:
-        report.from_index = sum(1 for i in graph.items() if i.id in found.index)
-    report.from_log = sum(1 for i in changed if i in graph)
-    for item in list(graph.items()):
-        if item.superseded_by is not None:
-            graph.add_edge(item.superseded_by, item.id, EdgeKind.SUPERSEDES)
-    removed = {i for i in found.index if i not in graph}
-    return graph, removed
+        if not any(p.name != "shard.lock" for p in directory.iterdir()):
+            continue  # only a lock: nothing was ever written there
+        rel = directory.relative_to(root).as_posix()
+        report.damaged[rel] = "names no entity (no readable shard.json, item or collection)"
+        if not dry_run:
+            moved = aside(directory, stamp)
+            directory.rename(moved)
+            report.moved_aside[rel] = moved.relative_to(root).as_posix()
+    return entities
 
 
 def _embedder_info(
-    found: _Found, given: EmbedderInfo | None, report: StoreRepairReport
+    manifest: Manifest | None,
+    salvaged: EmbedderInfo | None,
+    given: EmbedderInfo | None,
+    dimension: int | None,
+    report: StoreRepairReport,
 ) -> EmbedderInfo:
-    recorded = found.manifest.embedder if found.manifest else found.salvaged_embedder
+    recorded = manifest.embedder if manifest else salvaged
     if recorded is not None and given is not None and recorded != given:
         raise EmbeddingMismatchError(
             f"the store at {report.path} was built with embedder {recorded.model_id!r} "
@@ -356,63 +331,58 @@ def _embedder_info(
             f"the manifest of {report.path} is lost and names no embedder: pass the embedder "
             "the store was built with (memtrellis repair --embedder, or embedder=)"
         )
-    if recorded is None and found.dimension is not None and found.dimension != info.dimension:
+    if recorded is None and dimension is not None and dimension != info.dimension:
         raise InvalidInputError(
-            f"the index of {report.path} holds {found.dimension}-dimension vectors, but "
+            f"the index of {report.path} holds {dimension}-dimension vectors, but "
             f"{info.model_id!r} makes {info.dimension}: pass the embedder the store was "
             "built with (memtrellis repair --embedder, or embedder=)"
         )
     return info
 
 
-def _fix_index(
-    path: Path,
-    graph: MemoryGraph,
-    found: _Found,
-    removed: set[str],
-    embed: EmbedFn | None,
-    report: StoreRepairReport,
-    stamp: str,
-) -> None:
-    rebuild = not found.index_ok
-    items = list(graph.items())
-    if rebuild:
-        embed_now = items
-        update: list[MemoryItem] = []
-    else:
-        embed_now = [i for i in items if i.id not in found.index]
-        update = [
-            i
-            for i in items
-            if i.id in found.index and found.index[i.id].model_dump() != i.model_dump()
-        ]
-    report.vectors_written = len(embed_now)
-    report.index_updated = len(update)
-    report.index_removed = len(removed)
-    if report.dry_run or not (embed_now or update or removed or rebuild):
-        return
-    if embed_now and embed is None:
-        raise InvalidInputError(
-            f"{len(embed_now)} memories of {path} need embedding: pass the embedder the "
-            "store was built with"
-        )
-    directory = path / "chroma"
-    if rebuild and directory.exists():
-        moved = _aside(directory, stamp, "corrupt" if "chroma" in report.damaged else "replaced")
-        directory.rename(moved)
-        report.moved_aside[directory.name] = moved.name
-    vectors = VectorIndex(directory)
+@contextmanager
+def _locked(lock: FileLock, what: Path, timeout: float) -> Iterator[None]:
     try:
-        for start in range(0, len(embed_now), _BATCH):
-            batch = embed_now[start : start + _BATCH]
-            assert embed is not None
-            vectors.upsert(batch, embed([i.search_text() for i in batch]))
-        if update:
-            vectors.update_metadata(update)
-        for memory_id in removed:
-            vectors.delete(found.index[memory_id].scope.entity_id, [memory_id])
+        lock.acquire(timeout=timeout)
+    except Timeout as exc:
+        raise StoreLockedError(
+            f"another process held the lock on {what} for longer than {timeout} s; "
+            "close every program using the store, then repair it"
+        ) from exc
+    try:
+        yield
     finally:
-        vectors.close()
+        lock.release()
+
+
+def _read_manifest(path: Path, report: StoreRepairReport) -> tuple[Manifest | None, Any]:
+    target = path / "manifest.json"
+    try:
+        manifest = read_manifest(target)
+    except StoreCorruptError as exc:
+        if exc.command is None:  # written by a newer memtrellis: nothing to repair
+            raise
+        report.damaged[target.name] = str(exc).split(". Nothing was changed")[0]
+        return None, _salvage_embedder(target.read_bytes())
+    if manifest is None:
+        report.damaged[target.name] = "missing"
+    elif manifest.schema_version < SCHEMA_VERSION:
+        raise InvalidInputError(
+            f"{path} is a schema-{manifest.schema_version} store: open it with this "
+            "memtrellis (or run `memtrellis migrate`) to migrate it, then repair it"
+        )
+    return manifest, None
+
+
+def _copy_for_dry_run(path: Path, scratch: Path) -> tuple[Path, Path]:
+    """Copies of ``chroma/`` and the catalog: Chroma and SQLite write even when reading."""
+    chroma = path / "chroma"
+    if chroma.is_dir():
+        shutil.copytree(chroma, scratch / chroma.name)
+    for name in (CATALOG, f"{CATALOG}-wal", f"{CATALOG}-shm"):
+        if (path / name).is_file():
+            shutil.copy2(path / name, scratch / name)
+    return scratch / "chroma", scratch / CATALOG
 
 
 def rebuild_store(
@@ -423,8 +393,9 @@ def rebuild_store(
     source: Source = "auto",
     dry_run: bool = False,
     lock_timeout: float = 60.0,
+    merged_count: Callable[[MemoryItem], int] | None = None,
 ) -> StoreRepairReport:
-    """Repair the store at ``path`` under its write lock; see the module docstring.
+    """Repair the store at ``path`` under its locks; see the module docstring.
 
     Args:
         path: The store directory.
@@ -432,72 +403,226 @@ def rebuild_store(
         embed: Embeds texts with it; needed when vectors must be written again.
         source: Which side to trust (`Source`).
         dry_run: Work out the report without writing anything.
-        lock_timeout: Seconds to wait for the store's write lock.
+        lock_timeout: Seconds to wait for the store's lock and each shard's.
+        merged_count: How many duplicates were merged into a memory, for the catalog's
+            figures (the lifecycle's count; `memtrellis.repair_store` passes it).
 
     Raises:
         InvalidInputError: ``path`` holds no store, or an embedder is needed and missing.
-        StoreLockedError: Another process held the lock for longer than ``lock_timeout``.
+        StoreCorruptError: An entity's graph and its vectors are both damaged.
+        StoreLockedError: Another process held a lock for longer than ``lock_timeout``.
+
+    Examples:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> from memtrellis import Memory
+        >>> from memtrellis.testing import HashingEmbedder
+        >>> path = Path(tempfile.mkdtemp()) / "store"
+        >>> with Memory(path, entity_id="ana", embedder=HashingEmbedder()) as memory:
+        ...     _ = memory.add("Ana lives in Porto")
+        >>> (path / "catalog.sqlite3").unlink()  # lost
+        >>> info = EmbedderInfo(model_id="hashing-64", dimension=64)
+        >>> report = rebuild_store(path, embedder=info)
+        >>> report.damaged, report.memories, report.catalog_written
+        ({'catalog.sqlite3': 'missing'}, 1, True)
     """
-    if not any((path / name).exists() for name in ("manifest.json", "graph.json", "chroma")):
+    markers = ("manifest.json", SHARDS, CATALOG, "chroma")
+    if not any((path / name).exists() for name in markers):
         raise InvalidInputError(f"{path} holds no memtrellis store")
     report = StoreRepairReport(path=str(path), dry_run=dry_run)
-    lock = FileLock(str(path / "store.lock"), timeout=lock_timeout, thread_local=False)
-    try:
-        lock.acquire()
-    except Timeout as exc:
-        raise StoreLockedError(
-            f"another process held the lock on {path} for longer than {lock_timeout} s; "
-            "close every program using the store, then repair it"
-        ) from exc
-    try:
-        found = _Found()
-        _read_manifest(path, found, report)
-        _read_snapshot(path, found, report, source)
-        _read_index(path, found, report)
-        if source == "graph":
-            if found.snapshot is None:
-                raise InvalidInputError(
-                    f"the graph of {path} is damaged: it cannot rebuild the index"
-                )
-            # Every vector is written again; copies the graph lacks are still restored.
-            found.index_ok = False
-        if found.snapshot is None and not found.index_ok:
-            raise StoreCorruptError(
-                f"both the graph and the vector index of {path} are damaged: nothing to "
-                "rebuild from. Restore the store from a backup or an export.",
-                path=str(path),
-            )
-        info = _embedder_info(found, embedder, report)
-        _read_logs(path, found)
-        graph, removed = _build_graph(found, report)
-        if source == "graph":
-            removed = set()
-        report.memories = len(graph)
-        report.tenants = len(graph.tenants())
-        report.entities = graph.entity_count()
-        report.edges = graph.edge_counts()
+    lock = FileLock(str(path / "store.lock"), thread_local=False)
+    with (
+        _locked(lock, path, lock_timeout),
+        tempfile.TemporaryDirectory(prefix="memtrellis-repair-") as scratch,
+    ):
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
-        _fix_index(path, graph, found, removed, embed, report, stamp)
-        generation = max([found.generation, *(g for g, _ in found.logs)]) + 1
-        if found.manifest is not None:
-            generation = max(generation, found.manifest.generation + 1)
-        report.manifest_written = found.manifest is None
+        manifest, salvaged = _read_manifest(path, report)
+        chroma, catalog_file = path / "chroma", path / CATALOG
         if dry_run:
+            chroma, catalog_file = _copy_for_dry_run(path, Path(scratch))
+        index = _open_index(chroma, report)
+        try:
+            catalog = _read_catalog(catalog_file, report)
+            names = list(dict.fromkeys([*catalog.live, *index.entities]))
+            entities = _discover(path, names, report, stamp, dry_run)
+            repairs = _plan(path, entities, catalog, index, source, report)
+            info = _embedder_info(manifest, salvaged, embedder, index.dimension, report)
+            report.manifest_written = manifest is None
+            report.catalog_written = not catalog.ok
+            _tally(report, repairs)
+            if dry_run:
+                return report
+            work = _Writer(path, stamp, report, embed, lock_timeout, merged_count)
+            index = work.index(index, rebuild_all=source == "graph")
+            stats = work.shards(repairs, index, catalog)
+            _write_catalog(path, catalog, repairs, stats, stamp, report)
+            if manifest is None:
+                target = path / "manifest.json"
+                if target.exists():
+                    moved = aside(target, stamp)
+                    target.rename(moved)
+                    report.moved_aside[target.name] = moved.name
+                write_manifest(target, Manifest(embedder=info))
             return report
-        for name in ("graph.json", "manifest.json", *(p.name for _, p in found.logs)):
-            target = path / name
-            if name in report.damaged and target.exists():
-                moved = _aside(target, stamp)
-                target.rename(moved)
+        finally:
+            index.close()
+
+
+def _plan(
+    path: Path,
+    entities: dict[str, Path],
+    catalog: _Catalog,
+    index: _Index,
+    source: Source,
+    report: StoreRepairReport,
+) -> dict[str, ShardRepair]:
+    """Each entity's repair, worked out without writing anything."""
+    repairs: dict[str, ShardRepair] = {}
+    both: list[str] = []
+    dropping = set(catalog.dropping)
+    for entity_id, directory in entities.items():
+        if entity_id in dropping:
+            continue  # being forgotten: the next open finishes it
+        side = index.side(entity_id, report)
+        if not directory.is_dir() and not side.copies:
+            recorded = catalog.live.get(entity_id)
+            if side.ok or recorded is None or not recorded.memories:
+                continue  # nothing of it was ever written (or all of it is gone)
+        found = read_shard(path, entity_id, directory, keep_snapshot=source != "index")
+        if source == "graph" and not found.graph_ok:
+            raise InvalidInputError(
+                f"the graph of entity {entity_id!r} in {path} is damaged: it cannot rebuild "
+                "the index"
+            )
+        rebuild_index = source == "graph" or not side.ok
+        if rebuild_index and not found.graph_ok:
+            both.append(entity_id)
+            continue
+        repair = ShardRepair(found, side, rebuild_index=rebuild_index)
+        repair.build()
+        report.damaged.update(found.damaged)
+        repairs[entity_id] = repair
+    if both:
+        raise StoreCorruptError(
+            f"both the graph and the vector index of {path} are damaged for "
+            f"{', '.join(repr(e) for e in both)}: nothing to rebuild from. Restore the store "
+            "from a backup or an export.",
+            path=str(path),
+        )
+    return repairs
+
+
+def _tally(report: StoreRepairReport, repairs: dict[str, ShardRepair]) -> None:
+    edges: dict[str, int] = {}
+    lost: list[str] = []
+    for entity_id, repair in repairs.items():
+        graph = repair.graph
+        report.memories += len(graph)
+        report.tenants += len(graph.tenants())
+        report.entities += graph.entity_count()
+        for kind, count in graph.edge_counts().items():
+            edges[kind] = edges.get(kind, 0) + count
+        for name, count in repair.tally.items():
+            setattr(report, name, getattr(report, name) + count)
+        report.vectors_written += len(repair.embed_now)
+        report.index_updated += len(repair.update)
+        report.index_removed += len(repair.removed)
+        report.shards += 1
+        report.shards_repaired += repair.changes_anything
+        if repair.graph_from_index:
+            report.graph_from_index.append(entity_id)
+            lost.append(entity_id)
+    report.edges = edges
+    if lost:
+        report.graph_source = "index"
+        which = ", ".join(lost)
+        report.lost += [f"{what}; entities: {which}" for what in (LOST_EDGES, LOST_HISTORY)]
+        report.lost.append(f"{LOST_RECALLS}; entities: {which}")
+
+
+def _no_embedder(texts: list[str]) -> list[list[float]]:
+    raise InvalidInputError("memories need embedding: pass the embedder the store was built with")
+
+
+@dataclass
+class _Writer:
+    """Writes the planned repairs: the index first, then each shard under its lock."""
+
+    path: Path
+    stamp: str
+    report: StoreRepairReport
+    embed: EmbedFn | None
+    lock_timeout: float
+    merged_count: Callable[[MemoryItem], int] | None
+
+    def index(self, index: _Index, *, rebuild_all: bool) -> _Index:
+        """The index to write to: a new one when the old is lost or rebuilt whole."""
+        if index.ok and not rebuild_all:
+            return index
+        index.close()
+        directory = self.path / "chroma"
+        if directory.exists():
+            why = "corrupt" if "chroma" in self.report.damaged else "replaced"
+            moved = aside(directory, self.stamp, why)
+            directory.rename(moved)
+            self.report.moved_aside[directory.name] = moved.name
+        return _Index(vectors=VectorIndex(directory), ok=True)
+
+    def shards(
+        self, repairs: dict[str, ShardRepair], index: _Index, catalog: _Catalog
+    ) -> dict[str, EntityStats]:
+        """Write each shard that needs it; returns the figures of those the catalog lacks."""
+        vectors = index.vectors
+        assert vectors is not None
+        settings = ShardSettings(
+            vectors=vectors,
+            embed=self.embed or _no_embedder,
+            writer=uuid.uuid4().hex[:12],
+            repair=RepairReport(),
+            lock_timeout=self.lock_timeout,
+            store_label=str(self.path),
+            merged_count=self.merged_count or (lambda item: 0),
+        )
+        stats: dict[str, EntityStats] = {}
+        for entity_id, repair in repairs.items():
+            storage = FileShardStorage(self.path, entity_id)
+            listed = catalog.ok and entity_id in catalog.live
+            if repair.changes_anything:
+                with storage.lock(self.lock_timeout):
+                    repair.write_index(vectors, self.embed)
+                    generation = next_generation(repair.found)
+                    repair.write_files(generation, self.stamp, self.report.moved_aside)
+                    # Reopened as the store would: the figures are the store's own.
+                    stats[entity_id] = Shard(storage, settings).stats()
+            elif not listed and repair.graph.tenants():
+                stats[entity_id] = Shard(storage, settings).stats()
+        return stats
+
+
+def _write_catalog(
+    path: Path,
+    found: _Catalog,
+    repairs: dict[str, ShardRepair],
+    stats: dict[str, EntityStats],
+    stamp: str,
+    report: StoreRepairReport,
+) -> None:
+    if not found.ok:
+        for name in (CATALOG, f"{CATALOG}-wal", f"{CATALOG}-shm"):
+            if (path / name).exists():
+                moved = aside(path / name, stamp)
+                (path / name).rename(moved)
                 report.moved_aside[name] = moved.name
-        if found.snapshot is None and (path / "graph.json").exists():
-            moved = _aside(path / "graph.json", stamp, "replaced")  # readable (--from-index)
-            (path / "graph.json").rename(moved)
-            report.moved_aside["graph.json"] = moved.name
-        graph.save(path / "graph.json", generation)
-        manifest = found.manifest or Manifest(embedder=info)
-        manifest.generation = generation
-        write_manifest(path / "manifest.json", manifest)
-        return report
+    catalog = SqliteCatalog(path / CATALOG)
+    try:
+        for entity_id in found.live:
+            if entity_id not in repairs:
+                catalog.remove(entity_id)  # nothing of it is left anywhere
+        for entity_id, figures in stats.items():
+            if figures.memories or entity_id in found.live:
+                catalog.ensure(entity_id)
+                catalog.record(entity_id, figures)
+        for entity_id in found.dropping:
+            catalog.mark_dropping(entity_id)
     finally:
-        lock.release()
+        catalog.close()

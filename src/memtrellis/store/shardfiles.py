@@ -151,7 +151,9 @@ class FileShardStorage:
     def _reader(self, generation: int, position: int) -> WalReader:
         reader = self._readers.get(generation)
         if reader is None:
-            self._readers = {generation: WalReader(wal_path(self.path, generation))}
+            self._readers = {
+                generation: WalReader(wal_path(self.path, generation), store=self.store)
+            }
             reader = self._readers[generation]
         reader.offset = position
         return reader

@@ -133,8 +133,12 @@ class Store:
         )
         with self._store_locked(lock_timeout):
             self.manifest = self._open_manifest(embedder, chroma_url)
+            catalog_path = path / "catalog.sqlite3"
+            if not catalog_path.exists() and (path / "shards").is_dir():
+                # A new, empty catalog would hide every entity from listings and health.
+                raise damaged(catalog_path, "is missing but the store holds shards", path)
             self.vectors = VectorIndex(path / "chroma", chroma_url=chroma_url)
-            self.catalog: Catalog = SqliteCatalog(path / "catalog.sqlite3", timeout=lock_timeout)
+            self.catalog: Catalog = SqliteCatalog(catalog_path, timeout=lock_timeout)
             self._settings = ShardSettings(
                 vectors=self.vectors,
                 embed=embed,
