@@ -20,7 +20,7 @@ from memtrellis.store.vectors import VectorIndex
 from memtrellis.store.wal import replay_record
 from memtrellis.types import EdgeKind, HistoryEvent, MemoryItem, utcnow
 
-__all__ = ["IndexSide", "ShardFound", "ShardRepair", "read_shard"]
+__all__ = ["IndexSide", "ShardFound", "ShardRepair", "holds_files", "read_shard"]
 
 EmbedFn = Callable[[list[str]], list[list[float]]]
 
@@ -87,11 +87,16 @@ def read_pointer(directory: Path) -> tuple[dict[str, Any] | None, bool]:
     return (data, True) if ok else (None, False)
 
 
+def holds_files(directory: Path) -> bool:
+    """Whether a shard directory holds anything but its lock (which taking it creates)."""
+    return directory.is_dir() and any(p.name != "shard.lock" for p in directory.iterdir())
+
+
 def read_shard(root: Path, entity_id: str, directory: Path, *, keep_snapshot: bool) -> ShardFound:
     """Read the pointer, snapshot and logs of one shard (``keep_snapshot=False``: the
     snapshot is read only to judge it, as ``--from-index`` does)."""
     found = ShardFound(entity_id=entity_id, directory=directory, root=root)
-    if not directory.is_dir():
+    if not holds_files(directory):
         found.damaged[found.rel(directory)] = "missing"
         return found
     pointer, readable = read_pointer(directory)
@@ -289,15 +294,16 @@ class ShardRepair:
             elif copy.model_dump() != item.model_dump():
                 self.update.append(item)
 
-    def write_index(self, vectors: VectorIndex, embed: EmbedFn | None) -> None:
-        """Write the planned vector changes of this entity."""
+    def write_index(self, vectors: VectorIndex, embed: EmbedFn | None, *, drop_first: bool) -> None:
+        """Write the planned vector changes of this entity (``drop_first``: its collection
+        is rebuilt in an index that holds one)."""
         if self.embed_now and embed is None:
             raise InvalidInputError(
                 f"{len(self.embed_now)} memories of {self.found.root} need embedding: pass "
                 "the embedder the store was built with"
             )
-        if self.rebuild_index and not self.index.ok:
-            vectors.drop_entity(self.found.entity_id)  # this collection alone is damaged
+        if self.rebuild_index and drop_first:
+            vectors.drop_entity(self.found.entity_id)
         for start in range(0, len(self.embed_now), _BATCH):
             batch = self.embed_now[start : start + _BATCH]
             assert embed is not None

@@ -62,6 +62,7 @@ from memtrellis.store._repair_shard import (
     ShardRepair,
     aside,
     entity_in_log,
+    holds_files,
     next_generation,
     read_pointer,
     read_shard,
@@ -255,6 +256,11 @@ def _read_catalog(target: Path, report: StoreRepairReport) -> _Catalog:
     try:
         catalog = SqliteCatalog(target, timeout=5.0)
         try:
+            # A damaged page can hide from a plain read (an index, a row not read).
+            with catalog._using() as db:
+                verdict = db.execute("PRAGMA quick_check").fetchall()
+            if verdict != [("ok",)]:
+                raise sqlite3.DatabaseError("; ".join(str(row[0]) for row in verdict[:3]))
             found.live, found.dropping = catalog.all(), catalog.dropping()
         finally:
             catalog.close()
@@ -301,7 +307,7 @@ def _discover(
         if named:
             entities.setdefault(named[0], directory)
             continue
-        if not any(p.name != "shard.lock" for p in directory.iterdir()):
+        if not holds_files(directory):
             continue  # only a lock: nothing was ever written there
         rel = directory.relative_to(root).as_posix()
         report.damaged[rel] = "names no entity (no readable shard.json, item or collection)"
@@ -397,6 +403,10 @@ def rebuild_store(
 ) -> StoreRepairReport:
     """Repair the store at ``path`` under its locks; see the module docstring.
 
+    Shards are read and repaired one at a time (a first pass, read-only, makes sure that
+    no entity has lost both its graph and its vectors before anything is written), each
+    under its own lock, so only one entity's graph is held in memory at once.
+
     Args:
         path: The store directory.
         embedder: The embedder the store was built with (checked against the manifest).
@@ -445,17 +455,19 @@ def rebuild_store(
             catalog = _read_catalog(catalog_file, report)
             names = list(dict.fromkeys([*catalog.live, *index.entities]))
             entities = _discover(path, names, report, stamp, dry_run)
-            repairs = _plan(path, entities, catalog, index, source, report)
+            planner = _Planner(path, catalog, source, report)
+            # Pass 1, read-only: dry-run figures, or the checks before anything is written.
+            _check_all(planner, entities, index, tally=dry_run)
             info = _embedder_info(manifest, salvaged, embedder, index.dimension, report)
             report.manifest_written = manifest is None
             report.catalog_written = not catalog.ok
-            _tally(report, repairs)
             if dry_run:
                 return report
+            report.damaged = dict(planner.first_damage)
             work = _Writer(path, stamp, report, embed, lock_timeout, merged_count)
-            index = work.index(index, rebuild_all=source == "graph")
-            stats = work.shards(repairs, index, catalog)
-            _write_catalog(path, catalog, repairs, stats, stamp, report)
+            index, fresh = work.index(index, rebuild_all=source == "graph")
+            stats = work.shards(planner, entities, index, fresh=fresh)
+            _write_catalog(path, catalog, stats, stamp, report)
             if manifest is None:
                 target = path / "manifest.json"
                 if target.exists():
@@ -468,76 +480,89 @@ def rebuild_store(
             index.close()
 
 
-def _plan(
-    path: Path,
-    entities: dict[str, Path],
-    catalog: _Catalog,
-    index: _Index,
-    source: Source,
-    report: StoreRepairReport,
-) -> dict[str, ShardRepair]:
-    """Each entity's repair, worked out without writing anything."""
-    repairs: dict[str, ShardRepair] = {}
-    both: list[str] = []
-    dropping = set(catalog.dropping)
-    for entity_id, directory in entities.items():
-        if entity_id in dropping:
-            continue  # being forgotten: the next open finishes it
-        side = index.side(entity_id, report)
-        if not directory.is_dir() and not side.copies:
-            recorded = catalog.live.get(entity_id)
+@dataclass
+class _Planner:
+    """Works out one entity's repair from what survives (nothing is written)."""
+
+    path: Path
+    catalog: _Catalog
+    source: Source
+    report: StoreRepairReport
+    first_damage: dict[str, str] = field(default_factory=dict)
+
+    def plan(self, entity_id: str, directory: Path, side: IndexSide) -> ShardRepair | None:
+        """The entity's repair, ``None`` when it has nothing anywhere (or is being
+        forgotten: the next open finishes that).
+
+        Raises:
+            StoreCorruptError: Its graph and its vectors are both damaged.
+            InvalidInputError: ``source="graph"`` and its graph is damaged.
+        """
+        if entity_id in self.catalog.dropping:
+            return None
+        if not holds_files(directory) and not side.copies:
+            recorded = self.catalog.live.get(entity_id)
             if side.ok or recorded is None or not recorded.memories:
-                continue  # nothing of it was ever written (or all of it is gone)
-        found = read_shard(path, entity_id, directory, keep_snapshot=source != "index")
-        if source == "graph" and not found.graph_ok:
+                return None  # nothing of it was ever written
+        found = read_shard(self.path, entity_id, directory, keep_snapshot=self.source != "index")
+        if self.source == "graph" and not found.graph_ok:
             raise InvalidInputError(
-                f"the graph of entity {entity_id!r} in {path} is damaged: it cannot rebuild "
-                "the index"
+                f"the graph of entity {entity_id!r} in {self.path} is damaged: it cannot "
+                "rebuild the index"
             )
-        rebuild_index = source == "graph" or not side.ok
+        rebuild_index = self.source == "graph" or not side.ok
         if rebuild_index and not found.graph_ok:
-            both.append(entity_id)
-            continue
+            raise StoreCorruptError(
+                f"both the graph and the vector index of entity {entity_id!r} in {self.path} "
+                "are damaged: nothing to rebuild it from. Restore the store from a backup or "
+                "an export.",
+                path=str(directory),
+            )
         repair = ShardRepair(found, side, rebuild_index=rebuild_index)
         repair.build()
-        report.damaged.update(found.damaged)
-        repairs[entity_id] = repair
-    if both:
-        raise StoreCorruptError(
-            f"both the graph and the vector index of {path} are damaged for "
-            f"{', '.join(repr(e) for e in both)}: nothing to rebuild from. Restore the store "
-            "from a backup or an export.",
-            path=str(path),
-        )
-    return repairs
+        self.report.damaged.update(found.damaged)
+        return repair
 
 
-def _tally(report: StoreRepairReport, repairs: dict[str, ShardRepair]) -> None:
-    edges: dict[str, int] = {}
-    lost: list[str] = []
-    for entity_id, repair in repairs.items():
-        graph = repair.graph
-        report.memories += len(graph)
-        report.tenants += len(graph.tenants())
-        report.entities += graph.entity_count()
-        for kind, count in graph.edge_counts().items():
-            edges[kind] = edges.get(kind, 0) + count
-        for name, count in repair.tally.items():
-            setattr(report, name, getattr(report, name) + count)
-        report.vectors_written += len(repair.embed_now)
-        report.index_updated += len(repair.update)
-        report.index_removed += len(repair.removed)
-        report.shards += 1
-        report.shards_repaired += repair.changes_anything
-        if repair.graph_from_index:
-            report.graph_from_index.append(entity_id)
-            lost.append(entity_id)
-    report.edges = edges
-    if lost:
+def _check_all(planner: _Planner, entities: dict[str, Path], index: _Index, *, tally: bool) -> None:
+    """Plan every entity once, one at a time; with ``tally``, sum up the report."""
+    report = planner.report
+    unreadable = report.index_unreadable
+    for entity_id, directory in entities.items():
+        repair = planner.plan(entity_id, directory, index.side(entity_id, report))
+        if repair is not None and tally:
+            _tally(report, entity_id, repair)
+    planner.first_damage = dict(report.damaged)
+    if not tally:
+        report.index_unreadable = unreadable  # counted again by the pass that writes
+    _lost(report)
+
+
+def _tally(report: StoreRepairReport, entity_id: str, repair: ShardRepair) -> None:
+    graph = repair.graph
+    report.memories += len(graph)
+    report.tenants += len(graph.tenants())
+    report.entities += graph.entity_count()
+    for kind, count in graph.edge_counts().items():
+        report.edges[kind] = report.edges.get(kind, 0) + count
+    for name, count in repair.tally.items():
+        setattr(report, name, getattr(report, name) + count)
+    report.vectors_written += len(repair.embed_now)
+    report.index_updated += len(repair.update)
+    report.index_removed += len(repair.removed)
+    report.shards += 1
+    report.shards_repaired += repair.changes_anything
+    if repair.graph_from_index:
+        report.graph_from_index.append(entity_id)
+
+
+def _lost(report: StoreRepairReport) -> None:
+    report.lost = []
+    if report.graph_from_index:
         report.graph_source = "index"
-        which = ", ".join(lost)
-        report.lost += [f"{what}; entities: {which}" for what in (LOST_EDGES, LOST_HISTORY)]
-        report.lost.append(f"{LOST_RECALLS}; entities: {which}")
+        which = ", ".join(report.graph_from_index)
+        for what in (LOST_EDGES, LOST_HISTORY, LOST_RECALLS):
+            report.lost.append(f"{what}; entities: {which}")
 
 
 def _no_embedder(texts: list[str]) -> list[list[float]]:
@@ -546,7 +571,7 @@ def _no_embedder(texts: list[str]) -> list[list[float]]:
 
 @dataclass
 class _Writer:
-    """Writes the planned repairs: the index first, then each shard under its lock."""
+    """Writes the repairs: the index set up first, then each shard under its lock."""
 
     path: Path
     stamp: str
@@ -555,23 +580,32 @@ class _Writer:
     lock_timeout: float
     merged_count: Callable[[MemoryItem], int] | None
 
-    def index(self, index: _Index, *, rebuild_all: bool) -> _Index:
-        """The index to write to: a new one when the old is lost or rebuilt whole."""
-        if index.ok and not rebuild_all:
-            return index
-        index.close()
+    def index(self, index: _Index, *, rebuild_all: bool) -> tuple[_Index, bool]:
+        """The index to read and write, and whether it is a new, empty one."""
         directory = self.path / "chroma"
+        if index.ok and rebuild_all:
+            # Every vector is written again (--from-graph); the old index is kept aside.
+            assert index.vectors is not None
+            index.vectors.close()
+            moved = aside(directory, self.stamp, "replaced")
+            shutil.copytree(directory, moved)
+            self.report.moved_aside[directory.name] = moved.name
+            index.vectors = VectorIndex(directory)
+            return index, False
+        if index.ok:
+            return index, False
+        index.close()
         if directory.exists():
-            why = "corrupt" if "chroma" in self.report.damaged else "replaced"
-            moved = aside(directory, self.stamp, why)
+            moved = aside(directory, self.stamp)
             directory.rename(moved)
             self.report.moved_aside[directory.name] = moved.name
-        return _Index(vectors=VectorIndex(directory), ok=True)
+        return _Index(vectors=VectorIndex(directory), ok=False), True
 
     def shards(
-        self, repairs: dict[str, ShardRepair], index: _Index, catalog: _Catalog
+        self, planner: _Planner, entities: dict[str, Path], index: _Index, *, fresh: bool
     ) -> dict[str, EntityStats]:
-        """Write each shard that needs it; returns the figures of those the catalog lacks."""
+        """Pass 2: per entity, under its lock, read again, repair, and reopen it as the
+        store would; returns every shard's figures."""
         vectors = index.vectors
         assert vectors is not None
         settings = ShardSettings(
@@ -584,25 +618,26 @@ class _Writer:
             merged_count=self.merged_count or (lambda item: 0),
         )
         stats: dict[str, EntityStats] = {}
-        for entity_id, repair in repairs.items():
+        for entity_id, directory in entities.items():
             storage = FileShardStorage(self.path, entity_id)
-            listed = catalog.ok and entity_id in catalog.live
-            if repair.changes_anything:
-                with storage.lock(self.lock_timeout):
-                    repair.write_index(vectors, self.embed)
+            with storage.lock(self.lock_timeout):
+                side = index.side(entity_id, self.report) if not fresh else IndexSide(ok=False)
+                repair = planner.plan(entity_id, directory, side)
+                if repair is None:
+                    continue
+                _tally(self.report, entity_id, repair)
+                if repair.changes_anything:
+                    repair.write_index(vectors, self.embed, drop_first=not fresh)
                     generation = next_generation(repair.found)
                     repair.write_files(generation, self.stamp, self.report.moved_aside)
-                    # Reopened as the store would: the figures are the store's own.
-                    stats[entity_id] = Shard(storage, settings).stats()
-            elif not listed and repair.graph.tenants():
                 stats[entity_id] = Shard(storage, settings).stats()
+        _lost(self.report)
         return stats
 
 
 def _write_catalog(
     path: Path,
     found: _Catalog,
-    repairs: dict[str, ShardRepair],
     stats: dict[str, EntityStats],
     stamp: str,
     report: StoreRepairReport,
@@ -616,10 +651,11 @@ def _write_catalog(
     catalog = SqliteCatalog(path / CATALOG)
     try:
         for entity_id in found.live:
-            if entity_id not in repairs:
+            if entity_id not in stats:
                 catalog.remove(entity_id)  # nothing of it is left anywhere
         for entity_id, figures in stats.items():
-            if figures.memories or entity_id in found.live:
+            listed = found.live.get(entity_id)
+            if (figures.memories or listed is not None) and listed != figures:
                 catalog.ensure(entity_id)
                 catalog.record(entity_id, figures)
         for entity_id in found.dropping:

@@ -227,6 +227,13 @@ class Store:
             if shard.storage.exists():
                 self._known.add(entity_id)
                 self._record(shard, only_if_changed=True)
+            elif (recorded := self.catalog.get(entity_id)) is not None and recorded.memories:
+                # An empty shard would hide the memories the catalog says it holds.
+                raise damaged(
+                    Path(shard.storage.label),
+                    f"is missing but the catalog records {recorded.memories} memories",
+                    self.path,
+                )
             with self._mu:
                 self._shards[entity_id] = shard
                 self._loading.pop(entity_id, None)
