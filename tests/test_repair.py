@@ -524,3 +524,63 @@ def test_a_forced_rebuild_of_a_healthy_store_keeps_every_memory(
     assert report["vectors_written"] == (len(before.items) if flag == "--from-graph" else 0)
     after = _state(store)
     assert after.items == before.items
+
+
+def test_a_shard_that_lost_its_pointer_and_graph_is_named_by_its_collection(
+    healthy: tuple[Path, Snapshot], tmp_path: Path
+) -> None:
+    # shard.json gone, graph.json garbled, catalog gone: only Chroma's metadata names ana
+    store = tmp_path / "store"
+    shutil.copytree(healthy[0], store)
+    (_ana(store) / "shard.json").unlink()
+    _garble(_ana(store) / "graph.json")
+    (store / "catalog.sqlite3").unlink()
+    report = repair_store(store)
+    graph = f"{_rel(store, _ana(store))}/graph.json"
+    assert set(report.damaged) == {"catalog.sqlite3", graph}
+    assert report.graph_from_index == ["ana"] and report.catalog_written
+    assert report.memories == len(healthy[1].items)
+    after = _state(store)
+    assert after.by_tenant == healthy[1].by_tenant
+
+
+def test_a_shard_without_pointer_or_collection_is_named_by_its_items(
+    healthy: tuple[Path, Snapshot], tmp_path: Path
+) -> None:
+    # shard.json, the catalog and ana's collection gone: ana's own graph names it, and
+    # its vectors are embedded again from it
+    import chromadb
+    from chromadb.config import Settings
+
+    from memtrellis.store import collection_name
+
+    store = tmp_path / "store"
+    shutil.copytree(healthy[0], store)
+    (_ana(store) / "shard.json").unlink()
+    (store / "catalog.sqlite3").unlink()
+    client = chromadb.PersistentClient(
+        path=str(store / "chroma"), settings=Settings(anonymized_telemetry=False)
+    )
+    client.delete_collection(collection_name("ana"))
+    client.close()
+    report = repair_store(store)
+    assert report.damaged == {"catalog.sqlite3": "missing"}
+    assert report.graph_source == "snapshot" and report.lost == []
+    assert report.vectors_written == len(healthy[1].by_tenant["ana"])
+    after = _state(store)
+    assert after.items == healthy[1].items and after.edges == healthy[1].edges
+
+
+def test_a_directory_no_entity_can_be_named_for_is_moved_aside(
+    healthy: tuple[Path, Snapshot], tmp_path: Path
+) -> None:
+    store = tmp_path / "store"
+    shutil.copytree(healthy[0], store)
+    stray = store / "shards" / "zz" / ("z" * 32)
+    stray.mkdir(parents=True)
+    (stray / "graph.json").write_bytes(b"\x00garbage")
+    report = repair_store(store)
+    rel = _rel(store, stray)
+    assert rel in report.damaged and report.moved_aside[rel].startswith(f"{rel}.corrupt-")
+    assert (store / report.moved_aside[rel] / "graph.json").read_bytes() == b"\x00garbage"
+    assert _state(store).items == healthy[1].items
