@@ -400,9 +400,10 @@ def test_dry_run_reports_the_same_and_writes_nothing(
         _use(store)
     report = repair_store(store)
     assert report.memories == len(healthy[1].items) and not report.dry_run
-    assert f"{_rel(store, _ana(store))}/graph.json.corrupt-" in report.moved_aside[
-        f"{_rel(store, _ana(store))}/graph.json"
-    ]
+    assert (
+        f"{_rel(store, _ana(store))}/graph.json.corrupt-"
+        in report.moved_aside[f"{_rel(store, _ana(store))}/graph.json"]
+    )
 
 
 def test_index_copies_the_graph_lacks_are_restored_not_dropped(

@@ -192,15 +192,17 @@ class FileShardStorage:
             wal_path(self.path, old).unlink(missing_ok=True)
 
     def cleanup(self) -> None:
-        """Older logs, and snapshot temp files of writers that died (under the lock)."""
+        """Older logs, and the snapshot and pointer temp files of writers that died (under
+        the lock)."""
         if not self.path.is_dir():
             return
         current = wal_path(self.path, self.generation()).name
         for old in self.path.glob("wal-*.jsonl"):
             if old.name < current:
                 old.unlink(missing_ok=True)
-        for stale in self.path.glob(f".{self._graph.name}.*.tmp"):
-            stale.unlink(missing_ok=True)
+        for name in (self._graph.name, self._pointer.name):
+            for stale in self.path.glob(f".{name}.*.tmp"):
+                stale.unlink(missing_ok=True)
 
     def destroy(self) -> None:
         """Remove the shard directory (its lock file goes with it)."""
