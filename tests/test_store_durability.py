@@ -112,9 +112,11 @@ def test_garbled_graph_names_path(store_path: Path) -> None:
     graph.write_text('{"nodes": [')
     # A shard is read on first use: the open succeeds, the first read of the entity fails,
     # naming the shard's file and the repair of the whole store.
-    with Memory(store_path, embedder=HashingEmbedder()) as m:
-        with pytest.raises(StoreCorruptError, match=r"graph\.json") as caught:
-            m.list()
+    with (
+        Memory(store_path, embedder=HashingEmbedder()) as m,
+        pytest.raises(StoreCorruptError, match=r"graph\.json") as caught,
+    ):
+        m.list()
     assert caught.value.path == str(graph)
     assert caught.value.command == f"memtrellis repair {store_path}"
 
@@ -137,9 +139,11 @@ def test_a_garbled_log_record_names_the_store_for_repair(store_path: Path) -> No
     lines = log.read_bytes().split(b"\n")
     lines[0] = b"{garbled"
     log.write_bytes(b"\n".join(lines))
-    with Memory(store_path, entity_id="alice", embedder=HashingEmbedder()) as m:
-        with pytest.raises(StoreCorruptError) as caught:
-            m.list()
+    with (
+        Memory(store_path, entity_id="alice", embedder=HashingEmbedder()) as m,
+        pytest.raises(StoreCorruptError) as caught,
+    ):
+        m.list()
     assert caught.value.path == str(log)
     assert caught.value.command == f"memtrellis repair {store_path}"
 
