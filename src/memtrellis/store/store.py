@@ -224,10 +224,13 @@ class Store:
                 if found is not None:
                     return found
             shard = Shard(self._storage(entity_id), self._settings)
-            if shard.storage.exists():
+            recorded = self.catalog.get(entity_id)
+            if shard.storage.exists() and (recorded is not None or len(shard.graph)):
+                # (A forgotten entity's empty shard is no reason to list it again.)
                 self._known.add(entity_id)
-                self._record(shard, only_if_changed=True)
-            elif (recorded := self.catalog.get(entity_id)) is not None and recorded.memories:
+                if recorded != shard.stats():
+                    self._record(shard)
+            elif not shard.storage.exists() and recorded is not None and recorded.memories:
                 # An empty shard would hide the memories the catalog says it holds.
                 raise damaged(
                     Path(shard.storage.label),
@@ -411,6 +414,7 @@ class Store:
         shard.commit([{"op": "drop", "entity_id": entity_id}], compact=True)
         self.catalog.remove(entity_id)
         self._known.discard(entity_id)
+        shard.dirty = False  # its (empty) figures must not bring the row back on close
 
     def supersede(self, entity_id: str, replaced: dict[str, str]) -> None:
         """Mark each ``old id -> new id`` superseded, with a ``supersedes`` edge new -> old."""
