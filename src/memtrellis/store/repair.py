@@ -33,10 +33,7 @@ catalog) is left for the next open to finish.
 
 from __future__ import annotations
 
-import json
-import re
 import shutil
-import sqlite3
 import tempfile
 import uuid
 from collections.abc import Callable, Iterator
@@ -44,7 +41,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from filelock import FileLock, Timeout
 
@@ -54,6 +51,18 @@ from memtrellis.errors import (
     StoreCorruptError,
     StoreLockedError,
 )
+from memtrellis.store._repair_found import (
+    CATALOG,
+    Catalog,
+    Index,
+    copy_for_dry_run,
+    discover,
+    open_index,
+    read_catalog,
+    read_manifest_for_repair,
+    recorded_embedder,
+)
+from memtrellis.store._repair_report import StoreRepairReport
 from memtrellis.store._repair_shard import (
     LOST_EDGES,
     LOST_HISTORY,
@@ -61,22 +70,14 @@ from memtrellis.store._repair_shard import (
     IndexSide,
     ShardRepair,
     aside,
-    entity_in_log,
     holds_files,
     next_generation,
-    read_pointer,
     read_shard,
 )
 from memtrellis.store.catalog import SqliteCatalog
-from memtrellis.store.manifest import (
-    SCHEMA_VERSION,
-    EmbedderInfo,
-    Manifest,
-    read_manifest,
-    write_manifest,
-)
+from memtrellis.store.manifest import EmbedderInfo, Manifest, write_manifest
 from memtrellis.store.shard import RepairReport, Shard, ShardSettings
-from memtrellis.store.shardfiles import SHARDS, FileShardStorage, shard_dir
+from memtrellis.store.shardfiles import SHARDS, FileShardStorage
 from memtrellis.store.storage import EntityStats
 from memtrellis.store.vectors import VectorIndex
 from memtrellis.types import MemoryItem
@@ -87,235 +88,6 @@ EmbedFn = Callable[[list[str]], list[list[float]]]
 #: ``"auto"``: rebuild whichever side is damaged; ``"index"``: rebuild the graph from the
 #: index even if graph.json reads; ``"graph"``: rebuild the index from the graph.
 Source = Literal["auto", "index", "graph"]
-CATALOG = "catalog.sqlite3"
-
-
-@dataclass
-class StoreRepairReport:
-    """What `rebuild_store` found damaged, what it restored and what is lost.
-
-    Counts describe the store after the repair (or as it would be, with ``dry_run``),
-    summed over every shard. Paths (``damaged``, ``moved_aside``) are relative to the store.
-
-    Examples:
-        >>> report = StoreRepairReport(path="store", memories=3, tenants=1)
-        >>> report.lines()[3]
-        'restored: 3 memories of 1 entities, 0 entity nodes'
-    """
-
-    path: str
-    dry_run: bool = False
-    damaged: dict[str, str] = field(default_factory=dict)
-    graph_source: str = "snapshot"
-    memories: int = 0
-    tenants: int = 0
-    entities: int = 0
-    edges: dict[str, int] = field(default_factory=dict)
-    from_snapshot: int = 0
-    from_index: int = 0
-    from_log: int = 0
-    log_records: int = 0
-    log_unreadable: int = 0
-    index_unreadable: int = 0
-    vectors_written: int = 0
-    index_updated: int = 0
-    index_removed: int = 0
-    manifest_written: bool = False
-    moved_aside: dict[str, str] = field(default_factory=dict)
-    lost: list[str] = field(default_factory=list)
-    #: Entity shards found, and those rewritten (or that would be).
-    shards: int = 0
-    shards_repaired: int = 0
-    #: Entities whose graph came back from the index copies.
-    graph_from_index: list[str] = field(default_factory=list)
-    catalog_written: bool = False
-
-    def to_dict(self) -> dict[str, Any]:
-        """The report as plain JSON types (``memtrellis repair --json``)."""
-        return {name: getattr(self, name) for name in self.__dataclass_fields__}
-
-    def lines(self) -> list[str]:
-        """The report as text lines, as ``memtrellis repair`` prints it."""
-        head = "would restore" if self.dry_run else "restored"
-        edges = ", ".join(f"{k} {v}" for k, v in sorted(self.edges.items()) if v) or "none"
-        out = [f"store: {self.path}{' (dry run: nothing written)' if self.dry_run else ''}"]
-        out += [f"damaged: {name}: {problem}" for name, problem in self.damaged.items()]
-        if not self.damaged:
-            out.append("damaged: nothing")
-        out += [
-            f"graph rebuilt from: {self.graph_source}",
-            f"{head}: {self.memories} memories of {self.tenants} entities, "
-            f"{self.entities} entity nodes",
-            f"edges: {edges}",
-            f"memories from the snapshot {self.from_snapshot}, from the index "
-            f"{self.from_index}, changed by the log {self.from_log}",
-            f"log records replayed {self.log_records}, unreadable {self.log_unreadable}; "
-            f"unreadable index copies {self.index_unreadable}",
-            f"index: vectors embedded {self.vectors_written}, copies updated "
-            f"{self.index_updated}, removed {self.index_removed}",
-            f"shards: {self.shards} found, {self.shards_repaired} repaired",
-            f"manifest {'rewritten' if self.manifest_written else 'kept'}, "
-            f"catalog {'rebuilt' if self.catalog_written else 'kept'}",
-        ]
-        out += [f"moved aside: {src} -> {dst}" for src, dst in self.moved_aside.items()]
-        out += [f"lost: {what}" for what in self.lost] or ["lost: nothing"]
-        return out
-
-    def summary(self) -> str:
-        """The report as one multi-line text."""
-        return "\n".join(self.lines())
-
-
-def _salvage_embedder(raw: bytes) -> EmbedderInfo | None:
-    # A garbled manifest often still holds the embedder's name and dimension in clear.
-    text = raw.decode("utf-8", "replace")
-    model = re.search(r'"model_id"\s*:\s*"([^"]+)"', text)
-    dimension = re.search(r'"dimension"\s*:\s*(\d+)', text)
-    if model and dimension and int(dimension.group(1)) > 0:
-        return EmbedderInfo(model_id=model.group(1), dimension=int(dimension.group(1)))
-    return None
-
-
-def recorded_embedder(path: Path) -> EmbedderInfo | None:
-    """The embedder the manifest of the store at ``path`` names, even a garbled one.
-
-    Examples:
-        >>> import tempfile
-        >>> from pathlib import Path
-        >>> recorded_embedder(Path(tempfile.mkdtemp())) is None  # no manifest
-        True
-    """
-    target = path / "manifest.json"
-    try:
-        manifest = read_manifest(target)
-    except StoreCorruptError:
-        return _salvage_embedder(target.read_bytes())
-    return manifest.embedder if manifest is not None else None
-
-
-@dataclass
-class _Index:
-    """The vector index as read: per-entity sides, or ``ok=False`` when all of it is lost."""
-
-    vectors: VectorIndex | None = None
-    ok: bool = False
-    entities: list[str] = field(default_factory=list)
-    dimension: int | None = None
-
-    def side(self, entity_id: str, report: StoreRepairReport) -> IndexSide:
-        if not self.ok or self.vectors is None:
-            return IndexSide(ok=False)
-        try:
-            copies, unreadable = self.vectors.item_copies(entity_id)
-        except Exception as exc:  # one damaged collection: rebuild that one
-            report.damaged[f"chroma ({entity_id})"] = f"unreadable ({type(exc).__name__})"
-            return IndexSide(ok=False)
-        report.index_unreadable += unreadable
-        if copies and self.dimension is None:
-            sample = self.vectors.embeddings(entity_id, [next(iter(copies))])
-            self.dimension = len(next(iter(sample.values()), [])) or None
-        return IndexSide(copies=copies, unreadable=unreadable)
-
-    def close(self) -> None:
-        if self.vectors is not None:
-            self.vectors.close()
-            self.vectors = None
-
-
-def _open_index(directory: Path, report: StoreRepairReport) -> _Index:
-    index = _Index()
-    if not directory.is_dir():
-        report.damaged["chroma"] = "missing"
-        return index
-    try:
-        index.vectors = VectorIndex(directory)
-        index.entities = index.vectors.entity_ids()
-        index.ok = True
-    except Exception as exc:  # a damaged chroma raises many kinds; all mean "rebuild it"
-        cause = exc.__cause__ if isinstance(exc, StoreCorruptError) else exc
-        report.damaged["chroma"] = f"unreadable ({type(cause).__name__})"
-        index.close()
-    return index
-
-
-@dataclass
-class _Catalog:
-    """The catalog as read: live rows with their figures, entities being forgotten."""
-
-    live: dict[str, EntityStats] = field(default_factory=dict)
-    dropping: list[str] = field(default_factory=list)
-    ok: bool = False
-
-
-def _read_catalog(target: Path, report: StoreRepairReport) -> _Catalog:
-    found = _Catalog()
-    if not target.exists():
-        if (target.parent / SHARDS).is_dir():
-            report.damaged[CATALOG] = "missing"
-        return found
-    try:
-        catalog = SqliteCatalog(target, timeout=5.0)
-        try:
-            # A damaged page can hide from a plain read (an index, a row not read).
-            with catalog._using() as db:
-                verdict = db.execute("PRAGMA quick_check").fetchall()
-            if verdict != [("ok",)]:
-                raise sqlite3.DatabaseError("; ".join(str(row[0]) for row in verdict[:3]))
-            found.live, found.dropping = catalog.all(), catalog.dropping()
-        finally:
-            catalog.close()
-        found.ok = True
-    except (StoreCorruptError, sqlite3.DatabaseError) as exc:
-        cause = exc.__cause__ if isinstance(exc, StoreCorruptError) else exc
-        report.damaged[CATALOG] = f"unreadable ({type(cause).__name__}: {str(cause)[:120]})"
-    return found
-
-
-def _shard_dirs(root: Path) -> Iterator[Path]:
-    for fan in sorted((root / SHARDS).glob("*")):
-        if fan.is_dir() and len(fan.name) == 2:
-            yield from sorted(d for d in fan.iterdir() if d.is_dir() and "." not in d.name)
-
-
-def _graph_entity(directory: Path) -> str | None:
-    """The entity the items of a shard's snapshot belong to (read loosely), if any."""
-    raw = (directory / "graph.json").read_bytes() if (directory / "graph.json").exists() else b""
-    found = re.search(rb'"scope":\{"entity_id":"((?:[^"\\]|\\.)*)"', raw)
-    if found is None:
-        return None
-    try:
-        return str(json.loads(b'"' + found.group(1) + b'"'))
-    except ValueError:
-        return None
-
-
-def _discover(
-    root: Path, names: list[str], report: StoreRepairReport, stamp: str, dry_run: bool
-) -> dict[str, Path]:
-    """Every entity with a shard directory or a name (catalog, index), by its directory."""
-    by_dir = {shard_dir(root, name): name for name in names}
-    entities = {name: shard_dir(root, name) for name in names}
-    for directory in _shard_dirs(root):
-        pointer, _ = read_pointer(directory)
-        candidates = [
-            pointer["entity_id"] if pointer else None,
-            by_dir.get(directory),
-            _graph_entity(directory),
-            *(entity_in_log(log) for log in sorted(directory.glob("wal-*.jsonl"))),
-        ]
-        named = [c for c in candidates if c is not None and shard_dir(root, c) == directory]
-        if named:
-            entities.setdefault(named[0], directory)
-            continue
-        if not holds_files(directory):
-            continue  # only a lock: nothing was ever written there
-        rel = directory.relative_to(root).as_posix()
-        report.damaged[rel] = "names no entity (no readable shard.json, item or collection)"
-        if not dry_run:
-            moved = aside(directory, stamp)
-            directory.rename(moved)
-            report.moved_aside[rel] = moved.relative_to(root).as_posix()
-    return entities
 
 
 def _embedder_info(
@@ -359,36 +131,6 @@ def _locked(lock: FileLock, what: Path, timeout: float) -> Iterator[None]:
         yield
     finally:
         lock.release()
-
-
-def _read_manifest(path: Path, report: StoreRepairReport) -> tuple[Manifest | None, Any]:
-    target = path / "manifest.json"
-    try:
-        manifest = read_manifest(target)
-    except StoreCorruptError as exc:
-        if exc.command is None:  # written by a newer memtrellis: nothing to repair
-            raise
-        report.damaged[target.name] = str(exc).split(". Nothing was changed")[0]
-        return None, _salvage_embedder(target.read_bytes())
-    if manifest is None:
-        report.damaged[target.name] = "missing"
-    elif manifest.schema_version < SCHEMA_VERSION:
-        raise InvalidInputError(
-            f"{path} is a schema-{manifest.schema_version} store: open it with this "
-            "memtrellis (or run `memtrellis migrate`) to migrate it, then repair it"
-        )
-    return manifest, None
-
-
-def _copy_for_dry_run(path: Path, scratch: Path) -> tuple[Path, Path]:
-    """Copies of ``chroma/`` and the catalog: Chroma and SQLite write even when reading."""
-    chroma = path / "chroma"
-    if chroma.is_dir():
-        shutil.copytree(chroma, scratch / chroma.name)
-    for name in (CATALOG, f"{CATALOG}-wal", f"{CATALOG}-shm"):
-        if (path / name).is_file():
-            shutil.copy2(path / name, scratch / name)
-    return scratch / "chroma", scratch / CATALOG
 
 
 def rebuild_store(
@@ -446,15 +188,15 @@ def rebuild_store(
         tempfile.TemporaryDirectory(prefix="memtrellis-repair-") as scratch,
     ):
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
-        manifest, salvaged = _read_manifest(path, report)
+        manifest, salvaged = read_manifest_for_repair(path, report)
         chroma, catalog_file = path / "chroma", path / CATALOG
         if dry_run:
-            chroma, catalog_file = _copy_for_dry_run(path, Path(scratch))
-        index = _open_index(chroma, report)
+            chroma, catalog_file = copy_for_dry_run(path, Path(scratch))
+        index = open_index(chroma, report)
         try:
-            catalog = _read_catalog(catalog_file, report)
+            catalog = read_catalog(catalog_file, report)
             names = list(dict.fromkeys([*catalog.live, *index.entities]))
-            entities = _discover(path, names, report, stamp, dry_run)
+            entities = discover(path, names, report, stamp, dry_run)
             planner = _Planner(path, catalog, source, report)
             # Pass 1, read-only: dry-run figures, or the checks before anything is written.
             _check_all(planner, entities, index, tally=dry_run)
@@ -485,7 +227,7 @@ class _Planner:
     """Works out one entity's repair from what survives (nothing is written)."""
 
     path: Path
-    catalog: _Catalog
+    catalog: Catalog
     source: Source
     report: StoreRepairReport
     first_damage: dict[str, str] = field(default_factory=dict)
@@ -524,7 +266,7 @@ class _Planner:
         return repair
 
 
-def _check_all(planner: _Planner, entities: dict[str, Path], index: _Index, *, tally: bool) -> None:
+def _check_all(planner: _Planner, entities: dict[str, Path], index: Index, *, tally: bool) -> None:
     """Plan every entity once, one at a time; with ``tally``, sum up the report."""
     report = planner.report
     unreadable = report.index_unreadable
@@ -580,7 +322,7 @@ class _Writer:
     lock_timeout: float
     merged_count: Callable[[MemoryItem], int] | None
 
-    def index(self, index: _Index, *, rebuild_all: bool) -> tuple[_Index, bool]:
+    def index(self, index: Index, *, rebuild_all: bool) -> tuple[Index, bool]:
         """The index to read and write, and whether it is a new, empty one."""
         directory = self.path / "chroma"
         if index.ok and rebuild_all:
@@ -599,10 +341,10 @@ class _Writer:
             moved = aside(directory, self.stamp)
             directory.rename(moved)
             self.report.moved_aside[directory.name] = moved.name
-        return _Index(vectors=VectorIndex(directory), ok=False), True
+        return Index(vectors=VectorIndex(directory), ok=False), True
 
     def shards(
-        self, planner: _Planner, entities: dict[str, Path], index: _Index, *, fresh: bool
+        self, planner: _Planner, entities: dict[str, Path], index: Index, *, fresh: bool
     ) -> dict[str, EntityStats]:
         """Pass 2: per entity, under its lock, read again, repair, and reopen it as the
         store would; returns every shard's figures."""
@@ -637,7 +379,7 @@ class _Writer:
 
 def _write_catalog(
     path: Path,
-    found: _Catalog,
+    found: Catalog,
     stats: dict[str, EntityStats],
     stamp: str,
     report: StoreRepairReport,
