@@ -362,10 +362,13 @@ class _Writer:
         stats: dict[str, EntityStats] = {}
         for entity_id, directory in entities.items():
             storage = FileShardStorage(self.path, entity_id)
+            existed = directory.exists()
             with storage.lock(self.lock_timeout):
                 side = index.side(entity_id, self.report) if not fresh else IndexSide(ok=False)
                 repair = planner.plan(entity_id, directory, side)
                 if repair is None:
+                    if not existed:  # made by taking the lock: nothing to keep
+                        shutil.rmtree(directory, ignore_errors=True)
                     continue
                 _tally(self.report, entity_id, repair)
                 if repair.changes_anything:
