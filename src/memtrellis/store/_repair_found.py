@@ -166,6 +166,17 @@ def _graph_entity(directory: Path) -> str | None:
         return None
 
 
+def _names_for(directory: Path, by_dir: dict[Path, str]) -> Iterator[str | None]:
+    """Who a shard directory may belong to: its shard.json, a name known elsewhere (the
+    catalog, a collection), the items of its snapshot, then of its logs."""
+    pointer, _ = read_pointer(directory)
+    yield pointer["entity_id"] if pointer else None
+    yield by_dir.get(directory)
+    yield _graph_entity(directory)
+    for log in sorted(directory.glob("wal-*.jsonl")):
+        yield entity_in_log(log)
+
+
 def discover(
     root: Path, names: list[str], report: StoreRepairReport, stamp: str, dry_run: bool
 ) -> dict[str, Path]:
@@ -173,16 +184,17 @@ def discover(
     by_dir = {shard_dir(root, name): name for name in names}
     entities = {name: shard_dir(root, name) for name in names}
     for directory in _shard_dirs(root):
-        pointer, _ = read_pointer(directory)
-        candidates = [
-            pointer["entity_id"] if pointer else None,
-            by_dir.get(directory),
-            _graph_entity(directory),
-            *(entity_in_log(log) for log in sorted(directory.glob("wal-*.jsonl"))),
-        ]
-        named = [c for c in candidates if c is not None and shard_dir(root, c) == directory]
-        if named:
-            entities.setdefault(named[0], directory)
+        # A name counts only if it hashes to this directory; the costlier reads come last.
+        named = next(
+            (
+                name
+                for name in _names_for(directory, by_dir)
+                if name is not None and shard_dir(root, name) == directory
+            ),
+            None,
+        )
+        if named is not None:
+            entities.setdefault(named, directory)
             continue
         if not holds_files(directory):
             continue  # only a lock: nothing was ever written there
