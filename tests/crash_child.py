@@ -25,6 +25,7 @@ from typing import Any
 
 from memtrellis import Memory
 from memtrellis.store.graph import MemoryGraph
+from memtrellis.store.shard import Shard
 from memtrellis.testing import HashingEmbedder
 from memtrellis.types import MemoryItem, MemoryType, Scope
 
@@ -59,19 +60,23 @@ def work(trial: dict[str, Any]) -> None:
     if trial["slow_snapshots"]:
         _slow_snapshots()
     ack = os.open(trial["ack"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    # Small thresholds: a new snapshot of a shard every few writes, so kills land around
+    # compactions. (A shard normally waits for as many changes as its last snapshot held;
+    # not here.) The worker is a forked process: patching the class touches only it.
+    load, compact = Shard._load, Shard._compact
+
+    def load_small(self: Shard) -> None:
+        load(self)
+        self._snapshot_size = 0
+
+    def compact_often(self: Shard) -> None:
+        compact(self)
+        self._snapshot_size = 0
+
+    Shard._load = load_small  # type: ignore[method-assign]
+    Shard._compact = compact_often  # type: ignore[method-assign]
     memory = Memory(trial["store"], entity_id="alice", embedder=HashingEmbedder())
-    # Small thresholds: a new snapshot every few writes, so kills land around compactions.
-    # (A store normally waits for as many changes as its last snapshot held; not here.)
-    store = memory._store
-    store._compact_every = trial["compact_every"]
-    compact = store._compact
-
-    def compact_often() -> None:
-        compact()
-        store._snapshot_size = 0
-
-    store._compact = compact_often  # type: ignore[method-assign]
-    store._snapshot_size = 0
+    memory._store._settings.compact_every = trial["compact_every"]
     print("ready", flush=True)
     tag = trial["tag"]
     acked: list[tuple[str, str]] = []  # (entity, id) of acknowledged adds and stores

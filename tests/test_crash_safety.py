@@ -32,6 +32,7 @@ from typing import Any
 import pytest
 
 from memtrellis import Memory
+from memtrellis.store.shardfiles import shard_dir
 from memtrellis.testing import HashingEmbedder
 from test_store_durability import _run as run_code
 
@@ -144,21 +145,42 @@ class Tally:
     snapshot_temp_files: int = 0
 
 
+def _temp_files(path: Path) -> list[Path]:
+    """Files a write cut off would leave: atomic-write temporaries (snapshots, shard
+    pointers, the manifest) anywhere outside Chroma's own directory."""
+    return [p for p in path.rglob(".*.tmp") if "chroma" not in p.relative_to(path).parts]
+
+
+def _stray_shard_files(path: Path) -> list[str]:
+    """What a shard directory holds besides its pointer, snapshot, current log and lock."""
+    stray: list[str] = []
+    for entity in ENTITIES:
+        directory = shard_dir(path, entity)
+        if not directory.is_dir():
+            continue
+        pointer = directory / "shard.json"  # absent until the first snapshot
+        generation = json.loads(pointer.read_text())["generation"] if pointer.exists() else 0
+        allowed = {"shard.json", "graph.json", "shard.lock", f"wal-{generation:06d}.jsonl"}
+        stray += [f"{entity}/{p.name}" for p in directory.iterdir() if p.name not in allowed]
+    return stray
+
+
 def check_store(path: Path, expected: Expected, tally: Tally) -> None:
     """Reopen the store after a kill and check every guarantee."""
-    leftovers = list(path.glob(".graph.json.*.tmp"))
-    tally.snapshot_temp_files += len(leftovers)
+    tally.snapshot_temp_files += len(_temp_files(path))
     with Memory(path, entity_id="alice", embedder=HashingEmbedder()) as memory:
-        tally.rolled_forward += len(memory.repair_report.rolled_forward)
-        tally.torn_log_records += memory.repair_report.torn_records
         tally.captures_adopted += len(memory._capture.adopted)
         assert memory.flush(timeout=120), "adopted captured turns were not stored"
         store = memory._store
-        assert store.pending_count == 0, "a change is still missing from the vector index"
-        with store.reading():
-            items = {item.id: item for item in store.graph.items()}
-            for entity in ENTITIES:
-                in_graph = set(store.graph.tenant_ids(entity))
+        items: dict[str, Any] = {}
+        counts: dict[str, int] = {}
+        for entity in ENTITIES:
+            # The first use of an entity loads its shard: catching up with its log, rolling
+            # forward what was logged but not indexed, cutting a torn last record.
+            with store.reading(entity) as shard:
+                in_graph = set(shard.graph.tenant_ids(entity))
+                assert shard.graph.tenants() in ([entity], []), "a shard holds another entity"
+                items.update({item.id: item for item in shard.graph.items()})
                 copies, unreadable = store.vectors.item_copies(entity)
                 assert unreadable == 0, f"{entity}: {unreadable} unreadable index copies"
                 in_index = set(copies)
@@ -167,6 +189,11 @@ def check_store(path: Path, expected: Expected, tally: Tally) -> None:
                     f"{sorted(in_graph - in_index)}, "
                     f"only in the index {sorted(in_index - in_graph)}"
                 )
+                counts[entity] = len(in_graph)
+        assert sorted(store.resident()) == sorted(ENTITIES)
+        assert store.pending_count == 0, "a change is still missing from the vector index"
+        tally.rolled_forward += len(memory.repair_report.rolled_forward)
+        tally.torn_log_records += memory.repair_report.torn_records
         texts = [item.text for item in items.values()]
         doubled = sorted({text for text in texts if texts.count(text) > 1})
         assert not doubled, f"stored twice: {doubled}"
@@ -179,7 +206,16 @@ def check_store(path: Path, expected: Expected, tally: Tally) -> None:
         assert health.capture_spooled == 0
         own_spool = memory._capture.spool.path
         assert [p for p in (path / "spool").glob("*.jsonl") if p != own_spool] == []
-    assert not list(path.glob(".graph.json.*.tmp")), "a temporary snapshot file was left behind"
+        assert _stray_shard_files(path) == [], "a shard keeps files it no longer uses"
+    assert _temp_files(path) == [], "a temporary file was left behind"
+    assert _stray_shard_files(path) == [], "a shard keeps files it no longer uses"
+    with Memory(path, entity_id="alice", embedder=HashingEmbedder()) as memory:
+        # Closed cleanly, the catalog holds every entity's exact figures (read unloaded).
+        rows = memory._store.catalog.all()
+        assert memory._store.resident() == []
+        assert {e: r.memories for e, r in rows.items()} == {
+            e: n for e, n in counts.items() if n or e in rows
+        }, "the catalog's figures are not exact"
 
 
 def run_trial(server: ForkServer, trial: dict[str, Any], rng: random.Random) -> None:
@@ -252,8 +288,7 @@ KILLED_MID_SNAPSHOT = """
         os.kill(os.getpid(), 9)  # SIGKILL half-way through writing the snapshot
     MemoryGraph._json_chunks = die_after_first_chunk
     m = Memory(sys.argv[1], entity_id="alice", embedder=HashingEmbedder())
-    m._store._compact_every = 1
-    m._store._snapshot_size = 0
+    m._store._settings.compact_every = 1
     m.add("Clara lives in Lisbon", memory_type="episode")
 """
 
@@ -261,7 +296,8 @@ KILLED_MID_SNAPSHOT = """
 def test_a_snapshot_cut_off_by_a_kill_is_cleaned_up_and_loses_nothing(store_path: Path) -> None:
     proc = run_code(KILLED_MID_SNAPSHOT, str(store_path))
     assert proc.returncode == -signal.SIGKILL, proc.stderr
-    assert list(store_path.glob(".graph.json.*.tmp"))  # the half-written snapshot
+    shard = shard_dir(store_path, "alice")
+    assert list(shard.glob(".graph.json.*.tmp"))  # the half-written snapshot
     with Memory(store_path, entity_id="alice", embedder=HashingEmbedder()) as memory:
         assert [i.text for i in memory.list()] == ["Clara lives in Lisbon"]
-        assert not list(store_path.glob(".graph.json.*.tmp"))
+        assert _temp_files(store_path) == []

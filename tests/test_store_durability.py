@@ -12,6 +12,7 @@ import pytest
 
 from memtrellis import Memory, StoreCorruptError
 from memtrellis.store import collection_name
+from memtrellis.store.shardfiles import shard_dir
 from memtrellis.testing import HashingEmbedder
 
 
@@ -58,14 +59,16 @@ def test_crash_between_graph_and_index_is_rolled_forward(store_path: Path) -> No
     assert proc.returncode == 9, proc.stderr
     assert len(_index_ids(store_path, "alice")) == 1  # the index is behind the log
     with Memory(store_path, entity_id="alice", embedder=HashingEmbedder()) as m:
+        # The shard is read, and repaired, on the entity's first use.
+        texts = {i.text for i in m.list()}
         assert len(m.repair_report.rolled_forward) == 1
         assert m.health().repaired_on_open == 1
-        texts = {i.text for i in m.list()}
         assert texts == {"survives the crash", "written to the log, not yet to the index"}
         ids = {i.id for i in m.list()}
         assert _index_ids(store_path, "alice") == ids
         assert m.recall("not yet index").items[0].memory.text.startswith("written to the log")
     with Memory(store_path, entity_id="alice", embedder=HashingEmbedder()) as m:
+        assert len(m.list()) == 2
         assert m.repair_report.rolled_forward == []  # repaired once, for good
 
 
@@ -89,12 +92,13 @@ def test_crash_during_forget_is_rolled_forward(store_path: Path) -> None:
 def test_torn_log_tail_is_dropped(store_path: Path) -> None:
     with Memory(store_path, entity_id="alice", embedder=HashingEmbedder()) as m:
         m.add("complete")
-    generation = json.loads((store_path / "manifest.json").read_text())["generation"]
-    with (store_path / f"wal-{generation:06d}.jsonl").open("ab") as handle:
+    generation = _generation(store_path)
+    log = shard_dir(store_path, "alice") / f"wal-{generation:06d}.jsonl"
+    with log.open("ab") as handle:
         handle.write(b'{"op":"put","item":{"te')  # a crash mid-append
     with Memory(store_path, entity_id="alice", embedder=HashingEmbedder()) as m:
-        assert m.repair_report.torn_records == 1
         assert [i.text for i in m.list()] == ["complete"]
+        assert m.repair_report.torn_records == 1
         m.add("after repair")
     with Memory(store_path, entity_id="alice", embedder=HashingEmbedder()) as m:
         assert [i.text for i in m.list()] == ["complete", "after repair"]
@@ -103,9 +107,45 @@ def test_torn_log_tail_is_dropped(store_path: Path) -> None:
 def test_garbled_graph_names_path(store_path: Path) -> None:
     with Memory(store_path, embedder=HashingEmbedder()) as m:
         m.add("x")
-    (store_path / "graph.json").write_text('{"nodes": [')
-    with pytest.raises(StoreCorruptError, match=r"graph\.json"):
-        Memory(store_path, embedder=HashingEmbedder())
+        entity = m.default_scope.entity_id
+    graph = shard_dir(store_path, entity) / "graph.json"
+    graph.write_text('{"nodes": [')
+    # A shard is read on first use: the open succeeds, the first read of the entity fails,
+    # naming the shard's file and the repair of the whole store.
+    with (
+        Memory(store_path, embedder=HashingEmbedder()) as m,
+        pytest.raises(StoreCorruptError, match=r"graph\.json") as caught,
+    ):
+        m.list()
+    assert caught.value.path == str(graph)
+    assert caught.value.command == f"memtrellis repair {store_path}"
+
+
+def test_a_garbled_log_record_names_the_store_for_repair(store_path: Path) -> None:
+    proc = _run(
+        """
+        import os, sys
+        from memtrellis import Memory
+        from memtrellis.testing import HashingEmbedder
+        m = Memory(sys.argv[1], entity_id="alice", embedder=HashingEmbedder())
+        m.add("first")
+        m.add("second")
+        os._exit(0)  # no close: the changes stay in the log
+        """,
+        str(store_path),
+    )
+    assert proc.returncode == 0, proc.stderr
+    [log] = shard_dir(store_path, "alice").glob("wal-*.jsonl")
+    lines = log.read_bytes().split(b"\n")
+    lines[0] = b"{garbled"
+    log.write_bytes(b"\n".join(lines))
+    with (
+        Memory(store_path, entity_id="alice", embedder=HashingEmbedder()) as m,
+        pytest.raises(StoreCorruptError) as caught,
+    ):
+        m.list()
+    assert caught.value.path == str(log)
+    assert caught.value.command == f"memtrellis repair {store_path}"
 
 
 def test_garbled_manifest_names_path(store_path: Path) -> None:
@@ -124,12 +164,11 @@ def test_compaction_keeps_everything(store_path: Path) -> None:
     from memtrellis.store import Store
 
     with Memory(store_path, entity_id="alice", embedder=HashingEmbedder()) as m:
-        m._store._compact_every = 10
+        m._store._settings.compact_every = 10
         for i in range(35):
             m.add(f"fact {_word(i)}")
-        generation = json.loads((store_path / "manifest.json").read_text())["generation"]
-        assert generation >= 2
-        assert len(list(store_path.glob("wal-*.jsonl"))) == 1
+        assert _generation(store_path) >= 2
+        assert len(list(shard_dir(store_path, "alice").glob("wal-*.jsonl"))) == 1
     assert isinstance(m._store, Store)
     with Memory(store_path, entity_id="alice", embedder=HashingEmbedder()) as m:
         assert len(m.list(limit=1000)) == 35
@@ -183,8 +222,10 @@ def test_a_long_lived_process_sees_another_process_writes(store_path: Path) -> N
         assert m.recall("other note d").items[0].explanation.dense_score is not None
 
 
-def _generation(store_path: Path) -> int:
-    return int(json.loads((store_path / "manifest.json").read_text())["generation"])
+def _generation(store_path: Path, entity: str = "alice") -> int:
+    """The snapshot generation ``shard.json`` names for the entity's shard."""
+    pointer = shard_dir(store_path, entity) / "shard.json"
+    return int(json.loads(pointer.read_text())["generation"])
 
 
 def test_a_read_only_session_does_not_rewrite_the_snapshot(store_path: Path) -> None:
@@ -206,7 +247,7 @@ def test_many_recall_counts_are_compacted(store_path: Path) -> None:
         m.add("Clara lives in Lisbon")
     before = _generation(store_path)
     with Memory(store_path, entity_id="alice", embedder=HashingEmbedder()) as m:
-        m._store._compact_every = 3
+        m._store._settings.compact_every = 3
         for _ in range(4):
             m.recall("Clara")
     assert _generation(store_path) == before + 1
@@ -216,11 +257,11 @@ def test_snapshot_is_streamed_as_the_same_document(store_path: Path) -> None:
     with Memory(store_path, entity_id="alice", embedder=HashingEmbedder()) as m:
         m.add(CHAT_LIKE, entities=["Clara"])
         m.add("Bob fixes bikes", entity_id="bob", entities=["Bob"])
-        graph = m._store.graph
+        graph = m._store.graph_of("alice")
         graph.save(store_path / "copy.json", 7)
         expected = graph.to_node_link(7)
     assert json.loads((store_path / "copy.json").read_text()) == expected
-    assert len(expected["nodes"]) == 6 and expected["edges"]  # 4 memories, 2 entities
+    assert len(expected["nodes"]) == 4 and expected["edges"]  # 3 memories, 1 entity
 
 
 CHAT_LIKE = [
@@ -237,7 +278,8 @@ def test_a_failed_snapshot_leaves_the_old_one(
 
     with Memory(store_path, entity_id="alice", embedder=HashingEmbedder()) as m:
         m.add("Clara lives in Lisbon")
-    before = (store_path / "graph.json").read_bytes()
+    shard = shard_dir(store_path, "alice")
+    before = (shard / "graph.json").read_bytes()
 
     def broken(self: MemoryGraph) -> object:
         yield {"id": "half"}
@@ -247,9 +289,9 @@ def test_a_failed_snapshot_leaves_the_old_one(
     m = Memory(store_path, entity_id="alice", embedder=HashingEmbedder())
     m.add("Clara has a cat")
     with pytest.raises(RuntimeError):
-        m._store.graph.save(store_path / "graph.json", 99)
-    assert (store_path / "graph.json").read_bytes() == before
-    assert not list(store_path.glob(".graph.json.*.tmp"))
+        m._store.graph_of("alice").save(shard / "graph.json", 99)
+    assert (shard / "graph.json").read_bytes() == before
+    assert not list(store_path.rglob(".graph.json.*.tmp"))
     monkeypatch.undo()
     m.close()
     with Memory(store_path, entity_id="alice", embedder=HashingEmbedder()) as m:

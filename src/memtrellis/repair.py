@@ -40,12 +40,14 @@ def repair_store(
 ) -> StoreRepairReport:
     """Rebuild the damaged part of a store from its other copies; returns the report.
 
-    Takes the store's write lock (close every program using the store first), finds which
-    of ``manifest.json``, ``graph.json``, the write-ahead log and ``chroma/`` is damaged,
-    and rebuilds it: the graph from the item copies kept in the vector index (plus what the
-    log still holds), the index from the graph (re-embedding the texts), a lost manifest
-    from what the store holds. Damaged files are renamed ``<name>.corrupt-<timestamp>``,
-    never deleted. See `memtrellis.store.repair` for what can and cannot come back.
+    Takes the store's lock and each entity shard's (close every program using the store
+    first), finds for every entity which of its shard's files (``graph.json``, the
+    write-ahead log, ``shard.json``) and its collection in ``chroma/`` is damaged, and
+    rebuilds it: the graph from the item copies kept in the vector index (plus what the
+    log still holds), the index from the graph (re-embedding the texts); and a lost
+    manifest or catalog from what the store holds. Damaged files are renamed
+    ``<name>.corrupt-<timestamp>``, never deleted. See `memtrellis.store.repair` for what
+    can and cannot come back.
 
     Args:
         path: The store directory.
@@ -58,7 +60,7 @@ def repair_store(
 
     Raises:
         InvalidInputError: ``path`` holds no store, or the embedder does not match it.
-        StoreCorruptError: Both the graph and the index are damaged.
+        StoreCorruptError: An entity's graph and its vectors are both damaged.
         StoreLockedError: Another process kept the store locked.
 
     Examples:
@@ -67,11 +69,14 @@ def repair_store(
         >>> from memtrellis import Memory, repair_store
         >>> from memtrellis.testing import HashingEmbedder
         >>> path = Path(tempfile.mkdtemp()) / "store"
+        >>> from memtrellis.store.shardfiles import shard_dir
         >>> with Memory(path, entity_id="ana", embedder=HashingEmbedder()) as memory:
         ...     _ = memory.add("Ana lives in Porto", memory_type="fact")
-        >>> _ = (path / "graph.json").write_text('{"nodes": [')  # cut short
+        >>> graph = shard_dir(path, "ana") / "graph.json"
+        >>> _ = graph.write_text('{"nodes": [')  # cut short
         >>> report = repair_store(path)
-        >>> report.damaged["graph.json"][:10], report.graph_source, report.memories
+        >>> name = graph.relative_to(path).as_posix()
+        >>> report.damaged[name][:10], report.graph_source, report.memories
         ('unreadable', 'index', 1)
         >>> with Memory(path, entity_id="ana", embedder=HashingEmbedder()) as memory:
         ...     [item.text for item in memory.list()]
@@ -83,6 +88,8 @@ def repair_store(
         from memtrellis.embeddings import default_embedder
 
         found = default_embedder()  # what Memory() uses when given no embedder
+    from memtrellis.lifecycle.confidence import merged_count
+
     model = found
     given = EmbedderInfo(model_id=model.model_id, dimension=model.dimension)
     return rebuild_store(
@@ -92,4 +99,5 @@ def repair_store(
         source=source,
         dry_run=dry_run,
         lock_timeout=lock_timeout,
+        merged_count=merged_count,
     )

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from memtrellis.store._corrupt import damaged
@@ -55,18 +57,30 @@ class SqliteCatalog:
         except sqlite3.DatabaseError as exc:
             raise damaged(path, f"cannot be read ({exc})", path.parent) from exc
 
+    @contextmanager
+    def _using(self) -> Iterator[sqlite3.Connection]:
+        """The connection, with a damaged database file reported as such (a busy or
+        locked one is not damage: its errors pass as they are)."""
+        with self._mu:
+            try:
+                yield self._db
+            except sqlite3.OperationalError:
+                raise
+            except sqlite3.DatabaseError as exc:
+                raise damaged(self.path, f"cannot be read ({exc})", self.path.parent) from exc
+
     def entities(self) -> list[str]:
         """Every entity with a shard, in the order they were first written."""
-        with self._mu:
-            rows = self._db.execute(
+        with self._using() as db:
+            rows = db.execute(
                 "SELECT entity_id FROM entities WHERE state = 'live' ORDER BY seq"
             ).fetchall()
         return [str(row[0]) for row in rows]
 
     def ensure(self, entity_id: str) -> None:
         """Record the entity (before its shard's first write); no-op when known."""
-        with self._mu:
-            self._db.execute(
+        with self._using() as db:
+            db.execute(
                 "INSERT INTO entities (entity_id) VALUES (?) "
                 "ON CONFLICT(entity_id) DO UPDATE SET state = 'live'",
                 (entity_id,),
@@ -74,16 +88,16 @@ class SqliteCatalog:
 
     def get(self, entity_id: str) -> EntityStats | None:
         """The entity's last recorded figures, or ``None`` when unknown."""
-        with self._mu:
-            row = self._db.execute(
+        with self._using() as db:
+            row = db.execute(
                 "SELECT stats FROM entities WHERE entity_id = ? AND state = 'live'", (entity_id,)
             ).fetchone()
         return None if row is None else EntityStats.from_dict(json.loads(row[0]))
 
     def all(self) -> dict[str, EntityStats]:
         """Every entity's recorded figures."""
-        with self._mu:
-            rows = self._db.execute(
+        with self._using() as db:
+            rows = db.execute(
                 "SELECT entity_id, stats FROM entities WHERE state = 'live' ORDER BY seq"
             ).fetchall()
         return {str(e): EntityStats.from_dict(json.loads(s)) for e, s in rows}
@@ -91,8 +105,8 @@ class SqliteCatalog:
     def record(self, entity_id: str, stats: EntityStats) -> None:
         """Replace the entity's figures."""
         payload = json.dumps(stats.to_dict(), separators=(",", ":"))
-        with self._mu:
-            self._db.execute(
+        with self._using() as db:
+            db.execute(
                 "INSERT INTO entities (entity_id, stats) VALUES (?, ?) "
                 "ON CONFLICT(entity_id) DO UPDATE SET stats = excluded.stats",
                 (entity_id, payload),
@@ -100,8 +114,8 @@ class SqliteCatalog:
 
     def mark_dropping(self, entity_id: str) -> None:
         """Mark the entity as being forgotten (before its shard is destroyed)."""
-        with self._mu:
-            self._db.execute(
+        with self._using() as db:
+            db.execute(
                 "INSERT INTO entities (entity_id, state) VALUES (?, 'dropping') "
                 "ON CONFLICT(entity_id) DO UPDATE SET state = 'dropping'",
                 (entity_id,),
@@ -109,16 +123,16 @@ class SqliteCatalog:
 
     def dropping(self) -> list[str]:
         """Entities whose forgetting was started and not finished."""
-        with self._mu:
-            rows = self._db.execute(
+        with self._using() as db:
+            rows = db.execute(
                 "SELECT entity_id FROM entities WHERE state = 'dropping' ORDER BY seq"
             ).fetchall()
         return [str(row[0]) for row in rows]
 
     def remove(self, entity_id: str) -> None:
         """Forget the entity's row (after its shard and vectors are gone)."""
-        with self._mu:
-            self._db.execute("DELETE FROM entities WHERE entity_id = ?", (entity_id,))
+        with self._using() as db:
+            db.execute("DELETE FROM entities WHERE entity_id = ?", (entity_id,))
 
     def close(self) -> None:
         """Release the connection."""

@@ -337,11 +337,13 @@ class MemoryGraph:
         return b"".join(self._json_chunks(generation))
 
     @classmethod
-    def load(cls, path: Path, *, store: Path | None = None) -> tuple[MemoryGraph, int]:
+    def load(
+        cls, path: Path, *, store: Path | None = None, flags: tuple[str, ...] = (FROM_INDEX,)
+    ) -> tuple[MemoryGraph, int]:
         """Read a saved graph; returns it and the generation it was saved at.
 
         ``store``: the store directory a damaged file's repair command names (by default
-        the file's own directory).
+        the file's own directory), ``flags`` that command's options.
         """
         try:
             raw = path.read_bytes()
@@ -354,7 +356,7 @@ class MemoryGraph:
                 path,
                 f"cannot be read ({exc.__class__.__name__}: {str(exc)[:200]})",
                 store or path.parent,
-                FROM_INDEX,
+                *flags,
             ) from exc
 
     @classmethod

@@ -25,7 +25,7 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from memtrellis.errors import StoreLockedError
-from memtrellis.store._corrupt import FROM_INDEX, damaged
+from memtrellis.store._corrupt import damaged
 from memtrellis.store._files import atomic_write_bytes
 from memtrellis.store.graph import MemoryGraph
 from memtrellis.store.storage import LogRead
@@ -135,14 +135,16 @@ class FileShardStorage:
     def load(self) -> tuple[MemoryGraph, int]:
         """The snapshot in ``graph.json`` and its generation (an empty graph at 0)."""
         expected = self.generation()
-        graph, generation = MemoryGraph.load(self._graph, store=self.store)
+        # The repair command names no side: left to itself, repair rebuilds this shard's
+        # graph from its collection and no other (--from-index would rebuild every shard).
+        graph, generation = MemoryGraph.load(self._graph, store=self.store, flags=())
         if generation < expected:
             problem = (
                 f"is out of date (generation {generation}; shard.json expects {expected})"
                 if self._graph.exists()
                 else f"is missing (shard.json expects generation {expected})"
             )
-            raise damaged(self._graph, problem, self.store, FROM_INDEX)
+            raise damaged(self._graph, problem, self.store)
         if generation > expected:
             # A snapshot was written but its writer died before the pointer: finish it.
             self._write_pointer(generation)
@@ -151,7 +153,9 @@ class FileShardStorage:
     def _reader(self, generation: int, position: int) -> WalReader:
         reader = self._readers.get(generation)
         if reader is None:
-            self._readers = {generation: WalReader(wal_path(self.path, generation))}
+            self._readers = {
+                generation: WalReader(wal_path(self.path, generation), store=self.store)
+            }
             reader = self._readers[generation]
         reader.offset = position
         return reader
@@ -188,15 +192,17 @@ class FileShardStorage:
             wal_path(self.path, old).unlink(missing_ok=True)
 
     def cleanup(self) -> None:
-        """Older logs, and snapshot temp files of writers that died (under the lock)."""
+        """Older logs, and the snapshot and pointer temp files of writers that died (under
+        the lock)."""
         if not self.path.is_dir():
             return
         current = wal_path(self.path, self.generation()).name
         for old in self.path.glob("wal-*.jsonl"):
             if old.name < current:
                 old.unlink(missing_ok=True)
-        for stale in self.path.glob(f".{self._graph.name}.*.tmp"):
-            stale.unlink(missing_ok=True)
+        for name in (self._graph.name, self._pointer.name):
+            for stale in self.path.glob(f".{name}.*.tmp"):
+                stale.unlink(missing_ok=True)
 
     def destroy(self) -> None:
         """Remove the shard directory (its lock file goes with it)."""

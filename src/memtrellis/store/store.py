@@ -141,7 +141,11 @@ class Store:
                 )
             else:
                 self.manifest = self._open_manifest(embedder, chroma_url, embed, lock_timeout)
-                self.catalog = SqliteCatalog(path / "catalog.sqlite3", timeout=lock_timeout)
+                catalog_path = path / "catalog.sqlite3"
+                if not catalog_path.exists() and (path / "shards").is_dir():
+                    # A new, empty catalog would hide every entity from listings and health.
+                    raise damaged(catalog_path, "is missing but the store holds shards", path)
+                self.catalog = SqliteCatalog(catalog_path, timeout=lock_timeout)
             self.vectors = VectorIndex(path / "chroma", chroma_url=chroma_url)
             self._settings = ShardSettings(
                 vectors=self.vectors,
@@ -263,11 +267,19 @@ class Store:
                 if found is not None:
                     return found
             shard = Shard(self._storage(entity_id), self._settings)
-            if shard.storage.exists() and self.catalog.get(entity_id) is not None:
-                # (A forgotten entity's shard is an empty snapshot the catalog no longer
-                # lists.) Figures a crash kept from the catalog are caught up here.
+            recorded = self.catalog.get(entity_id)
+            if shard.storage.exists() and (recorded is not None or len(shard.graph)):
+                # (A forgotten entity's empty shard is no reason to list it again.)
                 self._known.add(entity_id)
-                self._record(shard, only_if_changed=True)
+                if recorded != shard.stats():
+                    self._record(shard)
+            elif not shard.storage.exists() and recorded is not None and recorded.memories:
+                # An empty shard would hide the memories the catalog says it holds.
+                raise damaged(
+                    Path(shard.storage.label),
+                    f"is missing but the catalog records {recorded.memories} memories",
+                    self.path,
+                )
             with self._mu:
                 self._shards[entity_id] = shard
                 self._loading.pop(entity_id, None)
@@ -447,6 +459,7 @@ class Store:
         shard.commit([{"op": "drop", "entity_id": entity_id}], compact=True)
         self.catalog.remove(entity_id)
         self._known.discard(entity_id)
+        shard.dirty = False  # its (empty) figures must not bring the row back on close
 
     def supersede(self, entity_id: str, replaced: dict[str, str]) -> None:
         """Mark each ``old id -> new id`` superseded, with a ``supersedes`` edge new -> old."""

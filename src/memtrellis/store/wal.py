@@ -75,10 +75,15 @@ def append_records(path: Path, records: list[dict[str, Any]], *, durable: bool =
 
 @dataclass
 class WalReader:
-    """Reads one log file incrementally, whole lines only."""
+    """Reads one log file incrementally, whole lines only.
+
+    ``store``: the store directory a damaged log's repair command names (by default the
+    log's own directory).
+    """
 
     path: Path
     offset: int = 0
+    store: Path | None = None
     torn_tail: bool = field(default=False, init=False)
 
     def size(self) -> int:
@@ -113,7 +118,7 @@ class WalReader:
                         self.path,
                         f"has an unreadable record at byte {line_start} (not a torn last "
                         "line, which is dropped by itself)",
-                        self.path.parent,
+                        self.store or self.path.parent,
                     ) from exc
                 records.append(record)
             line_start += len(line) + 1
