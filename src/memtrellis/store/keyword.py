@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
+import sys
 from collections import Counter
 
 import numpy as np
@@ -185,7 +186,9 @@ class KeywordIndex:
         self.k1 = k1
         self.b = b
         self._shards: dict[str, _Shard] = {}
-        self._terms: dict[str, tuple[str, list[str]]] = {}  # memory id -> (tenant, terms)
+        # memory id -> (tenant, *its distinct terms): one tuple of strings shared with the
+        # postings (interned), not a list of copies per memory.
+        self._terms: dict[str, tuple[str, ...]] = {}
 
     def __len__(self) -> int:
         return len(self._terms)
@@ -193,16 +196,15 @@ class KeywordIndex:
     def add(self, tenant: str, memory_id: str, text: str) -> None:
         """Index a memory's text, replacing what was indexed for it before."""
         self.remove(memory_id)
-        terms = tokenize(text)
+        terms = [sys.intern(term) for term in tokenize(text)]
         self._shards.setdefault(tenant, _Shard()).add(memory_id, terms)
-        self._terms[memory_id] = (tenant, sorted(set(terms)))
+        self._terms[memory_id] = (sys.intern(tenant), *sorted(set(terms)))
 
     def remove(self, memory_id: str) -> None:
         """Forget a memory's terms (no-op when unknown)."""
         known = self._terms.pop(memory_id, None)
         if known is not None:
-            tenant, terms = known
-            self._shards[tenant].remove(memory_id, terms)
+            self._shards[known[0]].remove(memory_id, list(known[1:]))
 
     def drop_tenant(self, tenant: str) -> None:
         """Forget one tenant entirely."""
