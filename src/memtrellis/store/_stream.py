@@ -18,6 +18,7 @@ __all__ = ["members"]
 
 _DECODER = json.JSONDecoder()
 _SPACE = re.compile(r"[ \t\n\r]*")
+_BLANK = frozenset(" \t\n\r")
 #: Members whose list elements are yielded one by one.
 STREAMED = frozenset({"nodes", "edges"})
 
@@ -69,10 +70,15 @@ def members(text: str, seen: set[str] | None = None) -> Iterator[tuple[str, Any]
                 char = "]" if text[at : at + 1] == "]" else ","
                 if char == "]":
                     at = _skip(text, at + 1)
+                decode = _DECODER.raw_decode
                 while char == ",":
-                    value, at = _DECODER.raw_decode(text, at)
+                    value, at = decode(text, at)
                     yield name, value
-                    char, at = _expect(text, _skip(text, at), ",]")
+                    char = text[at : at + 1]
+                    if char == "," and text[at + 1 : at + 2] not in _BLANK:
+                        at += 1  # the compact form the store writes: no spaces to skip
+                    else:
+                        char, at = _expect(text, _skip(text, at), ",]")
             else:
                 value, at = _DECODER.raw_decode(text, at)
                 yield name, value
