@@ -17,6 +17,7 @@ from typing import Any, TypeVar, cast
 import networkx as nx
 
 from memtrellis.store._corrupt import FROM_INDEX, damaged
+from memtrellis.store._edges import link, no_attributes, unlink
 from memtrellis.store._files import atomic_write_chunks
 from memtrellis.store._slim import (
     EMPTY_HISTORY,
@@ -38,32 +39,6 @@ HUB_MENTIONS = 64
 _ENTITY = "entity"
 #: Entity node ids start with this; no memory id may, or it would take over the node.
 ENTITY_NODE_PREFIX = "entity:"
-
-
-class _NoAttributes(dict[str, Any]):
-    """The attribute dict of every edge: empty, and one for all of them.
-
-    The store's edges carry nothing but their key (the edge kind), and networkx would give
-    each its own empty dict (64 bytes an edge); this one refuses to be filled.
-    """
-
-    __slots__ = ()
-
-    def _refuse(self, *args: Any, **kwargs: Any) -> None:
-        raise TypeError("memory graph edges carry no attributes; the key is their kind")
-
-    def update(self, *args: Any, **kwargs: Any) -> None:
-        if any(args) or kwargs:
-            self._refuse()
-
-    __setitem__ = __delitem__ = setdefault = pop = popitem = clear = __ior__ = _refuse  # type: ignore[assignment]
-
-
-_NO_ATTRIBUTES = _NoAttributes()
-
-
-def _no_attributes() -> dict[str, Any]:
-    return _NO_ATTRIBUTES
 
 
 def normalize_entity(name: str) -> str:
@@ -109,7 +84,8 @@ class MemoryGraph:
 
     def __init__(self) -> None:
         self.g: nx.MultiDiGraph = nx.MultiDiGraph()
-        self.g.edge_attr_dict_factory = _no_attributes
+        # Edges share their dicts (see _edges): link and unlink, never g.add_edge.
+        self.g.edge_attr_dict_factory = no_attributes
         # tenant -> memory ids in insertion order, for listing without scanning the graph
         self._by_tenant: dict[str, dict[str, None]] = {}
         # tenant -> normalised entity name -> display name, for resolving new names
@@ -280,7 +256,7 @@ class MemoryGraph:
                 self.g.add_node(node, kind=_ENTITY, name=name, entity_id=tenant)
             known = self._entities.setdefault(tenant, {})
             known.setdefault(normalize_entity(name), self.g.nodes[node].get("name", name))
-            self.g.add_edge(item.id, node, key=EdgeKind.MENTIONS.value)
+            link(self.g, item.id, node, EdgeKind.MENTIONS.value)
 
     def _remove_entity(self, node: str) -> None:
         data = self.g.nodes[node]
@@ -294,7 +270,7 @@ class MemoryGraph:
             # The nodes' own id strings, not the caller's equal copies: networkx keeps
             # the key objects it is given in both adjacency dicts.
             nodes = self.g._node
-            self.g.add_edge(nodes[source]["item"].id, nodes[target]["item"].id, key=kind.value)
+            link(self.g, nodes[source]["item"].id, nodes[target]["item"].id, kind.value)
 
     def remove(self, memory_id: str) -> MemoryItem | None:
         """Remove a memory, its edges and any entity left without mentions."""
@@ -322,7 +298,7 @@ class MemoryGraph:
     def _drop_mentions(self, memory_id: str) -> None:
         for _, entity, key in list(self.g.out_edges(memory_id, keys=True)):
             if key == EdgeKind.MENTIONS.value:
-                self.g.remove_edge(memory_id, entity, key=key)
+                unlink(self.g, memory_id, entity, key)
                 if self.g.in_degree(entity) == 0:
                     self._remove_entity(entity)
 
