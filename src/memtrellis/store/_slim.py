@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import json
 import sys
+from collections import deque
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 
 from memtrellis.types import HistoryEvent, MemoryItem, Scope, SourceRef
@@ -32,6 +34,7 @@ _ITEM_FIELDS: set[str] = set(MemoryItem.model_fields)
 _SOURCE_FIELDS: set[str] = set(SourceRef.model_fields)
 _SCOPE_FIELDS: set[str] = set(Scope.model_fields)
 _ScopeKey = tuple[str, str | None, str | None]
+_TIMES = ("created_at", "updated_at", "last_recalled_at")
 
 
 def dumps(value: Any) -> str:
@@ -93,21 +96,28 @@ class Slimmer:
     """Shares equal parts among the items of one graph (scopes, field sets, strings).
 
     Examples:
+        >>> from memtrellis.types import utcnow
+        >>> now = utcnow()
         >>> def loaded(text):  # as read from a snapshot: every field set
-        ...     item = MemoryItem(text=text, scope=Scope(entity_id="u"))
-        ...     return MemoryItem.model_validate(item.model_dump())
+        ...     item = MemoryItem(text=text, scope=Scope(entity_id="u"), created_at=now)
+        ...     return MemoryItem.model_validate(item.model_dump(mode="json"))
         >>> slim, a, b = Slimmer(), loaded("x"), loaded("y")
         >>> slim.item(a); slim.item(b)
         >>> a.scope is b.scope, a.model_fields_set is b.model_fields_set
         (True, True)
+        >>> a.created_at is b.created_at  # made together: one datetime object
+        True
         >>> a.scope == Scope(entity_id="u"), b.model_dump()["text"]
         (True, 'y')
     """
 
-    __slots__ = ("_scopes",)
+    __slots__ = ("_scopes", "_times")
 
     def __init__(self) -> None:
         self._scopes: dict[_ScopeKey, Scope] = {}
+        # The last few times seen: the items of one add() (consecutive in a snapshot)
+        # share their creation time, and an update or recall of several its time.
+        self._times: deque[datetime] = deque(maxlen=4)
 
     def forget(self, tenant: str) -> None:
         """Drop the shared scopes of one tenant (all its memories are gone).
@@ -137,12 +147,22 @@ class Slimmer:
         if scope.__pydantic_fields_set__ == _SCOPE_FIELDS:
             key = (scope.entity_id, scope.process_id, scope.session_id)
             values["scope"] = self._scopes.setdefault(key, scope)
+        for name in _TIMES:
+            if values[name] is not None:
+                values[name] = self._time(values[name])
         _share_strings(values["tags"])
         _share_strings(values["entities"])
         if values["key"] is not None:
             values["key"] = sys.intern(values["key"])
         for source in values["sources"]:
             self._source(source, item)
+
+    def _time(self, value: datetime) -> datetime:
+        for known in self._times:
+            if known == value and known.tzinfo is value.tzinfo:
+                return known
+        self._times.appendleft(value)
+        return value
 
     @staticmethod
     def _source(source: SourceRef, item: MemoryItem) -> None:
