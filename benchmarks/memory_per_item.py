@@ -14,9 +14,9 @@ a few hundred recalls count in ``recall_count``. The store is closed (one ``grap
 
 Then, each in a fresh process that has imported memtrellis and Chroma first:
 
-* ``rss``: RSS before and after ``Memory(path)``; the same for an empty store, whose
-  delta (the Chroma client, lazily imported modules) is subtracted, so that
-  ``(delta - empty delta) / memories`` is what each memory costs;
+* ``rss``: RSS before and after ``Memory(path)`` (and its peak during the open); the
+  same for an empty store, whose delta (the Chroma client, lazily imported modules) is
+  subtracted, so that ``(delta - empty delta) / memories`` is what each memory costs;
 * ``trace``: ``tracemalloc`` running during the open: the Python bytes still allocated
   after it, split by walking the objects the store keeps, each object counted once and
   in the first part that reaches it, in this order:
@@ -121,6 +121,18 @@ def rss_bytes() -> int:
     return int(psutil.Process().memory_info().rss)
 
 
+def peak_rss_bytes() -> int:
+    """Peak resident set size of this process (``VmHWM``), 0 where unknown."""
+    try:
+        with Path("/proc/self/status").open(encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
 def _skippable(obj: object) -> bool:
     # Shared by everything (types, functions, enum members, singletons, cached small
     # ints): not a cost of any one memory.
@@ -214,7 +226,12 @@ def measure(path: Path, mode: str) -> dict[str, Any]:
     opened = time.perf_counter() - started
     gc.collect()
     after = rss_bytes()
-    figures: dict[str, Any] = {"rss_before": before, "rss_after": after, "open_s": opened}
+    figures: dict[str, Any] = {
+        "rss_before": before,
+        "rss_after": after,
+        "rss_peak": peak_rss_bytes(),
+        "open_s": opened,
+    }
     if mode == "trace":
         traced, _ = tracemalloc.get_traced_memory()
         snapshot = tracemalloc.take_snapshot()
@@ -258,6 +275,7 @@ def report(
         "memories": n,
         "rss_delta_mb": round(delta / 2**20, 1),
         "rss_empty_delta_mb": round(empty_delta / 2**20, 1),
+        "rss_peak_delta_mb": round((rss["rss_peak"] - rss["rss_before"]) / 2**20, 1),
         "rss_per_memory": round((delta - empty_delta) / n),
         "traced_per_memory": round(trace["traced"] / n),
         "open_s": round(rss["open_s"], 2),
@@ -275,8 +293,8 @@ def print_report(figures: dict[str, Any]) -> None:
     )
     print(
         f"RSS after open: +{figures['rss_delta_mb']} MB "
-        f"(empty store +{figures['rss_empty_delta_mb']} MB): "
-        f"{figures['rss_per_memory']} B/memory"
+        f"(empty store +{figures['rss_empty_delta_mb']} MB; peak during open "
+        f"+{figures['rss_peak_delta_mb']} MB): {figures['rss_per_memory']} B/memory"
     )
     print(f"tracemalloc after open: {figures['traced_per_memory']} B/memory")
     print(f"{'part':<14}{'B/memory':>10}")
