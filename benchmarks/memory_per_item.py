@@ -348,10 +348,11 @@ def main() -> None:
         saved[args.label] = figures
         out.write_text(json.dumps(saved, indent=2) + "\n")
     finally:
+        shutil.rmtree(root / "empty", ignore_errors=True)
         if not args.keep:
+            shutil.rmtree(path, ignore_errors=True)
+        if not args.keep or args.store is not None:
             shutil.rmtree(root, ignore_errors=True)
-            if args.store is not None:
-                shutil.rmtree(args.store, ignore_errors=True)
 
 
 if __name__ == "__main__":
