@@ -81,14 +81,13 @@ def page_data(graph: MemoryGraph, selection: Selection) -> dict[str, Any]:
     """
     nodes: list[dict[str, Any]] = []
     for memory_id in selection.memories:
-        data = graph.g.nodes[memory_id]
-        item: MemoryItem = data["item"]
+        item: MemoryItem = graph.g.nodes[memory_id]["item"]
         nodes.append(
             {
                 "id": memory_id,
                 **memory_attrs(item),
                 "sources": _sources(item),
-                "history": _history(data["history"]),
+                "history": _history(graph.history(memory_id)),
             }
         )
     for node in selection.entities:

@@ -9,6 +9,7 @@ turns back into a graph.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -16,7 +17,17 @@ from typing import Any, TypeVar, cast
 import networkx as nx
 
 from memtrellis.store._corrupt import FROM_INDEX, damaged
+from memtrellis.store._edges import link, no_attributes, unlink
 from memtrellis.store._files import atomic_write_chunks
+from memtrellis.store._slim import (
+    EMPTY_HISTORY,
+    Slimmer,
+    add_event,
+    dumps,
+    history_bytes,
+    read_history,
+)
+from memtrellis.store._stream import members
 from memtrellis.types import EdgeKind, HistoryEvent, MemoryItem
 
 __all__ = ["ENTITY_NODE_PREFIX", "MemoryGraph", "entity_node_id", "normalize_entity"]
@@ -73,10 +84,15 @@ class MemoryGraph:
 
     def __init__(self) -> None:
         self.g: nx.MultiDiGraph = nx.MultiDiGraph()
+        # Edges share their dicts (see _edges): link and unlink, never g.add_edge.
+        self.g.edge_attr_dict_factory = no_attributes
         # tenant -> memory ids in insertion order, for listing without scanning the graph
         self._by_tenant: dict[str, dict[str, None]] = {}
         # tenant -> normalised entity name -> display name, for resolving new names
         self._entities: dict[str, dict[str, str]] = {}
+        # Each memory node holds its item (its parts shared with the other items where
+        # equal) and its history as the JSON bytes the snapshot writes.
+        self._slim = Slimmer()
 
     # -- reads ---------------------------------------------------------------------------
     def __contains__(self, memory_id: object) -> bool:
@@ -101,7 +117,7 @@ class MemoryGraph:
         """Events recorded for a memory, oldest first."""
         if memory_id not in self:
             return []
-        return list(self.g.nodes[memory_id]["history"])
+        return read_history(self.g.nodes[memory_id]["history"])
 
     def tenant_ids(self, tenant: str) -> list[str]:
         """Ids of one tenant's memories, oldest insertion first."""
@@ -213,25 +229,34 @@ class MemoryGraph:
     # -- writes --------------------------------------------------------------------------
     def put(self, item: MemoryItem, event: HistoryEvent | None = None) -> None:
         """Insert or replace a memory node and its ``mentions`` edges."""
+        self._slim.item(item)
+        self._insert(item, event)
+
+    def _insert(self, item: MemoryItem, event: HistoryEvent | None, history: bytes = b"") -> None:
+        # put() of an item already slimmed; a loaded node brings its whole ``history``.
         tenant = item.scope.entity_id
         if item.id in self:
             old: MemoryItem = self.g.nodes[item.id]["item"]
+            item.__dict__["id"] = old.id  # the same string, shared with the graph's keys
             if old.scope.entity_id != tenant:
                 self._by_tenant.get(old.scope.entity_id, {}).pop(item.id, None)
             self._drop_mentions(item.id)
             self.g.nodes[item.id]["item"] = item
         else:
-            self.g.add_node(item.id, kind=_MEMORY, item=item, history=[])
+            self.g.add_node(item.id, kind=_MEMORY, item=item, history=EMPTY_HISTORY)
         self._by_tenant.setdefault(tenant, {})[item.id] = None
+        if history:
+            self.g.nodes[item.id]["history"] = history
         if event is not None:
-            self.g.nodes[item.id]["history"].append(event)
+            data = self.g.nodes[item.id]
+            data["history"] = add_event(data["history"], event)
         for name in item.entities:
-            node = entity_node_id(tenant, name)
+            node = sys.intern(entity_node_id(tenant, name))
             if node not in self.g:
                 self.g.add_node(node, kind=_ENTITY, name=name, entity_id=tenant)
             known = self._entities.setdefault(tenant, {})
             known.setdefault(normalize_entity(name), self.g.nodes[node].get("name", name))
-            self.g.add_edge(item.id, node, key=EdgeKind.MENTIONS.value)
+            link(self.g, item.id, node, EdgeKind.MENTIONS.value)
 
     def _remove_entity(self, node: str) -> None:
         data = self.g.nodes[node]
@@ -242,7 +267,10 @@ class MemoryGraph:
     def add_edge(self, source: str, target: str, kind: EdgeKind) -> None:
         """Add a typed memory-to-memory edge (idempotent)."""
         if source in self and target in self:
-            self.g.add_edge(source, target, key=kind.value)
+            # The nodes' own id strings, not the caller's equal copies: networkx keeps
+            # the key objects it is given in both adjacency dicts.
+            nodes = self.g._node
+            link(self.g, nodes[source]["item"].id, nodes[target]["item"].id, kind.value)
 
     def remove(self, memory_id: str) -> MemoryItem | None:
         """Remove a memory, its edges and any entity left without mentions."""
@@ -264,12 +292,13 @@ class MemoryGraph:
             self.remove(memory_id)
         self._by_tenant.pop(tenant, None)
         self._entities.pop(tenant, None)
+        self._slim.forget(tenant)
         return ids
 
     def _drop_mentions(self, memory_id: str) -> None:
         for _, entity, key in list(self.g.out_edges(memory_id, keys=True)):
             if key == EdgeKind.MENTIONS.value:
-                self.g.remove_edge(memory_id, entity, key=key)
+                unlink(self.g, memory_id, entity, key)
                 if self.g.in_degree(entity) == 0:
                     self._remove_entity(entity)
 
@@ -281,10 +310,21 @@ class MemoryGraph:
                     "id": node,
                     "kind": _MEMORY,
                     "item": data["item"].model_dump(mode="json"),
-                    "history": [e.model_dump(mode="json") for e in data["history"]],
+                    "history": json.loads(data["history"]),
                 }
             else:
                 yield {"id": node, **data}
+
+    def _node_json(self) -> Iterator[str]:
+        # What dumps() writes for each of _node_records, with the history spliced in as
+        # kept rather than decoded and encoded again.
+        for node, data in self.g.nodes(data=True):
+            if data.get("kind") == _MEMORY:
+                item = dumps(data["item"].model_dump(mode="json"))
+                history = data["history"].decode("ascii")
+                yield f'{{"id":{dumps(node)},"kind":"{_MEMORY}","item":{item},"history":{history}}}'
+            else:
+                yield dumps({"id": node, **data})
 
     def _edge_records(self) -> Iterator[dict[str, Any]]:
         for s, t, k in self.g.edges(keys=True):
@@ -308,14 +348,12 @@ class MemoryGraph:
     def _json_chunks(self, generation: int) -> Iterator[bytes]:
         # The same document as json.dumps(to_node_link(...)), one node or edge at a time:
         # at 100k memories the whole document held at once cost about 300 MB of peak RSS.
-        def dumps(value: Any) -> str:
-            return json.dumps(value, separators=(",", ":"))
-
         yield dumps(self._header(generation))[:-1].encode()
-        for name, records in (("nodes", self._node_records()), ("edges", self._edge_records())):
+        edges = (dumps(record) for record in self._edge_records())
+        for name, records in (("nodes", self._node_json()), ("edges", edges)):
             parts = [f',"{name}":[']
             for index, record in enumerate(records):
-                parts.append(("," if index else "") + dumps(record))
+                parts.append(("," if index else "") + record)
                 if len(parts) >= 512:
                     yield "".join(parts).encode()
                     parts = []
@@ -376,32 +414,9 @@ class MemoryGraph:
             (1, 1)
         """
         graph = cls()
-        data = json.loads(raw)
-        generation = int(data["graph"]["generation"])
-        memory_nodes: list[tuple[MemoryItem, list[HistoryEvent]]] = []
-        for node in data["nodes"]:
-            if node.get("kind") == _MEMORY:
-                item = MemoryItem.model_validate(node["item"])
-                history = [HistoryEvent.model_validate(e) for e in node["history"]]
-                memory_nodes.append((item, history))
-            else:
-                attrs = {k: v for k, v in node.items() if k != "id"}
-                owner, name = attrs.get("entity_id"), attrs.get("name")
-                if attrs.get("kind") == _ENTITY and (
-                    not isinstance(owner, str)
-                    or not isinstance(name, str)
-                    or entity_node_id(owner, name) != node["id"]
-                ):
-                    # Saved under an older, ambiguous form of the id (see
-                    # entity_node_id): put re-creates it below under the current one.
-                    continue
-                graph.g.add_node(node["id"], **attrs)
-        for item, history in memory_nodes:
-            graph.put(item)
-            graph.g.nodes[item.id]["history"] = history
-        for edge in data["edges"]:
-            if edge["key"] != EdgeKind.MENTIONS.value:
-                graph.add_edge(edge["source"], edge["target"], EdgeKind(edge["key"]))
+        text = raw.decode("utf-8")
+        del raw
+        generation = graph._read(text)
         return graph, generation
 
     def absorb(self, other: MemoryGraph) -> None:
@@ -417,11 +432,69 @@ class MemoryGraph:
             ['ana', 'bo']
         """
         for item in other.items():
-            self.put(item)
-            self.g.nodes[item.id]["history"] = other.history(item.id)
+            self._slim.item(item)
+            self._insert(item, None, other.g.nodes[item.id]["history"])
         for source, target, key in other.g.edges(keys=True):
             if key != EdgeKind.MENTIONS.value:
                 self.add_edge(source, target, EdgeKind(key))
+
+    def _read(self, text: str) -> int:
+        # Entity nodes first, then the memories (put re-creates entity nodes saved under an
+        # older form of their id), then the edges, whatever order the members come in.
+        seen: set[str] = set()
+        generation: int | None = None
+        memories: list[tuple[MemoryItem, bytes]] = []
+        early_edges: list[dict[str, Any]] = []
+        for name, value in members(text, seen):
+            if name == "graph":
+                generation = int(value["generation"])
+            elif name == "nodes":
+                if value.get("kind") == _MEMORY:
+                    item = MemoryItem.model_validate(value["item"])
+                    # Shared at once, so that what it frees is reused by the next node
+                    # (slimmed later, the items would leave 30 MB of holes at 20k).
+                    self._slim.item(item)
+                    # Checked, then kept as written (the form history_bytes writes).
+                    for event in value["history"]:
+                        HistoryEvent.model_validate(event)
+                    memories.append((item, history_bytes(value["history"])))
+                else:
+                    self._read_entity(value)
+            elif name == "edges":
+                if "nodes" not in seen:
+                    early_edges.append(value)
+                    continue
+                self._put_loaded(memories)
+                self._read_edge(value)
+        if generation is None or not {"nodes", "edges"} <= seen:
+            raise KeyError(next(k for k in ("graph", "nodes", "edges") if k not in seen))
+        self._put_loaded(memories)
+        for edge in early_edges:
+            self._read_edge(edge)
+        return generation
+
+    def _read_entity(self, node: dict[str, Any]) -> None:
+        attrs = {k: v for k, v in node.items() if k != "id"}
+        owner, name = attrs.get("entity_id"), attrs.get("name")
+        if attrs.get("kind") == _ENTITY and (
+            not isinstance(owner, str)
+            or not isinstance(name, str)
+            or entity_node_id(owner, name) != node["id"]
+        ):
+            # Saved under an older, ambiguous form of the id (see entity_node_id): put
+            # re-creates it under the current one.
+            return
+        node_id = node["id"]
+        self.g.add_node(sys.intern(node_id) if type(node_id) is str else node_id, **attrs)
+
+    def _put_loaded(self, memories: list[tuple[MemoryItem, bytes]]) -> None:
+        for item, history in memories:
+            self._insert(item, None, history)
+        memories.clear()
+
+    def _read_edge(self, edge: dict[str, Any]) -> None:
+        if edge["key"] != EdgeKind.MENTIONS.value:
+            self.add_edge(edge["source"], edge["target"], EdgeKind(edge["key"]))
 
     def load_items(self, items: Iterable[MemoryItem]) -> None:
         """Insert many items (used when rebuilding)."""
