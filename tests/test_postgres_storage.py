@@ -93,9 +93,7 @@ def sample_graph() -> MemoryGraph:
     graph.put(first, HistoryEvent(at=at, action="created"))
     graph.put(second, HistoryEvent(at=at, action="created", detail={"source": "chat"}))
     graph.put(third)
-    graph.g.nodes[first.id]["history"].append(
-        HistoryEvent(at=at, action="superseded", detail={"by": second.id})
-    )
+    graph.put(first, HistoryEvent(at=at, action="superseded", detail={"by": second.id}))
     graph.add_edge(second.id, first.id, EdgeKind.SUPERSEDES)
     graph.add_edge(third.id, second.id, EdgeKind.SUPPORTS)
     return graph
