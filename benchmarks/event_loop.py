@@ -162,11 +162,13 @@ async def _scenario(memory: Memory, users: Users, rounds: int) -> dict[str, Any]
     }
 
 
-def scenario_run(make: Callable[[], Embedder], users: Users, rounds: int) -> dict[str, Any]:
+def scenario_run(
+    make: Callable[[], Embedder], users: Users, rounds: int, chroma_url: str | None = None
+) -> dict[str, Any]:
     """One fresh store: seed, warm, then the concurrent users under the ticker."""
     directory = Path(tempfile.mkdtemp(prefix="mt-loop-"))
     try:
-        memory = Memory(directory, embedder=make())
+        memory = Memory(directory, embedder=make(), chroma_url=chroma_url)
         try:
             _store(memory, users)
             result = asyncio.run(_scenario(memory, users, rounds))
@@ -243,6 +245,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=30, help="memories per user before the clock")
     parser.add_argument("--throughput", type=int, default=500, help="turns; 0 skips")
     parser.add_argument("--json", type=Path, help="write the figures here")
+    parser.add_argument(
+        "--chroma-url", help="a running Chroma server (`chroma run`) for the scenario runs"
+    )
     args = parser.parse_args(argv)
     users = Users(args.users, args.seed, max(args.rounds, args.throughput // args.users + 1))
     known = _embedders()
@@ -256,7 +261,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         make = known[name]
         runs = []
         for number in range(args.runs):
-            run = scenario_run(make, users, args.rounds)
+            run = scenario_run(make, users, args.rounds, args.chroma_url)
             runs.append(run)
             print(
                 f"{name} run {number + 1}: lag p50 {run['lag_p50_ms']:.2f} ms,"

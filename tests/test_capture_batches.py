@@ -5,6 +5,7 @@ a forgotten entity's turn in the batch is not stored)."""
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -49,7 +50,7 @@ def held_worker(memory: Memory) -> Iterator[None]:
         original(entry)
 
     memory._capture._handle = slow  # the worker starts with the first capture
-    memory.capture(_turn("gate", 0), entity_id="gate")
+    memory.capture(_turn("gate", 0), entity_id="gate", mode="fast")
     assert busy.wait(30)
     try:
         yield
@@ -197,3 +198,31 @@ def test_forgetting_an_entity_while_its_turn_is_extracted_in_a_batch(store_path:
         assert memory.list(entity_id="ana") == []
         assert [i.text for i in memory.list(entity_id="bo")] == ["Likes the garden"]
         assert memory._capture.stats.failures == 0
+
+
+def test_a_slow_batch_stores_what_it_extracted_before_it_goes_on(
+    store_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Fine mode: each turn waits for the LLM, so a batch does not hold its first turns."""
+    import memtrellis._memory_capture as capture
+
+    monkeypatch.setattr(capture, "FLUSH_AFTER", 0.0)  # every LLM call takes longer than this
+
+    def answer(messages: list[dict[str, str]]) -> str:
+        number = re.search(r"note number (\d)", str(messages))
+        return f'{{"memories": [{{"value": "Fact {number.group(1) if number else 0}"}}]}}'
+
+    llm = ScriptedLLM(answer)
+    embedder = CountingEmbedder()
+    with Memory(store_path, embedder=embedder, llm=llm) as memory:
+        with held_worker(memory):
+            for n in range(3):
+                memory.capture(_turn("Ana", n), entity_id="ana", mode="fine")
+            embedder.calls.clear()
+        assert memory.flush(30)
+        assert [len(call) for call in embedder.calls] == [1, 1, 1, 1]  # the gate, then each
+        assert sorted(i.text for i in memory.list(entity_id="ana")) == [
+            "Fact 0",
+            "Fact 1",
+            "Fact 2",
+        ]

@@ -10,6 +10,7 @@ after a crash replaces what it stored.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from functools import partial
@@ -84,32 +85,53 @@ def store_captured(memory: Memory, entry: dict[str, Any]) -> None:
     store_result(memory, _extract(memory, entry), ids=str(entry["id"]))
 
 
+#: A batch whose extraction has taken this long (fine mode: LLM calls) stores what it has
+#: extracted so far before it goes on, so that its first turns are not held back for long.
+FLUSH_AFTER = 1.0
+
+Extracted = list[tuple[str, str, ExtractionResult]]  # (capture id, entity id, result)
+
+
 def store_captured_batch(memory: Memory, entries: Sequence[dict[str, Any]]) -> dict[str, Exception]:
     """Extract and store several spooled turns; the error of each one not stored, by id.
 
     Each turn is extracted on its own (strictly); the memories of all of them are embedded
     in one call and committed with one plan-and-commit per entity and mode. A turn whose
     extraction fails, or whose entity's commit fails, is reported and left to the worker
-    to try again alone; the others are stored.
+    to try again alone; the others are stored. When extracting takes longer than
+    `FLUSH_AFTER` (LLM calls), what is extracted is stored before the rest is extracted.
     """
     failed: dict[str, Exception] = {}
-    extracted: list[tuple[str, str, ExtractionResult]] = []
+    extracted: Extracted = []
+    started = time.monotonic()
     for entry in entries:
         capture_id = str(entry["id"])
         try:
             result = _extract(memory, entry)
         except Exception as exc:
             failed[capture_id] = exc
-            continue
-        memory._stats.record_extraction(result.skipped, result.fallbacks)
-        derive_ids(result, capture_id)
-        extracted.append((capture_id, str(entry["scope"]["entity_id"]), result))
+        else:
+            memory._stats.record_extraction(result.skipped, result.fallbacks)
+            derive_ids(result, capture_id)
+            extracted.append((capture_id, str(entry["scope"]["entity_id"]), result))
+        if time.monotonic() - started > FLUSH_AFTER:
+            _store_extracted(memory, extracted, failed)
+            extracted = []
+            started = time.monotonic()
+    _store_extracted(memory, extracted, failed)
+    return failed
+
+
+def _store_extracted(memory: Memory, extracted: Extracted, failed: dict[str, Exception]) -> None:
+    """One embedding call for all, then one commit per entity and mode; errors to ``failed``."""
     texts = [item.search_text() for _, _, result in extracted for item in result.items]
+    if not texts:
+        return
     try:
-        vectors = memory.embedder.embed_documents(texts) if texts else []
+        vectors = memory.embedder.embed_documents(texts)
     except Exception as exc:
         failed.update({capture_id: exc for capture_id, _, _ in extracted})
-        return failed
+        return
     groups: dict[tuple[str, str], list[tuple[ExtractionResult, str | None]]] = {}
     vectors_of: dict[tuple[str, str], list[Sequence[float]]] = {}
     position = 0
@@ -125,7 +147,6 @@ def store_captured_batch(memory: Memory, entries: Sequence[dict[str, Any]]) -> d
             commit_results(memory, group, vectors_of[key])
         except Exception as exc:
             failed.update({str(capture_id): exc for _, capture_id in group})
-    return failed
 
 
 def store_captured_fallback(memory: Memory, entry: dict[str, Any]) -> None:
