@@ -28,7 +28,7 @@ __all__ = ["MAX_BATCH", "BatchHandler", "CaptureStats", "CaptureWorker"]
 log = logging.getLogger("memtrellis.capture")
 
 #: Entries the worker takes from the queue at once.
-MAX_BATCH = 64
+MAX_BATCH = 256
 
 #: Stores several entries; returns the error of each entry that was not stored, by id.
 BatchHandler = Callable[[Sequence[dict[str, Any]]], dict[str, Exception]]
