@@ -48,6 +48,16 @@ def conversation_edges(items: Sequence[MemoryItem]) -> list[tuple[str, str, Edge
     return edges
 
 
+def derive_ids(result: ExtractionResult, capture_id: str) -> None:
+    """Give a captured turn's memories ids derived from its capture id.
+
+    Replaying the entry after a crash then replaces what it stored instead of storing it
+    twice.
+    """
+    for number, item in enumerate(result.items):
+        item.id = uuid.uuid5(uuid.NAMESPACE_URL, f"{capture_id}:{number}").hex
+
+
 def store_result(
     memory: Memory, result: ExtractionResult, ids: str | None = None
 ) -> list[MemoryItem]:
@@ -56,35 +66,57 @@ def store_result(
     if not result.items:
         return []
     if ids is not None:
-        # Captured entries get ids derived from the capture id, so replaying an entry
-        # after a crash replaces what it stored instead of storing it twice.
-        for number, item in enumerate(result.items):
-            item.id = uuid.uuid5(uuid.NAMESPACE_URL, f"{ids}:{number}").hex
+        derive_ids(result, ids)
     embeddings = memory.embedder.embed_documents([item.search_text() for item in result.items])
-    by_entity: dict[str, list[int]] = {}
-    for number, item in enumerate(result.items):
-        by_entity.setdefault(item.scope.entity_id, []).append(number)
-    stored: list[MemoryItem] = []
-    for tenant, numbers in by_entity.items():
-        items = [result.items[n] for n in numbers]
-        with memory._store.writing(tenant):
-            if ids is not None and memory._capture.cancelled(ids):
-                # forget(entity_id=...) purged this turn while it was being extracted;
-                # forget holds the same entity's lock, so the check cannot miss it.
-                return []
-            memory._store.refresh(tenant, wait=True)  # the plan compares with the index
-            outcomes = store_additions(
-                memory._store,
-                items,
-                [embeddings[n] for n in numbers],
-                utcnow(),
-                config=memory.lifecycle,
-                judge=memory._judge,
-                detail={"mode": result.mode.value},
-                edges=conversation_edges(items),
-            )
-        stored.extend(outcome.item.detached() for outcome in outcomes)
-    return stored
+    return commit_results(memory, [(result, ids)], embeddings)
+
+
+def commit_results(
+    memory: Memory,
+    results: Sequence[tuple[ExtractionResult, str | None]],
+    embeddings: Sequence[Sequence[float]],
+) -> list[MemoryItem]:
+    """Plan and commit the memories of several extraction results in one store commit.
+
+    ``results`` pairs each result with the capture id it came from (None for ``add``);
+    ``embeddings`` holds the vectors of all their items, in order. The results are of one
+    mode (it goes into the history events) and of one entity (one commit in its shard).
+    A captured turn that ``forget(entity_id=...)`` purged meanwhile is left out.
+    """
+    tenants = {item.scope.entity_id for result, _ in results for item in result.items}
+    if len(tenants) != 1:
+        if not tenants:
+            return []
+        raise InvalidInputError("commit_results takes the results of one entity")
+    [tenant] = tenants
+    with memory._store.writing(tenant):
+        items: list[MemoryItem] = []
+        vectors: list[Sequence[float]] = []
+        edges: list[tuple[str, str, EdgeKind]] = []
+        position = 0
+        for result, capture_id in results:
+            count = len(result.items)
+            # forget(entity_id=...) purged this turn while it was being extracted; forget
+            # holds the same entity's lock, so the check cannot miss it.
+            if capture_id is None or not memory._capture.cancelled(capture_id):
+                items.extend(result.items)
+                vectors.extend(embeddings[position : position + count])
+                edges.extend(conversation_edges(result.items))
+            position += count
+        if not items:
+            return []
+        memory._store.refresh(tenant, wait=True)  # the plan compares with the current index
+        outcomes = store_additions(
+            memory._store,
+            items,
+            vectors,
+            utcnow(),
+            config=memory.lifecycle,
+            judge=memory._judge,
+            detail={"mode": results[0][0].mode.value},
+            edges=edges,
+        )
+    return [outcome.item.detached() for outcome in outcomes]
 
 
 def store_item(memory: Memory, item: MemoryItem, *, lifecycle: bool) -> MemoryItem:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from memtrellis.capture.spool import Spool
-from memtrellis.capture.worker import CaptureStats, CaptureWorker
+from memtrellis.capture.worker import MAX_BATCH, BatchHandler, CaptureStats, CaptureWorker
 
 __all__ = ["CaptureService"]
 
@@ -29,9 +29,13 @@ class CaptureService:
         backoff: float = 0.5,
         max_backoff: float = 30.0,
         fallback: Callable[[dict[str, Any]], None] | None = None,
+        handle_batch: BatchHandler | None = None,
+        max_batch: int = MAX_BATCH,
     ) -> None:
         self.spool = Spool(directory)
         self._handle = handle
+        self._handle_batch = handle_batch
+        self._max_batch = max_batch
         self._attempts = attempts
         self._backoff = backoff
         self._max_backoff = max_backoff
@@ -52,6 +56,8 @@ class CaptureService:
                     backoff=self._backoff,
                     max_backoff=self._max_backoff,
                     fallback=self._fallback,
+                    handle_batch=self._handle_batch,
+                    max_batch=self._max_batch,
                 )
             return self._worker
 

@@ -14,7 +14,7 @@ import logging
 import os
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -90,11 +90,21 @@ class Spool:
 
     def done(self, entry_id: str) -> None:
         """Mark an entry stored; compacts the file when nothing is left open."""
+        self.done_many([entry_id])
+
+    def done_many(self, entry_ids: Sequence[str]) -> None:
+        """Mark entries stored with one write; compacts the file when nothing is left open."""
+        if not entry_ids:
+            return
         with self._mu:
             if self._closed:
                 return
-            self._write({"done": entry_id})
-            self._open.pop(entry_id, None)
+            lines = "".join(
+                json.dumps({"done": i}, separators=(",", ":")) + "\n" for i in entry_ids
+            )
+            os.write(self._fd, lines.encode())
+            for entry_id in entry_ids:
+                self._open.pop(entry_id, None)
             if not self._open and os.fstat(self._fd).st_size > _COMPACT_BYTES:
                 os.ftruncate(self._fd, 0)
 
