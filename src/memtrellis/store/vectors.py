@@ -23,7 +23,13 @@ from memtrellis.store._corrupt import FROM_GRAPH, damaged
 from memtrellis.store._rwlock import SharedExclusiveLock
 from memtrellis.types import MemoryItem
 
-__all__ = ["HNSW_EF_SEARCH", "VectorIndex", "collection_name"]
+__all__ = [
+    "HNSW_CONFIGURATION",
+    "HNSW_EF_SEARCH",
+    "HNSW_SYNC_THRESHOLD",
+    "VectorIndex",
+    "collection_name",
+]
 
 log = logging.getLogger("memtrellis.store")
 
@@ -31,6 +37,35 @@ log = logging.getLogger("memtrellis.store")
 #: vectors; 200 gave 0.979. Recall quality is worth the extra fraction of a millisecond.
 HNSW_EF_SEARCH = 200
 HNSW_EF_CONSTRUCTION = 200
+
+#: Chroma appends every write to one log (``embeddings_queue``) shared by all collections
+#: and, on each write, reads the collection's log since its HNSW segment last persisted and
+#: purges what lies before. Neither query has an index on the collection, so both walk the
+#: rows of every collection in that range; and a segment persists only every
+#: ``sync_threshold`` writes. With Chroma's default of 1000, a user with fewer writes never
+#: persists, the log is never purged and each write walks all of it: 200k memories in 400
+#: collections left 200k rows and 280-540 ms per upsert. With 10 the log holds about
+#: ``collections x 5`` rows: from 10 to 400 collections of 500, an upsert went from 4 to
+#: 9 ms (tmpfs; Chroma's default: 18 to 737 ms, 100: 6 to 83 ms, 30: 5 to 21 ms), and a
+#: persist every 10th write costs nothing measurable on disk where 1 (every write) cost
+#: 1.7x the mean write; recall@10 and query time did not change
+#: (``benchmarks/chroma_writes.py``, ``benchmarks/results/chroma_writes.json``).
+#: ``batch_size`` is not used by Chroma 1.x's HNSW segments but must not exceed it.
+HNSW_SYNC_THRESHOLD = 10
+
+#: The HNSW configuration of every collection. ``space`` and ``ef_construction`` are fixed
+#: when a collection is made; the rest is brought up to date on collections made before.
+HNSW_CONFIGURATION: dict[str, str | int] = {
+    "space": "cosine",
+    "ef_search": HNSW_EF_SEARCH,
+    "ef_construction": HNSW_EF_CONSTRUCTION,
+    "sync_threshold": HNSW_SYNC_THRESHOLD,
+    "batch_size": HNSW_SYNC_THRESHOLD,
+}
+
+#: What `HNSW_CONFIGURATION` sets that ``collection.modify`` can change on an existing
+#: collection and that Chroma reports back (it does not report ``batch_size``).
+_UPDATABLE = ("ef_search", "sync_threshold")
 
 
 def collection_name(entity_id: str) -> str:
@@ -62,6 +97,46 @@ def _metadata(item: MemoryItem) -> dict[str, str | int | float | bool]:
         "created_at": item.created_at.timestamp(),
         "item": item.model_dump_json(),
     }
+
+
+def _stale_settings(collection: Any) -> dict[str, int]:
+    """What of `HNSW_CONFIGURATION` a collection lacks (read from the handle: no round trip)."""
+    try:
+        hnsw = (collection.configuration or {}).get("hnsw") or {}
+    except Exception:  # an unreadable configuration: leave the collection as it is
+        return {}
+    return {
+        key: int(HNSW_CONFIGURATION[key])
+        for key in _UPDATABLE
+        if hnsw.get(key) != HNSW_CONFIGURATION[key]
+    }
+
+
+def _bring_up_to_date(collection: Any) -> None:
+    """Give a collection made with other settings (release 0.1 used Chroma's defaults for
+    ``sync_threshold``) the current `HNSW_CONFIGURATION`, once: the change is stored with
+    the collection, so a later open finds nothing to do.
+
+    It applies when Chroma next loads the collection's HNSW segment: at once when this is
+    the first use of the collection in this process (the usual case, since the check runs
+    when the collection is first opened), and for a ``chroma run`` server that already had
+    the segment in memory, when the server restarts. A failure is logged, never raised:
+    the collection works as before.
+    """
+    stale = _stale_settings(collection)
+    if not stale:
+        return
+    if "sync_threshold" in stale:
+        stale["batch_size"] = int(HNSW_CONFIGURATION["batch_size"])
+    try:
+        collection.modify(configuration={"hnsw": stale})
+    except Exception as exc:  # best effort: the old settings only cost speed
+        log.warning(
+            "could not update the HNSW settings of Chroma collection %s (%s: %s)",
+            getattr(collection, "name", "?"),
+            type(exc).__name__,
+            str(exc)[:200],
+        )
 
 
 class VectorIndex:
@@ -170,13 +245,7 @@ class VectorIndex:
             if create:
                 found = self._client.get_or_create_collection(
                     name,
-                    configuration={
-                        "hnsw": {
-                            "space": "cosine",
-                            "ef_search": HNSW_EF_SEARCH,
-                            "ef_construction": HNSW_EF_CONSTRUCTION,
-                        }
-                    },
+                    configuration={"hnsw": dict(HNSW_CONFIGURATION)},
                     metadata={"entity_id": entity_id, "memtrellis": 1},
                     embedding_function=None,
                 )
@@ -185,6 +254,7 @@ class VectorIndex:
                     found = self._client.get_collection(name, embedding_function=None)
                 except _missing():
                     return None
+            _bring_up_to_date(found)
             self._collections[entity_id] = found
             return found
 
