@@ -254,7 +254,7 @@ def measure_entity(
     collection = memory._store.vectors._client.get_collection(
         collection_name(user), embedding_function=None
     )
-    graph = memory._store.graph
+    graph = memory._store.graph_of(user)
 
     def ours(question: str, graph_context: bool) -> list[str]:
         result = memory.recall(question, entity_id=user, k=10, graph_context=graph_context)
@@ -373,7 +373,7 @@ def profile_recall(memory: Any, user: str, queries: list[dict[str, str]], path: 
     text = io.StringIO()
     text.write(
         f"cProfile of {len(queries)} Memory.recall(graph_context=True) calls, {user}, in a "
-        f"store of {len(memory._store.graph):,} memories\n"
+        f"store of {memory.health().total_memories:,} memories\n"
     )
     for order in ("tottime", "cumulative"):
         text.write(f"\n=== sorted by {order} (per call = per function call) ===\n")
