@@ -170,3 +170,25 @@ def test_server_collections_get_the_settings(tmp_path: Path, chroma_server: str)
         assert hnsw["ef_search"] == HNSW_EF_SEARCH
     for entity_id in (old, new):
         client.delete_collection(collection_name(entity_id))
+
+
+def test_chromas_write_log_is_indexed_by_collection(tmp_path: Path) -> None:
+    """Without the index a write walks every collection's unpurged log rows."""
+    import contextlib
+
+    index = VectorIndex(tmp_path / "chroma")
+    index.close()
+    database = tmp_path / "chroma" / "chroma.sqlite3"
+    with contextlib.closing(sqlite3.connect(database)) as db:
+        db.execute("DROP INDEX memtrellis_queue_by_topic")  # as a Chroma upgrade might
+        db.commit()
+    index = VectorIndex(tmp_path / "chroma")  # re-created on the next open
+    try:
+        with contextlib.closing(sqlite3.connect(database)) as db:
+            plan = db.execute(
+                "EXPLAIN QUERY PLAN SELECT * FROM embeddings_queue WHERE topic = ? AND seq_id > ?",
+                ("t", 0),
+            ).fetchall()
+        assert any("memtrellis_queue_by_topic" in str(row) for row in plan)
+    finally:
+        index.close()
