@@ -9,6 +9,10 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from filelock import FileLock, Timeout
+
+from memtrellis.errors import StoreLockedError
+
 __all__ = ["atomic_write_bytes", "atomic_write_chunks", "flushed_at_exit", "fsync_dir"]
 
 _DEFERRED: contextvars.ContextVar[bool] = contextvars.ContextVar("deferred", default=False)
@@ -80,3 +84,21 @@ def atomic_write_chunks(path: Path, chunks: Iterable[bytes]) -> None:
         raise
     tmp.replace(path)
     fsync_dir(path.parent)
+
+
+@contextmanager
+def holding(lock: FileLock, timeout: float, what: Path | str, advice: str = "") -> Iterator[None]:
+    """Hold a file lock, or raise `StoreLockedError` naming ``what`` after ``timeout`` s.
+
+    ``advice`` ends the message (what the user can do about it).
+    """
+    try:
+        lock.acquire(timeout=timeout)
+    except Timeout as exc:
+        raise StoreLockedError(
+            f"another process held the lock on {what} for longer than {timeout} s{advice}"
+        ) from exc
+    try:
+        yield
+    finally:
+        lock.release()

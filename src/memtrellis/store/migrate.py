@@ -47,11 +47,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock, Timeout
+from filelock import FileLock
 
-from memtrellis.errors import InvalidInputError, StoreCorruptError, StoreLockedError
+from memtrellis.errors import InvalidInputError, StoreCorruptError
 from memtrellis.store._corrupt import FROM_GRAPH, FROM_INDEX, damaged
-from memtrellis.store._files import flushed_at_exit, fsync_dir
+from memtrellis.store._files import flushed_at_exit, fsync_dir, holding
 from memtrellis.store._migration_report import (
     SHARD_SCHEMA,
     MigrationReport,
@@ -156,17 +156,9 @@ def _store_lock(root: Path, timeout: float, *, held: bool) -> Iterator[None]:
         yield
         return
     lock = FileLock(str(root / "store.lock"), timeout=timeout, thread_local=False)
-    try:
-        lock.acquire(timeout=timeout)
-    except Timeout as exc:
-        raise StoreLockedError(
-            f"another process held the lock on {root} for longer than {timeout} s; close "
-            f"every program using the store and run `{migrate_command(root)}`"
-        ) from exc
-    try:
+    advice = f"; close every program using the store and run `{migrate_command(root)}`"
+    with holding(lock, timeout, root, advice):
         yield
-    finally:
-        lock.release()
 
 
 def _remove(target: Path) -> None:

@@ -43,14 +43,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal
 
-from filelock import FileLock, Timeout
+from filelock import FileLock
 
 from memtrellis.errors import (
     EmbeddingMismatchError,
     InvalidInputError,
     StoreCorruptError,
-    StoreLockedError,
 )
+from memtrellis.store._files import holding
 from memtrellis.store._repair_found import (
     CATALOG,
     Catalog,
@@ -120,17 +120,8 @@ def _embedder_info(
 
 @contextmanager
 def _locked(lock: FileLock, what: Path, timeout: float) -> Iterator[None]:
-    try:
-        lock.acquire(timeout=timeout)
-    except Timeout as exc:
-        raise StoreLockedError(
-            f"another process held the lock on {what} for longer than {timeout} s; "
-            "close every program using the store, then repair it"
-        ) from exc
-    try:
+    with holding(lock, timeout, what, "; close every program using the store, then repair it"):
         yield
-    finally:
-        lock.release()
 
 
 def rebuild_store(

@@ -22,11 +22,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock, Timeout
+from filelock import FileLock
 
-from memtrellis.errors import StoreLockedError
 from memtrellis.store._corrupt import damaged
-from memtrellis.store._files import atomic_write_bytes
+from memtrellis.store._files import atomic_write_bytes, holding
 from memtrellis.store.graph import MemoryGraph
 from memtrellis.store.storage import LogRead
 from memtrellis.store.wal import WalReader, append_records, wal_path
@@ -91,16 +90,8 @@ class FileShardStorage:
         if self._lock is None:
             self.path.mkdir(parents=True, exist_ok=True)
             self._lock = FileLock(str(self.path / "shard.lock"), thread_local=False)
-        try:
-            self._lock.acquire(timeout=timeout)
-        except Timeout as exc:
-            raise StoreLockedError(
-                f"another process held the lock on {self.path} for longer than {timeout} s"
-            ) from exc
-        try:
+        with holding(self._lock, timeout, self.path):
             yield
-        finally:
-            self._lock.release()
 
     def exists(self) -> bool:
         """Whether the shard directory holds a pointer, a snapshot or a log."""

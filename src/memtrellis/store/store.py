@@ -29,10 +29,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock, Timeout
+from filelock import FileLock
 
 from memtrellis.errors import InvalidInputError, StoreClosedError, StoreLockedError
 from memtrellis.store._corrupt import FROM_GRAPH, damaged, embedder_flags
+from memtrellis.store._files import holding
 from memtrellis.store.catalog import SqliteCatalog
 from memtrellis.store.graph import MemoryGraph
 from memtrellis.store.manifest import (
@@ -231,16 +232,8 @@ class Store:
 
     @contextmanager
     def _store_locked(self, timeout: float) -> Iterator[None]:
-        try:
-            self._file_lock.acquire(timeout=timeout)
-        except Timeout as exc:
-            raise StoreLockedError(
-                f"another process held the lock on {self.path} for longer than {timeout} s"
-            ) from exc
-        try:
+        with holding(self._file_lock, timeout, self.path):
             yield
-        finally:
-            self._file_lock.release()
 
     def check_open(self) -> None:
         """Raise [`StoreClosedError`][memtrellis.errors.StoreClosedError] once the store is
