@@ -37,6 +37,8 @@ log = logging.getLogger("memtrellis.store")
 #: vectors; 200 gave 0.979. Recall quality is worth the extra fraction of a millisecond.
 HNSW_EF_SEARCH = 200
 HNSW_EF_CONSTRUCTION = 200
+#: Our index on Chroma's write log, by collection (see VectorIndex._index_the_log).
+_LOG_INDEX = "memtrellis_queue_by_topic"
 
 #: Chroma appends every write to one log (``embeddings_queue``) shared by all collections
 #: and, on each write, reads the collection's log since its HNSW segment last persisted and
@@ -187,6 +189,9 @@ class VectorIndex:
                 settings=chroma_settings(),
             )
         else:
+            # Before Chroma opens the file, so that no write of this process's Chroma can
+            # meet the index being built; and again after, for a store Chroma just created.
+            self._index_the_log()
             try:
                 self._client = chromadb.PersistentClient(
                     path=str(self.directory), settings=chroma_settings()
@@ -218,10 +223,20 @@ class VectorIndex:
         if not database.exists():
             return
         try:
+            # Read-only first: once the index exists, opening never takes a write lock.
+            with contextlib.closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True)) as ro:
+                names = {
+                    str(row[0])
+                    for row in ro.execute(
+                        "SELECT name FROM sqlite_master WHERE name IN (?, 'embeddings_queue')",
+                        (_LOG_INDEX,),
+                    )
+                }
+            if _LOG_INDEX in names or "embeddings_queue" not in names:
+                return
             with contextlib.closing(sqlite3.connect(database, timeout=30)) as db:
                 db.execute(
-                    "CREATE INDEX IF NOT EXISTS memtrellis_queue_by_topic"
-                    " ON embeddings_queue (topic, seq_id)"
+                    f"CREATE INDEX IF NOT EXISTS {_LOG_INDEX} ON embeddings_queue (topic, seq_id)"
                 )
                 db.commit()
         except sqlite3.Error:
