@@ -87,12 +87,14 @@ from _scale_build import (
     run_child,
     spec_base,
 )
+from _scale_servers import scratch_servers, visibility_child, watch_child
 from _synth import UserStream
 
 SERVED = 0
 STORE_CAPTURE_ENTITY = "bench-capture"
 DEFAULT_SIZES = (10_000, 100_000, 1_000_000)
 QUICK_SIZES = (10_000, 50_000)
+PG_SIZES = (10_000, 100_000)
 #: (figure, label, kind, bound): "abs" is an upper bound at the largest size, "ratio"
 #: an upper bound of largest / smallest.
 TARGETS = (
@@ -104,6 +106,8 @@ TARGETS = (
     ("close_s", "close", "abs", 1.0),
 )
 CAPTURE_TARGET = 100.0
+#: The figures each row is compared on with the smallest size (visible_*: PostgreSQL mode).
+RATIO_FIGURES = ("open_s", "rss_mb", "add_p50_ms", "recall_p50_ms", "close_s", "visible_p50_ms")
 #: What the JSON says of the run's options (not the PostgreSQL URL: it may hold a password).
 SETTINGS = (
     "per_entity",
@@ -114,6 +118,8 @@ SETTINGS = (
     "builder",
     "seed",
     "chroma_url",
+    "visibility_writes",
+    "poll_ms",
 )
 
 
@@ -246,8 +252,9 @@ def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for row in rows:
         entry: dict[str, Any] = {"memories": row["memories"]}
-        for figure in ("open_s", "rss_mb", "add_p50_ms", "recall_p50_ms", "close_s"):
-            entry[figure] = round(row[figure] / base[figure], 2) if base[figure] else None
+        for figure in RATIO_FIGURES:
+            if figure in row and figure in base:
+                entry[figure] = round(row[figure] / base[figure], 2) if base[figure] else None
         checks = []
         for figure, label, kind, bound in TARGETS:
             value = row[figure] if kind == "abs" else entry[figure]
@@ -286,11 +293,21 @@ def print_report(
             f"{row['recall_hit_at_10'] or 0:>6.2f} {row['close_s']:>7.2f} {capt:>7.0f} "
             f"{row['build'].get('memories_per_s') or 0:>8,.0f}"
         )
+    for row in rows:
+        if "visibility" in row:
+            seen = row["visibility"]
+            print(
+                f"{row['memories']:>10,}: commit to visibility in another process p50 "
+                f"{seen['visible_p50_ms']:.1f} ms, p99 {seen['visible_p99_ms']:.1f} ms, max "
+                f"{seen['visible_max_ms']:.1f} ms ({seen['writes']} writes, polled every "
+                f"{seen['poll_ms']} ms)"
+            )
     print(f"\nagainst {rows[0]['memories']:,} memories (same run); targets from issue 16")
     for entry in compared[1:]:
         ratio = ", ".join(
             f"{k.removesuffix('_ms').removesuffix('_s').removesuffix('_mb')} {entry[k]}x"
-            for k in ("open_s", "rss_mb", "add_p50_ms", "recall_p50_ms", "close_s")
+            for k in RATIO_FIGURES
+            if k in entry
         )
         print(f"{entry['memories']:>10,}: {ratio}")
         for check in entry["targets"]:
@@ -342,7 +359,15 @@ def plot(rows: list[dict[str, Any]], capture: dict[str, Any] | None, out: Path) 
         ax.bar(["capture (MiniLM)"], [capture["turns_per_s"]], color="tab:green")
         ax.axhline(CAPTURE_TARGET, color="grey", linestyle=":", label="target 100 turns/s")
         ax.legend(fontsize=8)
-    ax.set_title("sustained background capture (turns/s)")
+        ax.set_title("sustained background capture (turns/s)")
+    elif "visible_p50_ms" in base:
+        for figure in ("visible_p50_ms", "visible_p99_ms"):
+            ax.plot(sizes, [row[figure] for row in rows], "o-", label=figure.split("_")[1])
+        ax.set_xscale("log")
+        ax.set_xlabel("memories in the store")
+        ax.set_ylim(bottom=0)
+        ax.legend(fontsize=8)
+        ax.set_title("commit to visibility, another process (ms)")
     fig.suptitle(
         f"one entity of {base['per_entity']} memories served while the others grow "
         f"(fresh process per size; hashing embedder, 384-d)"
@@ -370,8 +395,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--capture-turns",
         type=int,
-        default=400,
-        help="turns of the MiniLM capture row (0: no such row)",
+        default=None,
+        help="turns of the MiniLM capture row (default 400; 0: no such row, as in PostgreSQL mode)",
     )
     parser.add_argument("--builder", choices=("put", "add"), default="put")
     parser.add_argument(
@@ -386,79 +411,143 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--plot", type=Path, help="draw the figures here (PNG)")
     parser.add_argument("--chroma-url", help="passed to Memory(chroma_url=...)")
     parser.add_argument("--postgres-url", help="passed to Memory(postgres_url=...)")
+    parser.add_argument(
+        "--postgres",
+        action="store_true",
+        help="PostgreSQL mode on a scratch PostgreSQL and `chroma run` started (and removed) here",
+    )
+    parser.add_argument(
+        "--visibility-writes",
+        type=int,
+        default=50,
+        help="PostgreSQL mode: writes timed from commit to visibility in another process (0: none)",
+    )
+    parser.add_argument(
+        "--poll-ms", type=float, default=1.0, help="how often the other process looks (ms)"
+    )
     parser.add_argument("--child", nargs=2, metavar=("KIND", "SPEC"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         return args
-    text = args.sizes or ",".join(map(str, QUICK_SIZES if args.quick else DEFAULT_SIZES))
+    if args.postgres and (args.postgres_url or args.chroma_url):
+        parser.error("--postgres starts its own servers: give no --postgres-url or --chroma-url")
+    if args.postgres and args.cache:
+        parser.error("--postgres removes its servers at the end: a --cache would outlive them")
+    if args.postgres_url and not args.chroma_url:
+        parser.error("--postgres-url needs --chroma-url (the vectors live in a Chroma server)")
+    args.pg_mode = bool(args.postgres or args.postgres_url)
+    default = PG_SIZES if args.pg_mode else DEFAULT_SIZES
+    text = args.sizes or ",".join(map(str, QUICK_SIZES if args.quick else default))
     try:
         args.size_list = sorted({int(s.replace("_", "")) for s in text.split(",") if s.strip()})
     except ValueError:
         parser.error(f"--sizes takes comma-separated integers, got {text!r}")
     if not args.size_list or min(args.size_list) < args.per_entity or args.per_entity < 1:
         parser.error("every size must hold at least one entity of --per-entity memories")
-    if args.postgres_url:
+    if args.pg_mode:
         from memtrellis import Memory
 
         if "postgres_url" not in inspect.signature(Memory).parameters:
             parser.error("this memtrellis has no PostgreSQL mode: Memory() takes no postgres_url")
-    server = bool(args.chroma_url or args.postgres_url)
+        if args.capture_turns:  # one embedder for every machine of a database
+            parser.error("in PostgreSQL mode give --capture-turns 0 (the MiniLM row is embedded)")
+    elif args.capture_turns is None:
+        args.capture_turns = 400
+    args.capture_turns = args.capture_turns or 0
+    server = bool(args.chroma_url or args.pg_mode)
     args.namespace = "n{size}-" if server else ""
     return args
+
+
+def run_rows(args: argparse.Namespace, cache: Path) -> tuple[list[dict[str, Any]], Any]:
+    """Build (or find) each size's store and measure it; the MiniLM capture row after."""
+    rows: list[dict[str, Any]] = []
+    capture = None
+    for size in args.size_list:
+        path, build = ensure_store(size, args, cache)
+        spec = {
+            **spec_base(args),
+            "path": str(path),
+            "namespace": args.namespace.format(size=size),
+            "adds": args.adds,
+            "queries": args.queries,
+            "store_capture": args.store_capture,
+            "restore": args.cache is not None,
+        }
+        row = run_child("measure", spec)
+        entities = len(entity_sizes(size, args.per_entity))
+        row.update(memories=size, entities=entities, per_entity=args.per_entity, build=build)
+        print(
+            f"  open {row['open_s']:.2f} s, RSS {row['rss_mb']:.0f} MB, add p50 "
+            f"{row['add_p50_ms']:.1f} ms, recall p50 {row['recall_p50_ms']:.2f} ms, "
+            f"close {row['close_s']:.2f} s",
+            flush=True,
+        )
+        if args.pg_mode and args.visibility_writes:
+            sides = {side: cache / f"visibility-{side}-{os.getpid()}" for side in "ab"}
+            spec.update(
+                path=str(sides["a"]),
+                reader_path=str(sides["b"]),
+                writes=args.visibility_writes,
+                poll_ms=args.poll_ms,
+            )
+            try:
+                row["visibility"] = run_child("visibility", spec)
+            finally:
+                for side in sides.values():
+                    shutil.rmtree(side, ignore_errors=True)
+            row["visible_p50_ms"] = row["visibility"]["visible_p50_ms"]
+            row["visible_p99_ms"] = row["visibility"]["visible_p99_ms"]
+            print(
+                f"  commit to visibility in another process: p50 {row['visible_p50_ms']:.1f} ms,"
+                f" p99 {row['visible_p99_ms']:.1f} ms ({row['visibility']['writes']} writes)",
+                flush=True,
+            )
+        rows.append(row)
+    if args.capture_turns:
+        print("capture with the default embedder: a new store", flush=True)
+        tag = f"r{os.getpid()}-" if args.namespace else ""
+        spec = {
+            **spec_base(args),
+            "path": str(cache / f"capture-{os.getpid()}"),
+            "turns": args.capture_turns,
+            "namespace": tag,
+        }
+        try:
+            capture = run_child("capture", spec)
+        finally:
+            shutil.rmtree(spec["path"], ignore_errors=True)
+    return rows, capture
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     if args.child:
         kind, spec = args.child[0], json.loads(args.child[1])
-        work = {"build": build_child, "measure": measure_child, "capture": capture_child}[kind]
+        work = {
+            "build": build_child,
+            "measure": measure_child,
+            "capture": capture_child,
+            "visibility": visibility_child,
+            "watch": watch_child,
+        }[kind]
         print(RESULT + json.dumps(work(spec)), flush=True)
         return
     began = time.perf_counter()
     cache = args.cache or Path(tempfile.mkdtemp(prefix="memtrellis-scale-"))
     cache.mkdir(parents=True, exist_ok=True)
-    rows: list[dict[str, Any]] = []
-    capture = None
     try:
-        for size in args.size_list:
-            path, build = ensure_store(size, args, cache)
-            spec = {
-                **spec_base(args),
-                "path": str(path),
-                "namespace": args.namespace.format(size=size),
-                "adds": args.adds,
-                "queries": args.queries,
-                "store_capture": args.store_capture,
-                "restore": args.cache is not None,
-            }
-            row = run_child("measure", spec)
-            entities = len(entity_sizes(size, args.per_entity))
-            row.update(memories=size, entities=entities, per_entity=args.per_entity, build=build)
-            rows.append(row)
-            print(
-                f"  open {row['open_s']:.2f} s, RSS {row['rss_mb']:.0f} MB, add p50 "
-                f"{row['add_p50_ms']:.1f} ms, recall p50 {row['recall_p50_ms']:.2f} ms, "
-                f"close {row['close_s']:.2f} s",
-                flush=True,
-            )
-        if args.capture_turns:
-            print("capture with the default embedder: a new store", flush=True)
-            tag = f"r{os.getpid()}-" if args.namespace else ""
-            spec = {
-                **spec_base(args),
-                "path": str(cache / f"capture-{os.getpid()}"),
-                "turns": args.capture_turns,
-                "namespace": tag,
-            }
-            try:
-                capture = run_child("capture", spec)
-            finally:
-                shutil.rmtree(spec["path"], ignore_errors=True)
+        if args.postgres:
+            with scratch_servers() as (args.postgres_url, args.chroma_url):
+                rows, capture = run_rows(args, cache)
+        else:
+            rows, capture = run_rows(args, cache)
     finally:
         if args.cache is None:
             shutil.rmtree(cache, ignore_errors=True)
     compared = ratios(rows)
     print_report(rows, compared, capture)
+    mode = "scratch servers" if args.postgres else "given servers" if args.pg_mode else None
     document = {
         "benchmark": "one entity served at scale (benchmarks/scale.py)",
         "code": code_version(),
@@ -468,7 +557,7 @@ def main(argv: list[str] | None = None) -> None:
             "load_average": [round(x, 2) for x in os.getloadavg()],
         },
         "settings": {k: v for k, v in vars(args).items() if k in SETTINGS},
-        "postgres": bool(args.postgres_url),
+        "postgres": mode,
         "embedder": f"hashing-{DIMENSION}",
         "rows": rows,
         "ratios": compared,
