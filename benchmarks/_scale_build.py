@@ -80,8 +80,8 @@ def prepare_entity(job: tuple[str, str, int, int]) -> tuple[str, list[Any], list
 def write_entity(memory: Any, items: list[Any], vectors: list[list[float]]) -> None:
     """Store one entity's prepared memories in one bulk write (one log append, one upsert).
 
-    The only code here below the public ``Memory`` API: the store is being split into
-    entity shards, adapt this function and nothing else.
+    The only code here below the public ``Memory`` API: ``Store.put`` commits one entity's
+    shard (one log append, its keyword index and one Chroma upsert), in either mode.
     """
     from memtrellis._memory_writing import conversation_edges
 

@@ -5,6 +5,8 @@
     python benchmarks/scale.py --quick                          # 10k, 50k
     python benchmarks/scale.py --sizes 10000,100000 --cache ~/.cache/mt-scale \\
         --json benchmarks/results/scale.json --plot benchmarks/results/scale.png
+    python benchmarks/scale.py --postgres                       # PostgreSQL mode, 10k, 100k
+    python benchmarks/scale.py --postgres-url postgresql://... --chroma-url http://...:8000
 
 **The stores.** A store of N memories holds N / ``--per-entity`` entities (500 by default:
 2,000 entities at 1M) named ``user-0000``, ``user-0001``, ... Each entity's memories are
@@ -56,9 +58,22 @@ Targets (issue 16, each largest-size figure against the smallest size of the sam
 1M against 10k by default): open <= 1 s; RSS <= 1.3x; add p50 <= 1.3x and <= 30 ms;
 recall p50 <= 1.2x; close <= 1 s; capture with MiniLM >= 100 turns/s.
 
-``--chroma-url`` and ``--postgres-url`` are passed to every ``Memory(...)``; with either,
-entity ids carry the size (``n10000-user-0000``) so that sizes do not share collections
-on the server, and cached stores are trusted to still match the servers.
+**PostgreSQL mode.** ``--postgres`` starts a scratch PostgreSQL (the ``pgserver`` wheel, in a
+temporary directory) and a ``chroma run`` server on a free loopback port (its data in a
+temporary directory), and stops and removes both at the end; ``--postgres-url URL
+--chroma-url URL`` use given servers instead (``--chroma-url`` alone: the Chroma server
+mode). Every ``Memory(...)`` of the run gets them. Sizes default to 10k and 100k; entity ids
+carry the size (``n10000-user-0000``) so that sizes share no collection nor shard: the big
+store is built into the servers by the same builder, and a size's row runs while the
+servers also hold the smaller sizes' entities. A ``--cache`` (given servers only) is
+trusted to still match the servers. The rows measure the same figures, plus the delay from
+a commit in one process to its visibility in another (``--visibility-writes`` writes, two
+OS processes with directories of their own, one clock: ``_scale_servers.py``). The MiniLM
+capture row is not run in this mode (one database holds one embedder).
+
+Modules: ``_scale_build.py`` builds and caches the stores and runs the child processes,
+``_scale_servers.py`` starts the scratch servers and times visibility, this file measures
+and reports.
 """
 
 from __future__ import annotations
@@ -370,7 +385,8 @@ def plot(rows: list[dict[str, Any]], capture: dict[str, Any] | None, out: Path) 
         ax.set_title("commit to visibility, another process (ms)")
     fig.suptitle(
         f"one entity of {base['per_entity']} memories served while the others grow "
-        f"(fresh process per size; hashing embedder, 384-d)"
+        f"(fresh process per size; hashing embedder, 384-d"
+        + ("; PostgreSQL mode)" if "visible_p50_ms" in base else ")")
     )
     fig.tight_layout()
     fig.savefig(out, dpi=110)
