@@ -5,6 +5,8 @@
     python benchmarks/scale.py --quick                          # 10k, 50k
     python benchmarks/scale.py --sizes 10000,100000 --cache ~/.cache/mt-scale \\
         --json benchmarks/results/scale.json --plot benchmarks/results/scale.png
+    python benchmarks/scale.py --postgres                       # PostgreSQL mode, 10k, 100k
+    python benchmarks/scale.py --postgres-url postgresql://... --chroma-url http://...:8000
 
 **The stores.** A store of N memories holds N / ``--per-entity`` entities (500 by default:
 2,000 entities at 1M) named ``user-0000``, ``user-0001``, ... Each entity's memories are
@@ -56,9 +58,22 @@ Targets (issue 16, each largest-size figure against the smallest size of the sam
 1M against 10k by default): open <= 1 s; RSS <= 1.3x; add p50 <= 1.3x and <= 30 ms;
 recall p50 <= 1.2x; close <= 1 s; capture with MiniLM >= 100 turns/s.
 
-``--chroma-url`` and ``--postgres-url`` are passed to every ``Memory(...)``; with either,
-entity ids carry the size (``n10000-user-0000``) so that sizes do not share collections
-on the server, and cached stores are trusted to still match the servers.
+**PostgreSQL mode.** ``--postgres`` starts a scratch PostgreSQL (the ``pgserver`` wheel, in a
+temporary directory) and a ``chroma run`` server on a free loopback port (its data in a
+temporary directory), and stops and removes both at the end; ``--postgres-url URL
+--chroma-url URL`` use given servers instead (``--chroma-url`` alone: the Chroma server
+mode). Every ``Memory(...)`` of the run gets them. Sizes default to 10k and 100k; entity ids
+carry the size (``n10000-user-0000``) so that sizes share no collection nor shard: the big
+store is built into the servers by the same builder, and a size's row runs while the
+servers also hold the smaller sizes' entities. A ``--cache`` (given servers only) is
+trusted to still match the servers. The rows measure the same figures, plus the delay from
+a commit in one process to its visibility in another (``--visibility-writes`` writes, two
+OS processes with directories of their own, one clock: ``_scale_servers.py``). The MiniLM
+capture row is not run in this mode (one database holds one embedder).
+
+Modules: ``_scale_build.py`` builds and caches the stores and runs the child processes,
+``_scale_servers.py`` starts the scratch servers and times visibility, this file measures
+and reports.
 """
 
 from __future__ import annotations
@@ -66,29 +81,35 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
-import multiprocessing
 import os
 import platform
-import resource
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
-from collections import deque
-from collections.abc import Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from _locomo import code_version, percentile
+from _scale_build import (
+    DIMENSION,
+    RESULT,
+    build_child,
+    ensure_store,
+    entity_name,
+    entity_sizes,
+    open_memory,
+    peak_rss_mb,
+    run_child,
+    spec_base,
+)
+from _scale_servers import scratch_servers, visibility_child, watch_child
 from _synth import UserStream
 
-DIMENSION = 384
 SERVED = 0
 STORE_CAPTURE_ENTITY = "bench-capture"
 DEFAULT_SIZES = (10_000, 100_000, 1_000_000)
 QUICK_SIZES = (10_000, 50_000)
+PG_SIZES = (10_000, 100_000)
 #: (figure, label, kind, bound): "abs" is an upper bound at the largest size, "ratio"
 #: an upper bound of largest / smallest.
 TARGETS = (
@@ -100,7 +121,8 @@ TARGETS = (
     ("close_s", "close", "abs", 1.0),
 )
 CAPTURE_TARGET = 100.0
-RESULT = "SCALE-RESULT "
+#: The figures each row is compared on with the smallest size (visible_*: PostgreSQL mode).
+RATIO_FIGURES = ("open_s", "rss_mb", "add_p50_ms", "recall_p50_ms", "close_s", "visible_p50_ms")
 #: What the JSON says of the run's options (not the PostgreSQL URL: it may hold a password).
 SETTINGS = (
     "per_entity",
@@ -111,192 +133,12 @@ SETTINGS = (
     "builder",
     "seed",
     "chroma_url",
+    "visibility_writes",
+    "poll_ms",
 )
 
 
-# -- the plan ------------------------------------------------------------------------------
-def entity_name(index: int, namespace: str) -> str:
-    """The entity id of the ``index``-th entity of a store."""
-    return f"{namespace}user-{index:04d}"
-
-
-def entity_sizes(size: int, per_entity: int) -> list[int]:
-    """How many memories each entity of a store of ``size`` holds (the last takes the rest)."""
-    full, rest = divmod(size, per_entity)
-    return [per_entity] * full + ([rest] if rest else [])
-
-
-def memory_kwargs(spec: dict[str, Any]) -> dict[str, Any]:
-    """The backend arguments every ``Memory(...)`` of the run gets."""
-    return {k: spec[k] for k in ("chroma_url", "postgres_url") if spec.get(k)}
-
-
-def open_memory(path: str, spec: dict[str, Any], *, hashing: bool = True) -> Any:
-    """``Memory(path, ...)`` with the run's backend (and the hashing embedder unless told)."""
-    from memtrellis import Memory
-    from memtrellis.testing import HashingEmbedder
-
-    embedder = {"embedder": HashingEmbedder(DIMENSION)} if hashing else {}
-    return Memory(path, **embedder, **memory_kwargs(spec))
-
-
-# -- building ------------------------------------------------------------------------------
-def prepare_entity(job: tuple[str, str, int, int]) -> tuple[str, list[Any], list[list[float]]]:
-    """One entity's fast-mode memories and their vectors (run in a helper process).
-
-    ``job`` is (entity id, namespace, memories, seed). Fast-mode extraction of the whole
-    conversation, with each session's people and places as its memories' ``entities``
-    (what an extracting model would tag), embedded with the hashing embedder.
-    """
-    from memtrellis import Scope
-    from memtrellis.extraction import Extractor
-    from memtrellis.testing import HashingEmbedder
-
-    entity_id, namespace, count, seed = job
-    messages = UserStream(entity_id.removeprefix(namespace), seed=seed).take(count)
-    conversation = [m.as_dict() for m in messages]
-    items = Extractor().extract(conversation, Scope(entity_id=entity_id), mode="fast").items
-    tags = {m.id: list(m.entities) for m in messages}
-    for item in items:
-        item.entities = tags[item.sources[0].message_id]
-    vectors = HashingEmbedder(DIMENSION).embed_documents([item.search_text() for item in items])
-    return entity_id, items, vectors
-
-
-def write_entity(memory: Any, items: list[Any], vectors: list[list[float]]) -> None:
-    """Store one entity's prepared memories in one bulk write (one log append, one upsert).
-
-    The only code here below the public ``Memory`` API: the store is being split into
-    entity shards, adapt this function and nothing else.
-    """
-    from memtrellis._memory_writing import conversation_edges
-
-    edges = conversation_edges(items)
-    memory._store.put(items, vectors, "created", {"mode": "fast"}, edges=edges)
-
-
-def prepared(jobs: list[tuple[str, str, int, int]], workers: int) -> Iterator[Any]:
-    """``prepare_entity`` of each job in order: in ``workers`` helper processes (at most
-    two entities ahead each, so memory stays bounded) or in this one with 0."""
-    if workers < 1:
-        yield from map(prepare_entity, jobs)
-        return
-    # spawn: this process already runs Chroma's threads, which a fork would not carry over
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        window: deque[Future[Any]] = deque()
-        for job in jobs:
-            window.append(pool.submit(prepare_entity, job))
-            if len(window) > 2 * workers:
-                yield window.popleft().result()
-        while window:
-            yield window.popleft().result()
-
-
-def build_child(spec: dict[str, Any]) -> dict[str, Any]:
-    """Write entities ``spec["first"]:`` of a store (in a process of its own)."""
-    sizes = entity_sizes(spec["size"], spec["per_entity"])
-    namespace = spec["namespace"]
-    jobs = [
-        (entity_name(index, namespace), namespace, sizes[index], spec["seed"])
-        for index in range(spec["first"], len(sizes))
-    ]
-    memory = open_memory(spec["path"], spec)
-    written, started, last = 0, time.perf_counter(), time.perf_counter()
-    try:
-        if spec["builder"] == "add":  # the public API: one call an entity, no session tags
-            for entity_id, _, count, seed in jobs:
-                stream = UserStream(entity_id.removeprefix(namespace), seed=seed)
-                turns = [m.as_dict() for m in stream.take(count)]
-                written += len(memory.add(turns, entity_id=entity_id, mode="fast"))
-        else:
-            for number, (_, items, vectors) in enumerate(prepared(jobs, spec["workers"])):
-                write_entity(memory, items, vectors)
-                written += len(items)
-                if time.perf_counter() - last > 15:
-                    last = time.perf_counter()
-                    rate = written / (last - started)
-                    done = spec["first"] + number + 1
-                    print(f"  {done}/{len(sizes)} entities, {rate:,.0f} memories/s", flush=True)
-        closing = time.perf_counter()
-    finally:
-        memory.close()
-    seconds = time.perf_counter() - started
-    return {
-        "written": written,
-        "build_s": round(seconds, 2),
-        "close_s": round(time.perf_counter() - closing, 2),
-        "memories_per_s": round(written / seconds, 1) if seconds else None,
-        "per_entity_s": round(seconds / max(1, len(jobs)), 3),
-        "peak_rss_mb": round(peak_rss_mb(), 1),
-        "workers": spec["workers"],
-    }
-
-
-def store_key(size: int, args: argparse.Namespace) -> str:
-    """The cache name of a store: its settings and the store schema that wrote it."""
-    from memtrellis.store import SCHEMA_VERSION
-
-    backend = "embedded" if not (args.chroma_url or args.postgres_url) else "server"
-    settings = f"{args.per_entity}x-s{args.seed}-h{DIMENSION}-{args.builder}-{backend}"
-    return f"scale-{size}-{settings}-v{SCHEMA_VERSION}"
-
-
-def cached_sizes(cache: Path, args: argparse.Namespace) -> list[int]:
-    """Sizes of the finished stores of this run's settings under ``cache``."""
-    sizes = []
-    for note in cache.glob("scale-*.json"):
-        size = note.name.split("-")[1]
-        if size.isdigit() and note.name == f"{store_key(int(size), args)}.json":
-            sizes.append(int(size))
-    return sizes
-
-
-def ensure_store(size: int, args: argparse.Namespace, cache: Path) -> tuple[Path, dict[str, Any]]:
-    """The cached store of ``size`` memories, built (or extended from a smaller one) if need be."""
-    path, note = cache / store_key(size, args), cache / f"{store_key(size, args)}.json"
-    if note.is_file() and path.is_dir():
-        info = json.loads(note.read_text())
-        print(f"{size:,} memories: cached at {path}", flush=True)
-        return path, {**info, "cached": True}
-    shutil.rmtree(path, ignore_errors=True)
-    first, copied_s, source = 0, 0.0, None
-    if not args.namespace:  # a server's collections cannot be copied with the directory
-        for smaller in sorted(cached_sizes(cache, args), reverse=True):
-            base = cache / store_key(smaller, args)
-            if smaller < size and smaller % args.per_entity == 0 and base.is_dir():
-                started = time.perf_counter()
-                shutil.copytree(base, path)
-                copied_s, source = time.perf_counter() - started, smaller
-                first = smaller // args.per_entity
-                break
-    print(
-        f"{size:,} memories: building {len(entity_sizes(size, args.per_entity)) - first} "
-        f"entities" + (f" on a copy of the {source:,} store" if source else ""),
-        flush=True,
-    )
-    spec = {
-        **spec_base(args),
-        "path": str(path),
-        "size": size,
-        "first": first,
-        "namespace": args.namespace.format(size=size),
-    }
-    info = run_child("build", spec)
-    info.update(memories=size, extended_from=source, copy_s=round(copied_s, 2))
-    note.write_text(json.dumps(info, indent=2) + "\n")
-    print(
-        f"  built: {info['written']:,} memories in {info['build_s']:.1f} s "
-        f"({info['memories_per_s']:,.0f}/s, {info['per_entity_s']:.3f} s an entity)",
-        flush=True,
-    )
-    return path, {**info, "cached": False}
-
-
 # -- measuring -----------------------------------------------------------------------------
-def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-
-
 def rss_mb() -> float:
     import psutil
 
@@ -419,39 +261,15 @@ def capture_child(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 # -- the parent ------------------------------------------------------------------------------
-def spec_base(args: argparse.Namespace) -> dict[str, Any]:
-    return {
-        "per_entity": args.per_entity,
-        "seed": args.seed,
-        "builder": args.builder,
-        "workers": args.build_workers,
-        "chroma_url": args.chroma_url,
-        "postgres_url": args.postgres_url,
-    }
-
-
-def run_child(kind: str, spec: dict[str, Any]) -> dict[str, Any]:
-    """Run ``kind`` ("build", "measure", "capture") in a fresh process; its figures."""
-    command = [sys.executable, str(Path(__file__).resolve()), "--child", kind, json.dumps(spec)]
-    done = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=False)
-    lines = [line for line in done.stdout.splitlines() if line.startswith(RESULT)]
-    for line in done.stdout.splitlines():
-        if not line.startswith(RESULT):
-            print(line, flush=True)
-    if done.returncode != 0 or not lines:
-        sys.exit(f"the {kind} process failed (exit {done.returncode}); see its output above")
-    figures: dict[str, Any] = json.loads(lines[-1].removeprefix(RESULT))
-    return figures
-
-
 def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Each row's figures against the smallest size's, with the targets checked."""
     base = rows[0]
     out: list[dict[str, Any]] = []
     for row in rows:
         entry: dict[str, Any] = {"memories": row["memories"]}
-        for figure in ("open_s", "rss_mb", "add_p50_ms", "recall_p50_ms", "close_s"):
-            entry[figure] = round(row[figure] / base[figure], 2) if base[figure] else None
+        for figure in RATIO_FIGURES:
+            if figure in row and figure in base:
+                entry[figure] = round(row[figure] / base[figure], 2) if base[figure] else None
         checks = []
         for figure, label, kind, bound in TARGETS:
             value = row[figure] if kind == "abs" else entry[figure]
@@ -490,11 +308,21 @@ def print_report(
             f"{row['recall_hit_at_10'] or 0:>6.2f} {row['close_s']:>7.2f} {capt:>7.0f} "
             f"{row['build'].get('memories_per_s') or 0:>8,.0f}"
         )
+    for row in rows:
+        if "visibility" in row:
+            seen = row["visibility"]
+            print(
+                f"{row['memories']:>10,}: commit to visibility in another process p50 "
+                f"{seen['visible_p50_ms']:.1f} ms, p99 {seen['visible_p99_ms']:.1f} ms, max "
+                f"{seen['visible_max_ms']:.1f} ms ({seen['writes']} writes, polled every "
+                f"{seen['poll_ms']} ms)"
+            )
     print(f"\nagainst {rows[0]['memories']:,} memories (same run); targets from issue 16")
     for entry in compared[1:]:
         ratio = ", ".join(
             f"{k.removesuffix('_ms').removesuffix('_s').removesuffix('_mb')} {entry[k]}x"
-            for k in ("open_s", "rss_mb", "add_p50_ms", "recall_p50_ms", "close_s")
+            for k in RATIO_FIGURES
+            if k in entry
         )
         print(f"{entry['memories']:>10,}: {ratio}")
         for check in entry["targets"]:
@@ -546,10 +374,19 @@ def plot(rows: list[dict[str, Any]], capture: dict[str, Any] | None, out: Path) 
         ax.bar(["capture (MiniLM)"], [capture["turns_per_s"]], color="tab:green")
         ax.axhline(CAPTURE_TARGET, color="grey", linestyle=":", label="target 100 turns/s")
         ax.legend(fontsize=8)
-    ax.set_title("sustained background capture (turns/s)")
+        ax.set_title("sustained background capture (turns/s)")
+    elif "visible_p50_ms" in base:
+        for figure in ("visible_p50_ms", "visible_p99_ms"):
+            ax.plot(sizes, [row[figure] for row in rows], "o-", label=figure.split("_")[1])
+        ax.set_xscale("log")
+        ax.set_xlabel("memories in the store")
+        ax.set_ylim(bottom=0)
+        ax.legend(fontsize=8)
+        ax.set_title("commit to visibility, another process (ms)")
     fig.suptitle(
         f"one entity of {base['per_entity']} memories served while the others grow "
-        f"(fresh process per size; hashing embedder, 384-d)"
+        f"(fresh process per size; hashing embedder, 384-d"
+        + ("; PostgreSQL mode)" if "visible_p50_ms" in base else ")")
     )
     fig.tight_layout()
     fig.savefig(out, dpi=110)
@@ -574,8 +411,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--capture-turns",
         type=int,
-        default=400,
-        help="turns of the MiniLM capture row (0: no such row)",
+        default=None,
+        help="turns of the MiniLM capture row (default 400; 0: no such row, as in PostgreSQL mode)",
     )
     parser.add_argument("--builder", choices=("put", "add"), default="put")
     parser.add_argument(
@@ -590,79 +427,143 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--plot", type=Path, help="draw the figures here (PNG)")
     parser.add_argument("--chroma-url", help="passed to Memory(chroma_url=...)")
     parser.add_argument("--postgres-url", help="passed to Memory(postgres_url=...)")
+    parser.add_argument(
+        "--postgres",
+        action="store_true",
+        help="PostgreSQL mode on a scratch PostgreSQL and `chroma run` started (and removed) here",
+    )
+    parser.add_argument(
+        "--visibility-writes",
+        type=int,
+        default=50,
+        help="PostgreSQL mode: writes timed from commit to visibility in another process (0: none)",
+    )
+    parser.add_argument(
+        "--poll-ms", type=float, default=1.0, help="how often the other process looks (ms)"
+    )
     parser.add_argument("--child", nargs=2, metavar=("KIND", "SPEC"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         return args
-    text = args.sizes or ",".join(map(str, QUICK_SIZES if args.quick else DEFAULT_SIZES))
+    if args.postgres and (args.postgres_url or args.chroma_url):
+        parser.error("--postgres starts its own servers: give no --postgres-url or --chroma-url")
+    if args.postgres and args.cache:
+        parser.error("--postgres removes its servers at the end: a --cache would outlive them")
+    if args.postgres_url and not args.chroma_url:
+        parser.error("--postgres-url needs --chroma-url (the vectors live in a Chroma server)")
+    args.pg_mode = bool(args.postgres or args.postgres_url)
+    default = PG_SIZES if args.pg_mode else DEFAULT_SIZES
+    text = args.sizes or ",".join(map(str, QUICK_SIZES if args.quick else default))
     try:
         args.size_list = sorted({int(s.replace("_", "")) for s in text.split(",") if s.strip()})
     except ValueError:
         parser.error(f"--sizes takes comma-separated integers, got {text!r}")
     if not args.size_list or min(args.size_list) < args.per_entity or args.per_entity < 1:
         parser.error("every size must hold at least one entity of --per-entity memories")
-    if args.postgres_url:
+    if args.pg_mode:
         from memtrellis import Memory
 
         if "postgres_url" not in inspect.signature(Memory).parameters:
             parser.error("this memtrellis has no PostgreSQL mode: Memory() takes no postgres_url")
-    server = bool(args.chroma_url or args.postgres_url)
+        if args.capture_turns:  # one embedder for every machine of a database
+            parser.error("in PostgreSQL mode give --capture-turns 0 (the MiniLM row is embedded)")
+    elif args.capture_turns is None:
+        args.capture_turns = 400
+    args.capture_turns = args.capture_turns or 0
+    server = bool(args.chroma_url or args.pg_mode)
     args.namespace = "n{size}-" if server else ""
     return args
+
+
+def run_rows(args: argparse.Namespace, cache: Path) -> tuple[list[dict[str, Any]], Any]:
+    """Build (or find) each size's store and measure it; the MiniLM capture row after."""
+    rows: list[dict[str, Any]] = []
+    capture = None
+    for size in args.size_list:
+        path, build = ensure_store(size, args, cache)
+        spec = {
+            **spec_base(args),
+            "path": str(path),
+            "namespace": args.namespace.format(size=size),
+            "adds": args.adds,
+            "queries": args.queries,
+            "store_capture": args.store_capture,
+            "restore": args.cache is not None,
+        }
+        row = run_child("measure", spec)
+        entities = len(entity_sizes(size, args.per_entity))
+        row.update(memories=size, entities=entities, per_entity=args.per_entity, build=build)
+        print(
+            f"  open {row['open_s']:.2f} s, RSS {row['rss_mb']:.0f} MB, add p50 "
+            f"{row['add_p50_ms']:.1f} ms, recall p50 {row['recall_p50_ms']:.2f} ms, "
+            f"close {row['close_s']:.2f} s",
+            flush=True,
+        )
+        if args.pg_mode and args.visibility_writes:
+            sides = {side: cache / f"visibility-{side}-{os.getpid()}" for side in "ab"}
+            spec.update(
+                path=str(sides["a"]),
+                reader_path=str(sides["b"]),
+                writes=args.visibility_writes,
+                poll_ms=args.poll_ms,
+            )
+            try:
+                row["visibility"] = run_child("visibility", spec)
+            finally:
+                for side in sides.values():
+                    shutil.rmtree(side, ignore_errors=True)
+            row["visible_p50_ms"] = row["visibility"]["visible_p50_ms"]
+            row["visible_p99_ms"] = row["visibility"]["visible_p99_ms"]
+            print(
+                f"  commit to visibility in another process: p50 {row['visible_p50_ms']:.1f} ms,"
+                f" p99 {row['visible_p99_ms']:.1f} ms ({row['visibility']['writes']} writes)",
+                flush=True,
+            )
+        rows.append(row)
+    if args.capture_turns:
+        print("capture with the default embedder: a new store", flush=True)
+        tag = f"r{os.getpid()}-" if args.namespace else ""
+        spec = {
+            **spec_base(args),
+            "path": str(cache / f"capture-{os.getpid()}"),
+            "turns": args.capture_turns,
+            "namespace": tag,
+        }
+        try:
+            capture = run_child("capture", spec)
+        finally:
+            shutil.rmtree(spec["path"], ignore_errors=True)
+    return rows, capture
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     if args.child:
         kind, spec = args.child[0], json.loads(args.child[1])
-        work = {"build": build_child, "measure": measure_child, "capture": capture_child}[kind]
+        work = {
+            "build": build_child,
+            "measure": measure_child,
+            "capture": capture_child,
+            "visibility": visibility_child,
+            "watch": watch_child,
+        }[kind]
         print(RESULT + json.dumps(work(spec)), flush=True)
         return
     began = time.perf_counter()
     cache = args.cache or Path(tempfile.mkdtemp(prefix="memtrellis-scale-"))
     cache.mkdir(parents=True, exist_ok=True)
-    rows: list[dict[str, Any]] = []
-    capture = None
     try:
-        for size in args.size_list:
-            path, build = ensure_store(size, args, cache)
-            spec = {
-                **spec_base(args),
-                "path": str(path),
-                "namespace": args.namespace.format(size=size),
-                "adds": args.adds,
-                "queries": args.queries,
-                "store_capture": args.store_capture,
-                "restore": args.cache is not None,
-            }
-            row = run_child("measure", spec)
-            entities = len(entity_sizes(size, args.per_entity))
-            row.update(memories=size, entities=entities, per_entity=args.per_entity, build=build)
-            rows.append(row)
-            print(
-                f"  open {row['open_s']:.2f} s, RSS {row['rss_mb']:.0f} MB, add p50 "
-                f"{row['add_p50_ms']:.1f} ms, recall p50 {row['recall_p50_ms']:.2f} ms, "
-                f"close {row['close_s']:.2f} s",
-                flush=True,
-            )
-        if args.capture_turns:
-            print("capture with the default embedder: a new store", flush=True)
-            tag = f"r{os.getpid()}-" if args.namespace else ""
-            spec = {
-                **spec_base(args),
-                "path": str(cache / f"capture-{os.getpid()}"),
-                "turns": args.capture_turns,
-                "namespace": tag,
-            }
-            try:
-                capture = run_child("capture", spec)
-            finally:
-                shutil.rmtree(spec["path"], ignore_errors=True)
+        if args.postgres:
+            with scratch_servers() as (args.postgres_url, args.chroma_url):
+                rows, capture = run_rows(args, cache)
+        else:
+            rows, capture = run_rows(args, cache)
     finally:
         if args.cache is None:
             shutil.rmtree(cache, ignore_errors=True)
     compared = ratios(rows)
     print_report(rows, compared, capture)
+    mode = "scratch servers" if args.postgres else "given servers" if args.pg_mode else None
     document = {
         "benchmark": "one entity served at scale (benchmarks/scale.py)",
         "code": code_version(),
@@ -672,7 +573,7 @@ def main(argv: list[str] | None = None) -> None:
             "load_average": [round(x, 2) for x in os.getloadavg()],
         },
         "settings": {k: v for k, v in vars(args).items() if k in SETTINGS},
-        "postgres": bool(args.postgres_url),
+        "postgres": mode,
         "embedder": f"hashing-{DIMENSION}",
         "rows": rows,
         "ratios": compared,

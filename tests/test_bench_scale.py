@@ -113,6 +113,70 @@ def test_public_builder(tmp_path: Path) -> None:
     "postgres_url" in inspect.signature(Memory).parameters, reason="Memory has a PostgreSQL mode"
 )
 def test_postgres_flag_errors_clearly_without_that_mode() -> None:
-    done = run("--sizes", "20", "--postgres-url", "postgresql://nobody@localhost/none")
+    done = run(
+        "--sizes",
+        "20",
+        "--postgres-url",
+        "postgresql://nobody@localhost/none",
+        "--chroma-url",
+        "http://127.0.0.1:9",
+    )
     assert done.returncode == 2
     assert "postgres_url" in done.stderr
+
+
+@pytest.mark.server
+@pytest.mark.postgres
+def test_postgres_mode_rows(tmp_path: Path, postgres_url: str, chroma_server: str) -> None:
+    out, scratch = tmp_path / "scale.json", tmp_path / "tmp"
+    scratch.mkdir()
+    done = run(
+        "--sizes",
+        "20,40",
+        "--postgres-url",
+        postgres_url,
+        "--chroma-url",
+        chroma_server,
+        "--capture-turns",
+        "0",
+        "--visibility-writes",
+        "3",
+        "--json",
+        str(out),
+        tmpdir=scratch,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    data = figures(out)
+    assert data["postgres"] == "given servers"
+    assert "postgres_url" not in data["settings"]  # a URL may hold a password
+    rows = data["rows"]
+    assert [r["build"]["written"] for r in rows] == [20, 40]  # sizes share no entity
+    for row in rows:
+        assert 0 <= row["recall_hit_at_10"] <= 1
+        assert row["visibility"]["writes"] == 3
+        assert row["visible_p99_ms"] >= row["visible_p50_ms"] >= 0
+    assert "visible_p50_ms" in data["ratios"][1]
+    assert "commit to visibility" in done.stdout
+    assert not list(scratch.iterdir())  # both processes' directories are removed
+    # the 40 store's entities are its own, beside the 20 store's, in the one database
+    memory = Memory(
+        tmp_path / "check",
+        embedder=HashingEmbedder(384),
+        chroma_url=chroma_server,
+        postgres_url=postgres_url,
+    )
+    try:
+        assert len(memory.list(entity_id="n40-user-0001", limit=100)) == 20
+        # the served entity: 20 built, 2 added by the row, 3 by the visibility writes
+        assert len(memory.list(entity_id="n20-user-0000", limit=100)) == 25
+    finally:
+        memory.close()
+
+
+def test_postgres_options_are_checked() -> None:
+    done = run("--sizes", "20", "--postgres-url", "postgresql://nobody@localhost/none")
+    assert done.returncode == 2
+    assert "--chroma-url" in done.stderr
+    done = run("--postgres", "--cache", "x")
+    assert done.returncode == 2
+    assert "--cache" in done.stderr
