@@ -75,6 +75,10 @@ def chroma_server(data: Path, timeout: float = 90.0) -> Iterator[str]:
                     if time.monotonic() > deadline:
                         sys.exit(f"chroma run did not listen within {timeout:.0f} s")
                     time.sleep(0.2)
+            # As docs/operations.md asks of a server's operator: index its write log.
+            from memtrellis.store.vectors import index_chroma_log
+
+            index_chroma_log(data / "db")
             yield f"http://127.0.0.1:{port}"
         finally:
             proc.terminate()

@@ -29,6 +29,7 @@ __all__ = [
     "HNSW_SYNC_THRESHOLD",
     "VectorIndex",
     "collection_name",
+    "index_chroma_log",
 ]
 
 log = logging.getLogger("memtrellis.store")
@@ -37,7 +38,7 @@ log = logging.getLogger("memtrellis.store")
 #: vectors; 200 gave 0.979. Recall quality is worth the extra fraction of a millisecond.
 HNSW_EF_SEARCH = 200
 HNSW_EF_CONSTRUCTION = 200
-#: Our index on Chroma's write log, by collection (see VectorIndex._index_the_log).
+#: Our index on Chroma's write log, by collection (see index_chroma_log).
 _LOG_INDEX = "memtrellis_queue_by_topic"
 
 #: Chroma appends every write to one log (``embeddings_queue``) shared by all collections
@@ -141,6 +142,54 @@ def _bring_up_to_date(collection: Any) -> None:
         )
 
 
+def index_chroma_log(directory: Path | str) -> bool:
+    """Give the write log of the Chroma data in ``directory`` an index by collection.
+
+    Every Chroma write reads its collection's log back and purges it, and Chroma's
+    ``embeddings_queue`` is indexed by sequence number only: without this index each write
+    walks the unpurged rows of every collection, so one user's write slows down as others
+    are added (``benchmarks/chroma_writes.py``: 5.5 -> 10.1 ms from 10 to 400 collections of
+    500 with ``sync_threshold`` 10, 3.9 -> 5.5 ms with it). The embedded index builds it on
+    open; the operator of a ``chroma run`` server runs this once on the server's
+    ``--path``. The index lives beside Chroma's schema under a name of ours, is made only
+    when missing (checked read-only first, so this takes no write lock once it exists), and
+    its absence only costs speed: a failure is logged, never raised.
+
+    Returns whether the index exists afterwards.
+
+    Examples:
+        >>> import tempfile
+        >>> index_chroma_log(tempfile.mkdtemp())  # no Chroma data there yet
+        False
+    """
+    database = Path(directory) / "chroma.sqlite3"
+    if not database.exists():
+        return False
+    try:
+        # Read-only first: once the index exists, opening never takes a write lock.
+        with contextlib.closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True)) as ro:
+            names = {
+                str(row[0])
+                for row in ro.execute(
+                    "SELECT name FROM sqlite_master WHERE name IN (?, 'embeddings_queue')",
+                    (_LOG_INDEX,),
+                )
+            }
+        if _LOG_INDEX in names:
+            return True
+        if "embeddings_queue" not in names:
+            return False
+        with contextlib.closing(sqlite3.connect(database, timeout=30)) as db:
+            db.execute(
+                f"CREATE INDEX IF NOT EXISTS {_LOG_INDEX} ON embeddings_queue (topic, seq_id)"
+            )
+            db.commit()
+        return True
+    except sqlite3.Error:
+        log.warning("could not index Chroma's write log in %s; writes may slow", database)
+        return False
+
+
 class VectorIndex:
     """Thin, typed access to Chroma for memtrellis' needs.
 
@@ -208,39 +257,8 @@ class VectorIndex:
         self.stale = False
 
     def _index_the_log(self) -> None:
-        """Give Chroma's write log an index by collection (embedded mode).
-
-        Every write reads its collection's log back and purges it, and Chroma's
-        ``embeddings_queue`` is indexed by sequence number only: without this index each
-        write walks the unpurged rows of every collection, so one user's write slows down
-        as others are added (``benchmarks/chroma_writes.py``: 5.5 -> 10.1 ms from 10 to
-        400 collections of 500 with ``sync_threshold`` 10, 3.9 -> 5.5 ms with it). The
-        index lives beside Chroma's own schema under a name of ours; it is re-created when
-        missing (a Chroma upgrade that rebuilds the table drops it) and its absence only
-        costs speed, so a failure is logged, never raised.
-        """
-        database = self._sqlite_path
-        if not database.exists():
-            return
-        try:
-            # Read-only first: once the index exists, opening never takes a write lock.
-            with contextlib.closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True)) as ro:
-                names = {
-                    str(row[0])
-                    for row in ro.execute(
-                        "SELECT name FROM sqlite_master WHERE name IN (?, 'embeddings_queue')",
-                        (_LOG_INDEX,),
-                    )
-                }
-            if _LOG_INDEX in names or "embeddings_queue" not in names:
-                return
-            with contextlib.closing(sqlite3.connect(database, timeout=30)) as db:
-                db.execute(
-                    f"CREATE INDEX IF NOT EXISTS {_LOG_INDEX} ON embeddings_queue (topic, seq_id)"
-                )
-                db.commit()
-        except sqlite3.Error:
-            log.warning("could not index Chroma's write log in %s; writes may slow", database)
+        if self.mode == "embedded":
+            index_chroma_log(self.directory)
 
     def refresh(self) -> None:
         """Reopen the embedded client so it sees what other processes wrote.
