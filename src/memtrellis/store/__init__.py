@@ -1,4 +1,5 @@
-"""Persistence: the memory graph, the vector index and the keyword index on one directory."""
+"""Persistence: a catalog of entities and one shard per entity (graph, log, keyword index,
+lock) beside the vector index, on one directory or in PostgreSQL."""
 
 from memtrellis.store.graph import MemoryGraph, entity_node_id, normalize_entity
 from memtrellis.store.keyword import KeywordIndex, tokenize
