@@ -196,3 +196,14 @@ def watch_child(spec: dict[str, Any]) -> None:
             print(f"{SEEN}{time.time():.6f} {count}", flush=True)
     finally:
         memory.close()
+
+
+def settle(postgres_url: str) -> None:
+    """Let PostgreSQL settle after a bulk build, as a database would before serving: the
+    bulk load's autovacuum, analyze and checkpoint would otherwise run during the measured
+    calls, on the same two cores, and more of them the bigger the build."""
+    import psycopg
+
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute("VACUUM ANALYZE")
+        conn.execute("CHECKPOINT")

@@ -66,7 +66,9 @@ mode). Every ``Memory(...)`` of the run gets them. Sizes default to 10k and 100k
 carry the size (``n10000-user-0000``) so that sizes share no collection nor shard: the big
 store is built into the servers by the same builder, and a size's row runs while the
 servers also hold the smaller sizes' entities. A ``--cache`` (given servers only) is
-trusted to still match the servers. The rows measure the same figures, plus the delay from
+trusted to still match the servers. After each build the database settles (``VACUUM
+ANALYZE``, ``CHECKPOINT``), so that the bulk load's own maintenance does not run during the
+measured calls. The rows measure the same figures, plus the delay from
 a commit in one process to its visibility in another (``--visibility-writes`` writes, two
 OS processes with directories of their own, one clock: ``_scale_servers.py``). The MiniLM
 capture row is not run in this mode (one database holds one embedder).
@@ -102,7 +104,7 @@ from _scale_build import (
     run_child,
     spec_base,
 )
-from _scale_servers import scratch_servers, visibility_child, watch_child
+from _scale_servers import scratch_servers, settle, visibility_child, watch_child
 from _synth import UserStream
 
 SERVED = 0
@@ -481,6 +483,8 @@ def run_rows(args: argparse.Namespace, cache: Path) -> tuple[list[dict[str, Any]
     capture = None
     for size in args.size_list:
         path, build = ensure_store(size, args, cache)
+        if args.pg_mode:
+            settle(args.postgres_url)
         spec = {
             **spec_base(args),
             "path": str(path),
