@@ -190,6 +190,9 @@ class TenantMachine(RuleBasedStateMachine):
         if not theirs:
             return
         taken, owner = theirs[pick % len(theirs)]
+        # Turns captured earlier may still be merged into the other entity's memory by the
+        # worker: only once they are stored is its state one to compare with.
+        assert self.memory.flush(30)
         before = self.memory.get(taken, entity_id=owner)
         item = MemoryItem(id=taken, text=self.text_for(entity, text), scope=Scope(entity_id=entity))
         # Ids are per entity: the same id names a memory of this entity of its own, and the

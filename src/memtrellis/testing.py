@@ -21,15 +21,20 @@ And checks that tests of memory adapters share:
 from __future__ import annotations
 
 import asyncio
+import atexit
 import base64
 import hashlib
 import json
 import math
+import os
 import re
+import shutil
+import tempfile
 import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal, TypeAlias, overload
 
@@ -43,6 +48,7 @@ __all__ = [
     "ScriptedLLM",
     "ScriptedStructuredLLM",
     "find_secrets",
+    "own_tempdir",
     "read_tree",
     "secret_forms",
 ]
@@ -406,3 +412,39 @@ def read_tree(root: str | Path) -> dict[str, bytes]:
     """
     base = Path(root)
     return {str(p.relative_to(base)): p.read_bytes() for p in base.rglob("*") if p.is_file()}
+
+
+@contextmanager
+def own_tempdir(prefix: str = "memtrellis-tests-") -> Iterator[Path]:
+    """Point the temp directory of this process and its children at a new directory, and
+    remove it with everything in it at the end.
+
+    For test runs: doctests, notebooks and servers that call ``tempfile.mkdtemp()`` then
+    leave no store behind in the machine's temp directory. The test suites enter it in
+    ``pytest_configure``.
+
+    Examples:
+        >>> import tempfile
+        >>> with own_tempdir() as directory:
+        ...     store = tempfile.mkdtemp()
+        ...     Path(store).parent == directory
+        True
+        >>> directory.exists()
+        False
+    """
+    directory = Path(tempfile.mkdtemp(prefix=prefix))
+    # Registered first, so run last: what exit handlers of servers write there at exit
+    # (pgserver's lock file) goes too.
+    atexit.register(shutil.rmtree, directory, True)
+    saved_env, saved_default = os.environ.get("TMPDIR"), tempfile.tempdir
+    os.environ["TMPDIR"] = str(directory)
+    tempfile.tempdir = str(directory)
+    try:
+        yield directory
+    finally:
+        tempfile.tempdir = saved_default
+        if saved_env is None:
+            os.environ.pop("TMPDIR", None)
+        else:
+            os.environ["TMPDIR"] = saved_env
+        shutil.rmtree(directory, ignore_errors=True)
