@@ -307,13 +307,10 @@ class Store:
         except Exception:  # eviction must not fail the call that triggered it
             log.exception("store %s: could not flush evicted shard %s", self.path, shard.entity_id)
 
-    def _record(self, shard: Shard, *, only_if_changed: bool = False) -> None:
+    def _record(self, shard: Shard) -> None:
         if shard.entity_id not in self._known:  # never written, or forgotten since
             return
-        stats = shard.stats()
-        if only_if_changed and self.catalog.get(shard.entity_id) == stats:
-            return
-        self.catalog.record(shard.entity_id, stats)
+        self.catalog.record(shard.entity_id, shard.stats())
         shard.dirty = False
 
     def _writable(self, entity_id: str) -> Shard:
