@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from memtrellis.cli._state import EmbedderChoice, get_state
+from memtrellis.cli._state import EmbedderChoice, StoreEmbedderOption, get_state
 
 __all__ = ["migrate"]
 
@@ -54,14 +54,7 @@ def _lazy_embed(store_dir: Path, choice: EmbedderChoice | None) -> Callable[[lis
 def migrate(
     ctx: typer.Context,
     store_dir: Annotated[Path, typer.Argument(help="The store directory to migrate.")],
-    embedder: Annotated[
-        EmbedderChoice | None,
-        typer.Option(
-            "--embedder",
-            case_sensitive=False,
-            help="The embedder the store was built with (default: the one its manifest names).",
-        ),
-    ] = None,
+    embedder: StoreEmbedderOption = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
     """Migrate a store written by memtrellis 0.1 to the entity-shard layout.

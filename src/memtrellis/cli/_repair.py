@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from memtrellis.cli._state import CliError, EmbedderChoice, get_state
+from memtrellis.cli._state import CliError, EmbedderChoice, StoreEmbedderOption, get_state
 
 __all__ = ["repair"]
 
@@ -24,14 +24,7 @@ def repair(
         bool,
         typer.Option("--from-graph", help="Rebuild the vector index from the graph."),
     ] = False,
-    embedder: Annotated[
-        EmbedderChoice | None,
-        typer.Option(
-            "--embedder",
-            case_sensitive=False,
-            help="The embedder the store was built with (default: the one its manifest names).",
-        ),
-    ] = None,
+    embedder: StoreEmbedderOption = None,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Show what would be restored; write nothing.")
     ] = False,

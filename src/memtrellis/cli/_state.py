@@ -6,7 +6,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -17,7 +17,14 @@ if TYPE_CHECKING:
     from memtrellis.memory import Memory
     from memtrellis.types import MemoryItem
 
-__all__ = ["CliError", "CliState", "EmbedderChoice", "get_state", "resolve_id"]
+__all__ = [
+    "CliError",
+    "CliState",
+    "EmbedderChoice",
+    "StoreEmbedderOption",
+    "get_state",
+    "resolve_id",
+]
 
 #: How many memories one ``Memory.list`` call fetches while paging through a whole entity.
 PAGE_SIZE = 500
@@ -35,6 +42,17 @@ class EmbedderChoice(str, Enum):
 
     MINILM = "minilm"
     HASHING = "hashing"
+
+
+#: ``--embedder`` of the commands that work on a store directory itself (repair, migrate).
+StoreEmbedderOption = Annotated[
+    EmbedderChoice | None,
+    typer.Option(
+        "--embedder",
+        case_sensitive=False,
+        help="The embedder the store was built with (default: the one its manifest names).",
+    ),
+]
 
 
 def make_console(*, stderr: bool = False) -> Console:
