@@ -10,6 +10,7 @@ that has seen record ``n`` has seen every record before it.
 from __future__ import annotations
 
 import json
+import random
 import threading
 import time
 from collections.abc import Hashable, Iterator
@@ -295,8 +296,11 @@ class PostgresShardStorage:
                     rows = conn.execute(_APPEND, params).fetchall()
                 return max(int(row[0]) for row in rows)
             except pg_errors.UniqueViolation:
+                # Another append took these positions first (only appends made without the
+                # lock race): wait a random moment, growing, so two racers fall out of step.
                 if attempt == _APPEND_TRIES - 1:
                     raise
+                time.sleep(random.uniform(0, 0.002 * (attempt + 1)))
         raise AssertionError("unreachable")  # pragma: no cover
 
     def cut_torn(self, generation: int, position: int) -> bool:
