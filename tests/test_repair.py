@@ -25,7 +25,6 @@ from typer.testing import CliRunner
 
 from memtrellis import Memory, StoreCorruptError, repair_store
 from memtrellis.cli import app
-from memtrellis.lifecycle.confidence import merged_count
 from memtrellis.store import EmbedderInfo
 from memtrellis.store.repair import rebuild_store
 from memtrellis.store.shardfiles import shard_dir
@@ -423,9 +422,7 @@ def test_index_copies_the_graph_lacks_are_restored_not_dropped(
         with shard._locked():
             shard.graph.remove(extra.id)
             shard._compact()
-    report = rebuild_store(
-        store, embedder=info, embed=embedder.embed_documents, merged_count=merged_count
-    )
+    report = rebuild_store(store, embedder=info, embed=embedder.embed_documents)
     assert report.damaged == {} and report.from_index == 1 and report.shards_repaired == 1
     assert report.memories == len(before.items) + 1
     after = _state(store)

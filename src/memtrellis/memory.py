@@ -49,7 +49,6 @@ from memtrellis.extraction.pipeline import ExtractionConfig, ExtractionResult, E
 from memtrellis.extraction.refine import RefineReport
 from memtrellis.graph_export import ExportFormat
 from memtrellis.lifecycle import LifecycleConfig
-from memtrellis.lifecycle.confidence import merged_count
 from memtrellis.lifecycle.judge import llm_judge
 from memtrellis.llm import LLM
 from memtrellis.store import EmbedderInfo, Store
@@ -169,7 +168,6 @@ class Memory:
             lock_timeout=lock_timeout,
             max_resident_shards=max_resident_shards,
             max_resident_memories=max_resident_memories,
-            merged_count=merged_count,
         )
         self._stats = FacadeStats()
         self._drain_timeout = drain_timeout

@@ -88,8 +88,6 @@ def repair_store(
         from memtrellis.embeddings import default_embedder
 
         found = default_embedder()  # what Memory() uses when given no embedder
-    from memtrellis.lifecycle.confidence import merged_count
-
     model = found
     given = EmbedderInfo(model_id=model.model_id, dimension=model.dimension)
     return rebuild_store(
@@ -99,5 +97,4 @@ def repair_store(
         source=source,
         dry_run=dry_run,
         lock_timeout=lock_timeout,
-        merged_count=merged_count,
     )

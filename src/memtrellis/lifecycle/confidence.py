@@ -25,6 +25,7 @@ import math
 from datetime import datetime
 
 from memtrellis.lifecycle.config import LifecycleConfig
+from memtrellis.store.storage import merged_count
 from memtrellis.types import MemoryItem, SourceKind
 
 __all__ = [
@@ -35,8 +36,6 @@ __all__ = [
     "source_prior",
     "weight_basis",
 ]
-
-_MERGED = "merged"
 
 
 def source_prior(item: MemoryItem, config: LifecycleConfig) -> float:
@@ -51,13 +50,6 @@ def source_prior(item: MemoryItem, config: LifecycleConfig) -> float:
     else:
         kind = "user"
     return float(config.source_confidence[kind])
-
-
-def merged_count(item: MemoryItem) -> int:
-    """How many duplicates were merged into this memory."""
-    lifecycle = item.metadata.get("lifecycle")
-    count = lifecycle.get(_MERGED, 0) if isinstance(lifecycle, dict) else 0
-    return count if isinstance(count, int) and count > 0 else 0
 
 
 def evidence_time(item: MemoryItem) -> datetime:

@@ -24,11 +24,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from memtrellis.lifecycle.confidence import merged_count, source_prior
+from memtrellis.lifecycle.confidence import source_prior
 from memtrellis.lifecycle.config import RECORD_KINDS, LifecycleConfig
 from memtrellis.lifecycle.entities import heuristic_entities, resolve_entities
 from memtrellis.lifecycle.relate import Relation, RelationKind, relate
 from memtrellis.store import Change, Store, normalize_entity
+from memtrellis.store.storage import merged_count
 from memtrellis.types import EdgeKind, MemoryItem, SourceRef
 
 __all__ = ["Candidate", "Judge", "Outcome", "Plan", "plan_additions", "store_additions"]

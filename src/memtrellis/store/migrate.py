@@ -74,7 +74,6 @@ __all__ = [
     "migrate_command",
     "migrate_store",
     "needs_migration",
-    "shard_stats",
 ]
 
 log = logging.getLogger("memtrellis.store")
@@ -325,40 +324,6 @@ def _shard_graph(graph: MemoryGraph, tenant: str, report: MigrationReport) -> Me
     return shard
 
 
-def _merged(item: MemoryItem) -> int:
-    # What memtrellis.lifecycle.confidence.merged_count reads (the store layer does not
-    # import the lifecycle).
-    lifecycle = item.metadata.get("lifecycle")
-    count = lifecycle.get("merged", 0) if isinstance(lifecycle, dict) else 0
-    return count if isinstance(count, int) and count > 0 else 0
-
-
-def shard_stats(graph: MemoryGraph, generation: int) -> EntityStats:
-    """The catalog figures of one entity's shard graph.
-
-    Examples:
-        >>> from memtrellis import MemoryItem, Scope
-        >>> graph = MemoryGraph()
-        >>> graph.put(MemoryItem(text="Ana lives in Porto.", scope=Scope(entity_id="ana")))
-        >>> shard_stats(graph, generation=1).memories
-        1
-    """
-    items = list(graph.items())
-    return EntityStats(
-        memories=len(items),
-        superseded=sum(1 for i in items if i.superseded_by is not None),
-        merged_duplicates=sum(_merged(i) for i in items),
-        entity_nodes=graph.entity_count(),
-        edges=graph.edge_counts(),
-        validity=[
-            (i.valid_until.timestamp(), i.superseded_by is not None)
-            for i in items
-            if i.valid_until is not None
-        ],
-        generation=generation,
-    )
-
-
 def _write_shard(staging: Path, tenant: str, shard: MemoryGraph) -> None:
     FileShardStorage(staging, tenant).save(shard, generation=SHARD_GENERATION)
 
@@ -377,7 +342,7 @@ def _write_staging(root: Path, graph: MemoryGraph, report: MigrationReport) -> N
                 shard = _shard_graph(graph, tenant, report)
                 catalog.ensure(tenant)
                 _write_shard(staging, tenant, shard)
-                stats = shard_stats(shard, SHARD_GENERATION)
+                stats = EntityStats.of(shard, SHARD_GENERATION)
                 catalog.record(tenant, stats)
                 report.entities += 1
                 report.memories += stats.memories

@@ -80,7 +80,6 @@ from memtrellis.store.shard import RepairReport, Shard, ShardSettings
 from memtrellis.store.shardfiles import SHARDS, FileShardStorage
 from memtrellis.store.storage import EntityStats
 from memtrellis.store.vectors import VectorIndex
-from memtrellis.types import MemoryItem
 
 __all__ = ["Source", "StoreRepairReport", "rebuild_store", "recorded_embedder"]
 
@@ -132,7 +131,6 @@ def rebuild_store(
     source: Source = "auto",
     dry_run: bool = False,
     lock_timeout: float = 60.0,
-    merged_count: Callable[[MemoryItem], int] | None = None,
 ) -> StoreRepairReport:
     """Repair the store at ``path`` under its locks; see the module docstring.
 
@@ -147,8 +145,6 @@ def rebuild_store(
         source: Which side to trust (`Source`).
         dry_run: Work out the report without writing anything.
         lock_timeout: Seconds to wait for the store's lock and each shard's.
-        merged_count: How many duplicates were merged into a memory, for the catalog's
-            figures (the lifecycle's count; `memtrellis.repair_store` passes it).
 
     Raises:
         InvalidInputError: ``path`` holds no store, or an embedder is needed and missing.
@@ -197,7 +193,7 @@ def rebuild_store(
             if dry_run:
                 return report
             report.damaged = dict(planner.first_damage)
-            work = _Writer(path, stamp, report, embed, lock_timeout, merged_count)
+            work = _Writer(path, stamp, report, embed, lock_timeout)
             index, fresh = work.index(index, rebuild_all=source == "graph")
             stats = work.shards(planner, entities, index, fresh=fresh)
             _write_catalog(path, catalog, stats, stamp, report)
@@ -311,7 +307,6 @@ class _Writer:
     report: StoreRepairReport
     embed: EmbedFn | None
     lock_timeout: float
-    merged_count: Callable[[MemoryItem], int] | None
 
     def index(self, index: Index, *, rebuild_all: bool) -> tuple[Index, bool]:
         """The index to read and write, and whether it is a new, empty one."""
@@ -348,7 +343,6 @@ class _Writer:
             repair=RepairReport(),
             lock_timeout=self.lock_timeout,
             store_label=str(self.path),
-            merged_count=self.merged_count or (lambda item: 0),
         )
         stats: dict[str, EntityStats] = {}
         for entity_id, directory in entities.items():

@@ -27,7 +27,6 @@ from memtrellis.store.keyword import KeywordIndex
 from memtrellis.store.storage import EntityStats, ShardStorage
 from memtrellis.store.vectors import VectorIndex
 from memtrellis.store.wal import replay_record
-from memtrellis.types import MemoryItem
 
 __all__ = ["RepairReport", "Shard", "ShardSettings"]
 
@@ -79,8 +78,6 @@ class ShardSettings:
     lock_timeout: float = 60.0
     compact_every: int = 5000
     store_label: str = ""
-    #: How many duplicates were merged into a memory (the lifecycle's count, for figures).
-    merged_count: Callable[[MemoryItem], int] = lambda item: 0
     seq: list[int] = field(default_factory=lambda: [0])
     seq_lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -383,26 +380,9 @@ class Shard:
         """Logged changes not yet confirmed in the vector index."""
         return len(self._pending)
 
-    def stats(self, now: datetime | None = None) -> EntityStats:
+    def stats(self) -> EntityStats:
         """This shard's figures for the catalog (one pass over its memories)."""
-        superseded = 0
-        merged = 0
-        validity: list[tuple[float, bool]] = []
-        for item in self.graph.items():
-            gone = item.superseded_by is not None
-            superseded += gone
-            merged += self.settings.merged_count(item)
-            if item.valid_until is not None:
-                validity.append((item.valid_until.timestamp(), gone))
-        return EntityStats(
-            memories=len(self.graph),
-            superseded=superseded,
-            merged_duplicates=merged,
-            entity_nodes=self.graph.entity_count(),
-            edges=self.graph.edge_counts(),
-            validity=validity,
-            generation=self.generation,
-        )
+        return EntityStats.of(self.graph, self.generation)
 
     # -- closing ---------------------------------------------------------------------------
     def flush(self, *, snapshot: bool) -> None:

@@ -19,8 +19,27 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from memtrellis.store.graph import MemoryGraph
+from memtrellis.types import MemoryItem
 
-__all__ = ["Catalog", "EntityStats", "LogRead", "ShardStorage"]
+__all__ = ["Catalog", "EntityStats", "LogRead", "ShardStorage", "merged_count"]
+
+
+def merged_count(item: MemoryItem) -> int:
+    """How many duplicates the lifecycle merged into a memory (``metadata["lifecycle"]``).
+
+    Read here, below the lifecycle that writes it, so that every shard figure counts it
+    the same way.
+
+    Examples:
+        >>> from memtrellis import MemoryItem, Scope
+        >>> item = MemoryItem(text="x", scope=Scope(entity_id="a"),
+        ...                   metadata={"lifecycle": {"merged": 2}})
+        >>> merged_count(item)
+        2
+    """
+    lifecycle = item.metadata.get("lifecycle")
+    count = lifecycle.get("merged", 0) if isinstance(lifecycle, dict) else 0
+    return count if isinstance(count, int) and count > 0 else 0
 
 
 @dataclass
@@ -44,6 +63,35 @@ class EntityStats:
     edges: dict[str, int] = field(default_factory=dict)
     validity: list[tuple[float, bool]] = field(default_factory=list)
     generation: int = 0
+
+    @classmethod
+    def of(cls, graph: MemoryGraph, generation: int) -> EntityStats:
+        """The figures of one entity's graph (one pass over its memories).
+
+        Examples:
+            >>> from memtrellis import MemoryItem, Scope
+            >>> graph = MemoryGraph()
+            >>> graph.put(MemoryItem(text="Ana lives in Porto.", scope=Scope(entity_id="ana")))
+            >>> EntityStats.of(graph, generation=1).memories
+            1
+        """
+        superseded = merged = 0
+        validity: list[tuple[float, bool]] = []
+        for item in graph.items():
+            gone = item.superseded_by is not None
+            superseded += gone
+            merged += merged_count(item)
+            if item.valid_until is not None:
+                validity.append((item.valid_until.timestamp(), gone))
+        return cls(
+            memories=len(graph),
+            superseded=superseded,
+            merged_duplicates=merged,
+            entity_nodes=graph.entity_count(),
+            edges=graph.edge_counts(),
+            validity=validity,
+            generation=generation,
+        )
 
     def expired(self, now: float) -> int:
         """Memories whose ``valid_until`` has passed at ``now``."""

@@ -110,7 +110,6 @@ class Store:
         compact_every: int = 5000,
         max_resident_shards: int = DEFAULT_RESIDENT_SHARDS,
         max_resident_memories: int = DEFAULT_RESIDENT_MEMORIES,
-        merged_count: Callable[[MemoryItem], int] | None = None,
     ) -> None:
         for name, bound in (
             ("max_resident_shards", max_resident_shards),
@@ -156,7 +155,6 @@ class Store:
                 lock_timeout=lock_timeout,
                 compact_every=compact_every,
                 store_label=str(path),
-                merged_count=merged_count or (lambda item: 0),
             )
             for entity_id in self.catalog.dropping():
                 self._finish_drop(entity_id)
