@@ -70,6 +70,7 @@ class FileShardStorage:
         self.path = shard_dir(store, entity_id)
         self._lock: FileLock | None = None
         self._readers: dict[int, WalReader] = {}
+        self._pointer_seen: tuple[tuple[int, int], int] | None = None
 
     @property
     def label(self) -> str:
@@ -110,13 +111,23 @@ class FileShardStorage:
             raise damaged(self._pointer, "cannot be read", self.store) from exc
 
     def stamp(self) -> Hashable:
-        """The pointer's inode and mtime with the current log's size: one or two stats."""
+        """The pointer's inode and mtime with the current log's size: two stats.
+
+        ``shard.json`` is replaced, never edited, so it is read again only when its inode
+        or mtime changed (every read of the entity asks for a stamp).
+        """
         try:
             st = self._pointer.stat()
             pointer: tuple[int, int] = (st.st_ino, st.st_mtime_ns)
         except FileNotFoundError:
             pointer = (0, 0)
-        generation = self.generation() if pointer != (0, 0) else 0
+        if pointer == (0, 0):
+            generation = 0
+        elif self._pointer_seen is not None and self._pointer_seen[0] == pointer:
+            generation = self._pointer_seen[1]
+        else:
+            generation = self.generation()
+            self._pointer_seen = (pointer, generation)
         try:
             size = wal_path(self.path, generation).stat().st_size
         except FileNotFoundError:
