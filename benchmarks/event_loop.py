@@ -173,12 +173,19 @@ async def _scenario(memory: Memory, users: Users, rounds: int) -> dict[str, Any]
 
 
 def scenario_run(
-    make: Callable[[], Embedder], users: Users, rounds: int, chroma_url: str | None = None
+    make: Callable[[], Embedder],
+    users: Users,
+    rounds: int,
+    chroma_url: str | None = None,
+    *,
+    vector_process: bool = False,
 ) -> dict[str, Any]:
     """One fresh store: seed, warm, then the concurrent users under the ticker."""
     directory = Path(tempfile.mkdtemp(prefix="mt-loop-"))
     try:
-        memory = Memory(directory, embedder=make(), chroma_url=chroma_url)
+        memory = Memory(
+            directory, embedder=make(), chroma_url=chroma_url, vector_process=vector_process
+        )
         try:
             _store(memory, users)
             result = asyncio.run(_scenario(memory, users, rounds))
@@ -276,6 +283,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--chroma-url", help="a running Chroma server (`chroma run`) for the scenario runs"
     )
+    parser.add_argument(
+        "--modes",
+        choices=["both", "in_process", "vector_process"],
+        default="both",
+        help="the embedded index in this process, in a child (vector_process=True), or both",
+    )
     args = parser.parse_args(argv)
     users = Users(args.users, args.seed, max(args.rounds, args.throughput // args.users + 1))
     known = _embedders()
@@ -286,39 +299,45 @@ def main(argv: Sequence[str] | None = None) -> int:
         "args": {k: str(v) for k, v in vars(args).items()},
         "embedders": {},
     }
+    modes = {"in_process": False, "vector_process": True}
+    chosen = list(modes) if args.modes == "both" else [args.modes]
     for name in args.embedders.split(","):
         make = known[name]
-        runs = []
-        for number in range(args.runs):
-            run = scenario_run(make, users, args.rounds, args.chroma_url)
-            runs.append(run)
-            print(
-                f"{name} run {number + 1}: lag p50 {run['lag_p50_ms']:.2f} ms,"
-                f" p99 {run['lag_p99_ms']:.2f} ms, max {run['lag_max_ms']:.2f} ms"
-                f" (net of CPU wait: p50 {run['net_lag_p50_ms']:.2f}, p99"
-                f" {run['net_lag_p99_ms']:.2f}, max {run['net_lag_max_ms']:.2f};"
-                f" {run['ticks']} ticks; idle p99 {run['idle_lag_p99_ms']:.2f},"
-                f" max {run['idle_lag_max_ms']:.2f});"
-                f" capture {run['capture_turns_per_s']:.1f} turns/s"
-                f" (users {run['users_s']:.2f} s + flush {run['flush_s']:.2f} s);"
-                f" arecall p50 {run['recall_p50_ms']:.1f} ms p99 {run['recall_p99_ms']:.1f} ms;"
-                f" stored ok {run['stored_ok']}",
-                flush=True,
-            )
-        summary = _summary(runs) if runs else {}
-        if runs:
-            print(
-                f"{name} over {args.runs} runs: lag p50 {summary['lag_p50_ms']:.2f} ms,"
-                f" p99 {summary['lag_p99_ms']:.2f} ms, max {summary['lag_max_ms']:.2f} ms"
-                f" (target p99 <= 5, max <= 20); net of CPU wait: p50"
-                f" {summary['net_lag_p50_ms']:.2f}, p99 {summary['net_lag_p99_ms']:.2f},"
-                f" max {summary['net_lag_max_ms']:.2f}",
-                flush=True,
-            )
-        entry: dict[str, Any] = {
-            "summary": summary,
-            "runs": [{k: v for k, v in r.items() if not k.startswith("_")} for r in runs],
-        }
+        entry: dict[str, Any] = {}
+        for mode in chosen:
+            runs = []
+            for number in range(args.runs):
+                run = scenario_run(
+                    make, users, args.rounds, args.chroma_url, vector_process=modes[mode]
+                )
+                runs.append(run)
+                print(
+                    f"{name} {mode} run {number + 1}: lag p50 {run['lag_p50_ms']:.2f} ms,"
+                    f" p99 {run['lag_p99_ms']:.2f} ms, max {run['lag_max_ms']:.2f} ms"
+                    f" (net of CPU wait: p50 {run['net_lag_p50_ms']:.2f}, p99"
+                    f" {run['net_lag_p99_ms']:.2f}, max {run['net_lag_max_ms']:.2f};"
+                    f" {run['ticks']} ticks; idle p99 {run['idle_lag_p99_ms']:.2f},"
+                    f" max {run['idle_lag_max_ms']:.2f});"
+                    f" capture {run['capture_turns_per_s']:.1f} turns/s"
+                    f" (users {run['users_s']:.2f} s + flush {run['flush_s']:.2f} s);"
+                    f" arecall p50 {run['recall_p50_ms']:.1f} ms"
+                    f" p99 {run['recall_p99_ms']:.1f} ms; stored ok {run['stored_ok']}",
+                    flush=True,
+                )
+            summary = _summary(runs) if runs else {}
+            if runs:
+                print(
+                    f"{name} {mode} over {args.runs} runs: lag p50 {summary['lag_p50_ms']:.2f}"
+                    f" ms, p99 {summary['lag_p99_ms']:.2f} ms, max {summary['lag_max_ms']:.2f}"
+                    f" ms (target p99 <= 5, max <= 20); net of CPU wait: p50"
+                    f" {summary['net_lag_p50_ms']:.2f}, p99 {summary['net_lag_p99_ms']:.2f},"
+                    f" max {summary['net_lag_max_ms']:.2f}",
+                    flush=True,
+                )
+            entry[mode] = {
+                "summary": summary,
+                "runs": [{k: v for k, v in r.items() if not k.startswith("_")} for r in runs],
+            }
         if args.throughput:
             rate = throughput_run(make, users, args.throughput)
             entry["throughput"] = rate

@@ -26,6 +26,7 @@ from memtrellis.errors import (  # noqa: E402
     TokenizerUnavailableError,
     UnknownIntegrationError,
     UnsupportedClientError,
+    VectorIndexUnavailableError,
 )
 from memtrellis.extraction import ExtractionConfig, Mode  # noqa: E402
 from memtrellis.llm import LLM  # noqa: E402
@@ -74,6 +75,7 @@ __all__ = [
     "TokenizerUnavailableError",
     "UnknownIntegrationError",
     "UnsupportedClientError",
+    "VectorIndexUnavailableError",
     "__version__",
     "repair_store",
 ]

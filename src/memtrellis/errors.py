@@ -9,6 +9,8 @@ Examples:
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "EmbedderUnavailableError",
     "EmbeddingMismatchError",
@@ -22,6 +24,7 @@ __all__ = [
     "TokenizerUnavailableError",
     "UnknownIntegrationError",
     "UnsupportedClientError",
+    "VectorIndexUnavailableError",
 ]
 
 
@@ -97,12 +100,30 @@ class StoreCorruptError(MemtrellisError):
         self.path = path
         self.command = command
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Keeps path and command when the error crosses a process (the vector process).
+        return (_rebuild_corrupt, (str(self), self.path, self.command))
+
+
+def _rebuild_corrupt(message: str, path: str | None, command: str | None) -> StoreCorruptError:
+    return StoreCorruptError(message, path=path, command=command)
+
 
 class StoreLockedError(MemtrellisError):
     """Another process held the store's write lock for longer than the timeout.
 
     Examples:
         >>> issubclass(StoreLockedError, MemtrellisError)
+        True
+    """
+
+
+class VectorIndexUnavailableError(MemtrellisError, RuntimeError):
+    """The vector index could not serve a call: its process (``vector_process=True``)
+    did not start or exited during the call. The next call starts a new one.
+
+    Examples:
+        >>> issubclass(VectorIndexUnavailableError, RuntimeError)
         True
     """
 

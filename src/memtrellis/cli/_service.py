@@ -107,7 +107,8 @@ def serve(
             "Add one with `memtrellis keys add --entity-id ...`.[/]",
             soft_wrap=True,
         )
-    memory = state.open()
+    # An async server: Chroma's embedded writes must not hold the event loop's GIL.
+    memory = state.open(vector_process=True)
     app = create_app(memory, keys=keys, default_entity=state.entity, max_body_bytes=max_body_bytes)
     config = uvicorn.Config(
         app,

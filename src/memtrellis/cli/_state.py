@@ -74,10 +74,13 @@ class CliState:
     out: Console = field(default_factory=make_console)
     err: Console = field(default_factory=lambda: make_console(stderr=True))
 
-    def open(self, path: str | os.PathLike[str] | None = None) -> Memory:
+    def open(
+        self, path: str | os.PathLike[str] | None = None, *, vector_process: bool = False
+    ) -> Memory:
         """Open the store the options name (or ``path``, when the caller overrides it).
 
         The import is deferred so that ``--help`` does not pay for loading Chroma.
+        ``vector_process`` is for the long-running servers (see ``Memory``).
         """
         from memtrellis.memory import Memory
 
@@ -88,6 +91,7 @@ class CliState:
             embedder=self.build_embedder(),
             chroma_url=self.chroma_url,
             postgres_url=self.postgres_url,
+            vector_process=vector_process,
         )
 
     def build_embedder(self) -> Any:

@@ -25,7 +25,7 @@ from memtrellis.store._corrupt import damaged
 from memtrellis.store.graph import MemoryGraph
 from memtrellis.store.keyword import KeywordIndex
 from memtrellis.store.storage import EntityStats, ShardStorage
-from memtrellis.store.vectors import VectorIndex
+from memtrellis.store.vectors import Vectors
 from memtrellis.store.wal import replay_record
 
 __all__ = ["RepairReport", "Shard", "ShardSettings"]
@@ -71,7 +71,7 @@ class RepairReport:
 class ShardSettings:
     """What every shard of one store shares: the vectors, the embedder, the writer id."""
 
-    vectors: VectorIndex
+    vectors: Vectors
     embed: EmbedFn
     writer: str
     repair: RepairReport

@@ -45,7 +45,8 @@ from memtrellis.store.manifest import (
 from memtrellis.store.shard import RepairReport, Shard, ShardSettings
 from memtrellis.store.shardfiles import FileShardStorage
 from memtrellis.store.storage import Catalog, EntityStats, ShardStorage
-from memtrellis.store.vectors import VectorIndex
+from memtrellis.store.vectorproc import VectorProcess
+from memtrellis.store.vectors import VectorIndex, Vectors
 from memtrellis.types import EdgeKind, HistoryEvent, MemoryItem, utcnow
 
 __all__ = ["Change", "RepairReport", "Store"]
@@ -110,6 +111,7 @@ class Store:
         compact_every: int = 5000,
         max_resident_shards: int = DEFAULT_RESIDENT_SHARDS,
         max_resident_memories: int = DEFAULT_RESIDENT_MEMORIES,
+        vector_process: bool = False,
     ) -> None:
         for name, bound in (
             ("max_resident_shards", max_resident_shards),
@@ -146,7 +148,11 @@ class Store:
                     # A new, empty catalog would hide every entity from listings and health.
                     raise damaged(catalog_path, "is missing but the store holds shards", path)
                 self.catalog = SqliteCatalog(catalog_path, timeout=lock_timeout)
-            self.vectors = VectorIndex(path / "chroma", chroma_url=chroma_url)
+            self.vectors: Vectors
+            if vector_process and chroma_url is None:
+                self.vectors = VectorProcess(path / "chroma")
+            else:
+                self.vectors = VectorIndex(path / "chroma", chroma_url=chroma_url)
             self._settings = ShardSettings(
                 vectors=self.vectors,
                 embed=embed,

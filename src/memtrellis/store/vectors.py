@@ -16,7 +16,7 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from memtrellis._offline import chroma_settings, prepare_offline_env
 from memtrellis.store._corrupt import FROM_GRAPH, damaged
@@ -28,6 +28,7 @@ __all__ = [
     "HNSW_EF_SEARCH",
     "HNSW_SYNC_THRESHOLD",
     "VectorIndex",
+    "Vectors",
     "collection_name",
     "index_chroma_log",
 ]
@@ -188,6 +189,50 @@ def index_chroma_log(directory: Path | str) -> bool:
     except sqlite3.Error:
         log.warning("could not index Chroma's write log in %s; writes may slow", database)
         return False
+
+
+class Vectors(Protocol):
+    """What the store asks of a vector index: `VectorIndex` in this process, or
+    [`VectorProcess`][memtrellis.store.vectorproc.VectorProcess] serving one from a child.
+
+    ``stale`` set to True makes the next call reopen the client first (another process
+    wrote); ``mode`` is ``"embedded"`` or ``"http"``.
+
+    Examples:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> index: Vectors = VectorIndex(Path(tempfile.mkdtemp()))
+        >>> index.mode, index.count("nobody")
+        ('embedded', 0)
+        >>> index.close()
+    """
+
+    stale: bool
+
+    @property
+    def mode(self) -> str: ...
+    def upsert(
+        self, items: Sequence[MemoryItem], embeddings: Sequence[Sequence[float]]
+    ) -> None: ...
+    def update_metadata(self, items: Sequence[MemoryItem]) -> None: ...
+    def delete(self, entity_id: str, ids: Sequence[str]) -> None: ...
+    def drop_entity(self, entity_id: str) -> None: ...
+    def has(self, entity_id: str, ids: Sequence[str]) -> set[str]: ...
+    def embeddings(self, entity_id: str, ids: Sequence[str]) -> dict[str, list[float]]: ...
+    def count(self, entity_id: str) -> int: ...
+    def item_copies(self, entity_id: str) -> tuple[dict[str, MemoryItem], int]: ...
+    def query(
+        self,
+        entity_id: str,
+        embedding: Sequence[float],
+        n: int,
+        *,
+        process_id: str | None = None,
+        session_id: str | None = None,
+    ) -> list[tuple[str, float]]: ...
+    def entity_ids(self) -> list[str]: ...
+    def refresh(self) -> None: ...
+    def close(self) -> None: ...
 
 
 class VectorIndex:
