@@ -73,8 +73,8 @@ class Memory:
     The methods that read or write memories have an async form, named with an ``a`` prefix
     and taking the same arguments: `aadd` (LLM calls awaited concurrently) and `acapture`
     (it only queues) are coroutines of their own; `astore`, `aupdate`, `aforget`, `aget`,
-    `ahistory`, `aversions`, `alist`, `arecall`, `ahealth`, `aflush`, `arefine` and `aclose`
-    run the sync method in a worker thread, so the loop never blocks. `async with
+    `ahistory`, `aversions`, `alist`, `aentities`, `arecall`, `ahealth`, `aflush`, `arefine`
+    and `aclose` run the sync method in a worker thread, so the loop never blocks. `async with
     Memory(...)` closes the store on exit.
 
     Args:
@@ -491,6 +491,24 @@ class Memory:
         item = self._visible(memory_id, entity_id)
         return _reading.versions(self, memory_id, item.scope.entity_id)
 
+    def entities(self) -> list[str]:
+        """Every entity the store holds, in the order they were first written.
+
+        Read from the catalog: no entity's shard is loaded. An entity whose memories
+        were forgotten one by one is still listed; ``forget(entity_id=...)`` removes it.
+
+        Examples:
+            >>> import tempfile
+            >>> from memtrellis.testing import HashingEmbedder
+            >>> m = Memory(tempfile.mkdtemp(), embedder=HashingEmbedder())
+            >>> _ = m.add("Bob likes jazz", entity_id="bob")
+            >>> _ = m.add("Ana likes tea", entity_id="ana")
+            >>> m.entities()
+            ['bob', 'ana']
+            >>> m.close()
+        """
+        return self._store.entities()
+
     def list(
         self,
         *,
@@ -763,6 +781,7 @@ class Memory:
     ahistory = _in_thread(history)
     aversions = _in_thread(versions)
     alist = _in_thread(list)
+    aentities = _in_thread(entities)
     arecall = _in_thread(recall)
     ahealth = _in_thread(health)
     aclose = _in_thread(close)
