@@ -496,6 +496,8 @@ class Memory:
 
         Read from the catalog: no entity's shard is loaded. An entity whose memories
         were forgotten one by one is still listed; ``forget(entity_id=...)`` removes it.
+        It is an administrator's view (it names every tenant), as
+        ``export_graph(all_entities=True)`` is: never show it to one entity's user.
 
         Examples:
             >>> import tempfile

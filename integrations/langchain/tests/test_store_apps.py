@@ -3,9 +3,16 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
+import json
+import re
+import runpy
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+import pytest
 from langchain.agents import create_agent
 from langchain.tools import ToolRuntime
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
@@ -154,3 +161,68 @@ def test_store_items_reach_the_chat_wrapper_of_the_same_user(memory: Memory) -> 
 
     system = str(model.sent()[0].content)
     assert "Ana is allergic to nuts" in system
+
+
+DOCS = Path(__file__).resolve().parents[3] / "docs" / "langchain.md"
+
+
+@pytest.mark.parametrize(
+    ("section", "printed"),
+    [
+        ("LangGraph store", ["my sister lives in Lisbon", "['my sister lives in Lisbon']"]),
+        ("Memory tools for agents", ["['Ana is vegetarian']"]),
+    ],
+)
+def test_the_docs_examples_run(
+    section: str, printed: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = DOCS.read_text("utf-8").split(f"\n## {section}\n", 1)[1].split("\n## ", 1)[0]
+    [code] = re.findall(r"```python\n(.*?)```", text, re.DOTALL)
+    monkeypatch.chdir(tmp_path)
+    script = tmp_path / "example.py"
+    script.write_text(code, "utf-8")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):  # run_path gives the dataclasses a module
+        runpy.run_path(str(script), run_name="docs_example")
+    assert out.getvalue().splitlines() == printed
+
+
+def test_langmems_own_memory_tools_on_the_store(memory: Memory) -> None:
+    """LangMem's manage and search tools, unchanged, keep their memories in memtrellis."""
+    from langmem import create_manage_memory_tool, create_search_memory_tool
+
+    namespace = ("memories", "{langgraph_user_id}")
+    tools = [create_manage_memory_tool(namespace), create_search_memory_tool(namespace)]
+    store = MemtrellisStore(memory)
+
+    def session(user: str, calls: list[AIMessage]) -> FakeChat:
+        model = FakeChat(messages=iter(calls))
+        agent = create_agent(model, tools=tools, store=store)
+        config = {"configurable": {"langgraph_user_id": user}}
+        agent.invoke({"messages": [HumanMessage("hello")]}, config)
+        return model
+
+    for user, fact in (("ana", "Ana is vegetarian"), ("ben", "Ben plays the cello")):
+        create = {"content": fact, "action": "create"}
+        session(user, [reply(name="manage_memory", args=create), reply("Noted.")])
+    assert _stored(memory)["ana"] == [
+        ("Ana is vegetarian", store.search(("memories", "ana"))[0].key)
+    ]
+
+    [ana] = store.search(("memories", "ana"))
+    update = {"content": "Ana is vegan", "action": "update", "id": ana.key}
+    session("ana", [reply(name="manage_memory", args=update), reply("Updated.")])
+    model = session("ben", [reply(name="search_memory", args={"query": "cello"}), reply("Yes.")])
+
+    [found] = [m for m in model.sent(-1) if isinstance(m, ToolMessage)]
+    [hit] = json.loads(str(found.content))
+    assert (hit["namespace"], hit["value"]) == (
+        ["memories", "ben"],
+        {"content": "Ben plays the cello"},
+    )
+    assert hit["score"] > 0
+    stored = _stored(memory)
+    assert stored == {
+        "ana": [("Ana is vegan", ana.key)],
+        "ben": [("Ben plays the cello", stored["ben"][0][1])],
+    }
