@@ -176,6 +176,10 @@ def test_invalid_namespaces_and_values(store: MemtrellisStore) -> None:
     with pytest.raises(InvalidNamespaceError):
         store.batch([PutOp(("a", "b.c"), "k", {"v": 1})])  # batch checks labels too
     with pytest.raises(InvalidNamespaceError):
+        store.batch([PutOp(("langgraph", "x"), "k", {"v": 1})])
+    with pytest.raises(InvalidInputError):
+        store.put(("memories", "alice"), "k", {"v": 1}, index=[3])  # type: ignore[list-item]
+    with pytest.raises(InvalidNamespaceError):
         store.put(("memories", "x" * 1000), "k", {"v": 1})  # too long for an entity id
     with pytest.raises(InvalidInputError):
         store.put(("memories", "alice"), "k", {"when": object()})

@@ -209,13 +209,21 @@ class MemtrellisStore(BaseStore):
         namespace, key = tuple(op.namespace), op.key
         if not namespace:
             raise InvalidNamespaceError("Namespace cannot be empty.")
+        if namespace[0] == "langgraph":  # put() checks this, a batch of ops does not
+            raise InvalidNamespaceError(
+                f'Root label for namespace cannot be "langgraph": {namespace}'
+            )
         if not isinstance(op.value, Mapping) or not all(isinstance(k, str) for k in op.value):
             raise InvalidInputError("a store value is a mapping with string keys")
         try:  # a copy the caller cannot change afterwards, and proof it is JSON
             value = json.loads(json.dumps(dict(op.value), allow_nan=False))
         except (TypeError, ValueError) as exc:
             raise InvalidInputError(f"a store value must be JSON-serializable: {exc}") from None
-        if op.index is not None and op.index is not False and not isinstance(op.index, list):
+        if (
+            op.index is not None
+            and op.index is not False
+            and (not isinstance(op.index, list) or not all(isinstance(p, str) for p in op.index))
+        ):
             raise InvalidInputError("index is False or a list of JSON paths")
         paths = self.fields if op.index is None or op.index is False else op.index
         existing = self._memory_item(namespace, key)
