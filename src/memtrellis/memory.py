@@ -73,8 +73,8 @@ class Memory:
     The methods that read or write memories have an async form, named with an ``a`` prefix
     and taking the same arguments: `aadd` (LLM calls awaited concurrently) and `acapture`
     (it only queues) are coroutines of their own; `astore`, `aupdate`, `aforget`, `aget`,
-    `ahistory`, `aversions`, `alist`, `arecall`, `ahealth`, `aflush`, `arefine` and `aclose`
-    run the sync method in a worker thread, so the loop never blocks. `async with
+    `ahistory`, `aversions`, `alist`, `aentities`, `arecall`, `ahealth`, `aflush`, `arefine`
+    and `aclose` run the sync method in a worker thread, so the loop never blocks. `async with
     Memory(...)` closes the store on exit.
 
     Args:
@@ -498,6 +498,26 @@ class Memory:
         item = self._visible(memory_id, entity_id)
         return _reading.versions(self, memory_id, item.scope.entity_id)
 
+    def entities(self) -> list[str]:
+        """Every entity the store holds, in the order they were first written.
+
+        Read from the catalog: no entity's shard is loaded. An entity whose memories
+        were forgotten one by one is still listed; ``forget(entity_id=...)`` removes it.
+        It is an administrator's view (it names every tenant), as
+        ``export_graph(all_entities=True)`` is: never show it to one entity's user.
+
+        Examples:
+            >>> import tempfile
+            >>> from memtrellis.testing import HashingEmbedder
+            >>> m = Memory(tempfile.mkdtemp(), embedder=HashingEmbedder())
+            >>> _ = m.add("Bob likes jazz", entity_id="bob")
+            >>> _ = m.add("Ana likes tea", entity_id="ana")
+            >>> m.entities()
+            ['bob', 'ana']
+            >>> m.close()
+        """
+        return self._store.entities()
+
     def list(
         self,
         *,
@@ -770,6 +790,7 @@ class Memory:
     ahistory = _in_thread(history, read=True)
     aversions = _in_thread(versions, read=True)
     alist = _in_thread(list, read=True)
+    aentities = _in_thread(entities, read=True)
     arecall = _in_thread(recall, read=True)
     ahealth = _in_thread(health, read=True)
     aclose = _in_thread(close)

@@ -9,6 +9,12 @@ before, captures after.
 * [`memory_context`][langchain_memtrellis.memory_context]: LCEL step placing memory context into a
 prompt's messages.
 * `MemoryMiddleware`: ``create_agent`` middleware (``agents`` extra).
+* `MemtrellisStore`: a LangGraph ``BaseStore`` for ``create_agent(..., store=...)`` and
+  ``StateGraph.compile(store=...)`` (needs ``langgraph``: the ``store`` extra).
+* [`memory_tools`][langchain_memtrellis.memory_tools]: agent tools to save, search and forget
+  memories ([`SaveMemoryTool`][langchain_memtrellis.SaveMemoryTool],
+  [`SearchMemoryTool`][langchain_memtrellis.SearchMemoryTool],
+  [`ForgetMemoryTool`][langchain_memtrellis.ForgetMemoryTool]).
 * [`MemoryChatMessageHistory`][langchain_memtrellis.MemoryChatMessageHistory]: a session's messages
 for ``RunnableWithMessageHistory``.
 * [`as_llm`][langchain_memtrellis.as_llm]: a chat model as the core's extraction LLM (also automatic
@@ -36,10 +42,17 @@ from langchain_memtrellis.callbacks import AsyncMemoryCallbackHandler, MemoryCal
 from langchain_memtrellis.history import MemoryChatMessageHistory
 from langchain_memtrellis.middleware import MemoryContextRunnable, memory_context
 from langchain_memtrellis.retriever import MemoryRetriever
+from langchain_memtrellis.tools import (
+    ForgetMemoryTool,
+    SaveMemoryTool,
+    SearchMemoryTool,
+    memory_tools,
+)
 from langchain_memtrellis.wrapper import ChatMemoryWrapper
 
 if TYPE_CHECKING:
     from langchain_memtrellis.agent import MemoryMiddleware
+    from langchain_memtrellis.store import MemtrellisStore
 
 __version__ = "0.1.0"
 
@@ -47,23 +60,32 @@ __all__ = [
     "AdapterStats",
     "AsyncMemoryCallbackHandler",
     "ChatMemoryWrapper",
+    "ForgetMemoryTool",
     "LangChainLLM",
     "MemoryCallbackHandler",
     "MemoryChatMessageHistory",
     "MemoryContextRunnable",
     "MemoryMiddleware",
     "MemoryRetriever",
+    "MemtrellisStore",
+    "SaveMemoryTool",
+    "SearchMemoryTool",
     "__version__",
     "as_llm",
     "memory_context",
+    "memory_tools",
 ]
 
 
 def __getattr__(name: str) -> Any:
-    # Lazy: the agent middleware needs `langchain` (the `agents` extra), the rest only
-    # langchain-core.
+    # Lazy: the agent middleware needs `langchain` (the `agents` extra) and the store
+    # `langgraph` (the `store` extra); the rest only langchain-core.
     if name == "MemoryMiddleware":
         from langchain_memtrellis.agent import MemoryMiddleware
 
         return MemoryMiddleware
+    if name == "MemtrellisStore":
+        from langchain_memtrellis.store import MemtrellisStore
+
+        return MemtrellisStore
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
