@@ -66,6 +66,15 @@ def structured_reply(message: BaseMessage | None) -> BaseMessage | None:
 
     The answer is the first tool call's arguments (the tool-calling method), else the
     text parsed as JSON (the JSON modes); a reply that is neither is returned as it is.
+
+    Examples:
+        >>> call = {"name": "City", "args": {"name": "Faro"}, "id": "c1"}
+        >>> structured_reply(AIMessage(content="", tool_calls=[call])).content
+        'City (name: Faro)'
+        >>> structured_reply(AIMessage(content='{"name": "Porto", "country": "PT"}')).content
+        'name: Porto; country: PT'
+        >>> structured_reply(AIMessage(content="plain words")).content
+        'plain words'
     """
     if not isinstance(message, AIMessage):
         return message
