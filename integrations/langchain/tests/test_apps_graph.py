@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from langchain.agents import create_agent
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessageChunk, BaseMessage, SystemMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
@@ -125,6 +126,44 @@ async def test_graph_node_astreams_each_chunk_once(shared: Memory) -> None:
         ("Clara lives in Lisbon.", "family-1"),
         ("Where does my sister Clara live?", "family-1"),
     ]
+
+
+class TokenCounter(BaseCallbackHandler):
+    """What an app's own token handler (a UI printing tokens) receives."""
+
+    def __init__(self) -> None:
+        self.tokens: list[str] = []
+
+    def on_llm_new_token(self, token: str, **kwargs: Any) -> None:
+        self.tokens.append(token)
+
+
+async def test_astream_events_and_token_handlers_see_each_chunk_once(shared: Memory) -> None:
+    inner = StreamingChat(messages=iter(["one two", "three four"]))
+    app = _graph(ChatMemoryWrapper(inner, memory=shared))
+    config = {"configurable": {"user_id": "ann"}}
+
+    events = [
+        event
+        async for event in app.astream_events(
+            {"messages": [("user", "count")]}, config, version="v2"
+        )
+    ]
+    counter = TokenCounter()
+    list(
+        app.stream(
+            {"messages": [("user", "count on")]},
+            {**config, "callbacks": [counter]},
+            stream_mode="messages",
+        )
+    )
+
+    streamed = [e["data"]["chunk"].content for e in events if e["event"] == "on_chat_model_stream"]
+    assert [text for text in streamed if text] == ["one", " ", "two"]
+    assert {e["name"] for e in events if e["event"] == "on_chat_model_stream"} == {
+        "ChatMemoryWrapper"
+    }
+    assert [token for token in counter.tokens if token] == ["three", " ", "four"]
 
 
 # -- create_agent with two tools, two users, two sessions each --------------------------

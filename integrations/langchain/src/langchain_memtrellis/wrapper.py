@@ -27,6 +27,7 @@ from typing import Any, Literal, cast
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForLLMRun,
+    BaseCallbackManager,
     CallbackManager,
     CallbackManagerForLLMRun,
 )
@@ -331,24 +332,37 @@ class ChatMemoryWrapper(BaseChatModel):
 
     @staticmethod
     def _child(run_manager: Any, configurable: dict[str, Any] | None = None) -> RunnableConfig:
-        """Config of the inner call: a child run of ours that tracers record, tagged so
-        that the handlers seeing it leave the turn and its tokens to the wrapper.
+        """Config of the inner call: a run that tracers record, tagged so that the
+        handlers seeing it leave the turn and its tokens to the wrapper.
 
         Only tracers are handed on: the wrapper's own run already streams every chunk of
         the answer to the others (LangGraph's message stream, astream_events, a token
-        handler), which would get each chunk twice from the inner run too.
+        handler), which would get each chunk twice from the inner run too. The inner run
+        is a child of the wrapper's when LangChain gives the wrapper its run manager
+        (``invoke``); a stream does not, and the inner run is then the wrapper's sibling,
+        under the caller's run.
         """
-        config: RunnableConfig = {"configurable": configurable} if configurable else {}
-        if run_manager is None:
-            return {**config, "tags": [INNER_RUN_TAG, NOSTREAM_TAG]}
-        # An LLM run manager has no get_child (model runs are leaves): build the child
-        # manager the way ParentRunManager.get_child does.
-        child = CallbackManager(handlers=[], parent_run_id=run_manager.run_id)
-        child.set_handlers([h for h in run_manager.inheritable_handlers if _traces(h)])
-        child.add_tags(run_manager.inheritable_tags)
-        child.add_metadata(run_manager.inheritable_metadata)
+        if run_manager is not None:
+            # An LLM run manager has no get_child (model runs are leaves): build the child
+            # manager the way ParentRunManager.get_child does.
+            parent, handlers = run_manager.run_id, run_manager.inheritable_handlers
+            tags, metadata = run_manager.inheritable_tags, run_manager.inheritable_metadata
+        else:
+            inherited = ensure_config().get("callbacks")
+            if isinstance(inherited, BaseCallbackManager):
+                parent, handlers = inherited.parent_run_id, inherited.inheritable_handlers
+                tags, metadata = inherited.inheritable_tags, inherited.inheritable_metadata
+            else:
+                parent, handlers, tags, metadata = None, list(inherited or []), [], {}
+        child = CallbackManager(handlers=[], parent_run_id=parent)
+        child.set_handlers([h for h in handlers if _traces(h)])
+        child.add_tags(tags)
+        child.add_metadata(metadata)
         child.add_tags([INNER_RUN_TAG, NOSTREAM_TAG], inherit=False)
-        return {**config, "callbacks": child}
+        config: RunnableConfig = {"callbacks": child}
+        if configurable:
+            config["configurable"] = configurable
+        return config
 
     def invoke(
         self,
