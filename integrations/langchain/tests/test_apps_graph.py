@@ -23,6 +23,7 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from memtrellis import Memory
 from memtrellis.context import OPEN_TAG
 from memtrellis.testing import HashingEmbedder
+from pydantic import BaseModel
 
 from fakes import StreamingChat, reply
 from langchain_memtrellis import ChatMemoryWrapper, MemoryMiddleware
@@ -295,3 +296,58 @@ def test_agent_with_the_wrapper_as_model_streams_once_and_keeps_users_apart(
 
     _assert_memories_per_user(shared)
     _assert_session_2_of_ann_recalls_only_ann(model)
+
+
+async def test_agent_with_the_wrapper_as_model_astreams_once(shared: Memory) -> None:
+    model = StreamingChat(messages=iter(_script()[:2]))
+    agent = _agent(ChatMemoryWrapper(model, memory=shared), shared, [])
+
+    items = [
+        item
+        async for item in agent.astream(
+            {"messages": [("user", ANN_1)]},
+            {"configurable": {"thread_id": "ann-1"}},
+            context=TravelContext(user_id="ann"),
+            stream_mode="messages",
+        )
+    ]
+
+    chunks = [m for m, _ in items if isinstance(m, AIMessageChunk)]
+    assert "".join(str(m.content) for m in chunks) == ANN_1_ANSWER
+    assert len([c for m in chunks for c in m.tool_call_chunks]) == 1
+    assert stored(shared, "ann") == sorted([(ANN_1, "ann-1"), (ANN_1_ANSWER, "ann-1")])
+
+
+class Trip(BaseModel):
+    """A trip."""
+
+    city: str
+    days: int
+
+
+def test_a_structured_output_node_streams_its_tool_call_once(shared: Memory) -> None:
+    call = reply(name="Trip", args={"city": "Lisbon", "days": 3})
+    chat = ChatMemoryWrapper(StreamingChat(messages=iter([call])), memory=shared)
+    planner = chat.with_structured_output(Trip)
+
+    def plan(state: MessagesState) -> dict[str, Any]:
+        trip = planner.invoke(state["messages"])
+        return {"messages": [("assistant", f"{trip.days} days in {trip.city}")]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("plan", plan)
+    graph.add_edge(START, "plan")
+    items = list(
+        graph.compile().stream(
+            {"messages": [("user", "Plan three days in Lisbon")]},
+            {"configurable": {"user_id": "ann"}},
+            stream_mode="messages",
+        )
+    )
+
+    chunks = [m for m, _ in items if isinstance(m, AIMessageChunk)]
+    assert len([c for m in chunks for c in m.tool_call_chunks]) == 1
+    assert stored(shared, "ann") == [
+        ("Plan three days in Lisbon", None),
+        ("Trip (city: Lisbon; days: 3)", None),
+    ]

@@ -294,8 +294,8 @@ class ChatMemoryWrapper(BaseChatModel):
         scope = self._bridge.named(config.get("metadata"), configurable=configurable)
         if scope:
             out[_SCOPE_KWARG] = scope
-        if not isinstance(self.llm, BaseChatModel) and (values := _primitive(configurable)):
-            out[_CONFIG_KWARG] = values
+        if self._chat_model is None and (values := _primitive(configurable)):
+            out[_CONFIG_KWARG] = values  # a configurable model is built from them
         return out
 
     def _split(
