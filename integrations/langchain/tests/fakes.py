@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import GenericFakeChatModel, LanguageModelInput
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.messages.tool import tool_call_chunk
 from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
@@ -66,6 +69,41 @@ class BrokenStreamChat(FakeChat):
         chunks = super()._stream(messages, stop=stop, run_manager=run_manager, **kwargs)
         yield next(iter(chunks))
         raise ConnectionError("the connection dropped mid-stream")
+
+
+class StreamingChat(FakeChat):
+    """Streams its answer word by word, and its tool calls as tool-call chunks (as a
+    provider does); each answer has a message id of its own (``msg-1``, ``msg-2``...)."""
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        message = self._generate(messages, stop=stop, **kwargs).generations[0].message
+        assert isinstance(message, AIMessage)
+        message_id = message.id or f"msg-{len(self.calls)}"
+        pieces = [p for p in re.split(r"(\s)", message.text) if p]
+        chunks = [AIMessageChunk(content=piece, id=message_id) for piece in pieces]
+        chunks += [
+            AIMessageChunk(
+                content="",
+                id=message_id,
+                tool_call_chunks=[
+                    tool_call_chunk(
+                        name=call["name"], args=json.dumps(call["args"]), id=call["id"], index=i
+                    )
+                ],
+            )
+            for i, call in enumerate(message.tool_calls)
+        ]
+        for chunk in chunks:
+            generation = ChatGenerationChunk(message=chunk)
+            if run_manager:
+                run_manager.on_llm_new_token(chunk.text, chunk=generation)
+            yield generation
 
 
 def reply(text: str = "", **tool_call: Any) -> AIMessage:

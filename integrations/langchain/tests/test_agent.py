@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from langchain.agents import create_agent
+from langchain.agents.structured_output import ToolStrategy
 from langchain_core.messages import SystemMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from memtrellis import Memory
 from memtrellis.context import OPEN_TAG
+from pydantic import BaseModel
 
 from fakes import FakeChat, reply, texts
 from langchain_memtrellis import MemoryMiddleware
@@ -81,3 +83,38 @@ async def test_async_agent(memory: Memory) -> None:
     assert "Alice prefers aisle seats" in model.sent()[0].content
     assert "Aisle seat booked." in texts(memory)
     assert middleware.stats.captured == 1
+
+
+class City(BaseModel):
+    """A city."""
+
+    name: str
+    country: str
+
+
+def test_a_structured_response_is_captured_as_readable_text(memory: Memory) -> None:
+    model = FakeChat(
+        messages=iter([reply(name="City", args={"name": "Lisbon", "country": "Portugal"})])
+    )
+    agent = create_agent(
+        model, middleware=[MemoryMiddleware(memory)], response_format=ToolStrategy(City)
+    )
+
+    state = agent.invoke({"messages": [("user", "Which city is Clara's home?")]})
+
+    assert state["structured_response"] == City(name="Lisbon", country="Portugal")
+    assert sorted(texts(memory)) == [
+        "City (name: Lisbon; country: Portugal)",
+        "Which city is Clara's home?",
+    ]
+
+
+async def test_an_async_structured_response_is_captured(memory: Memory) -> None:
+    model = FakeChat(messages=iter([reply(name="City", args={"name": "Porto", "country": "PT"})]))
+    agent = create_agent(
+        model, middleware=[MemoryMiddleware(memory)], response_format=ToolStrategy(City)
+    )
+
+    await agent.ainvoke({"messages": [("user", "A city in the north?")]})
+
+    assert sorted(texts(memory)) == ["A city in the north?", "City (name: Porto; country: PT)"]

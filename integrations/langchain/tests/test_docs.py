@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import re
 import runpy
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import nbformat
+import pytest
 from nbclient import NotebookClient
 
 import langchain_memtrellis
@@ -96,3 +100,33 @@ def test_public_names_have_a_docstring_with_an_example() -> None:
     it here (the rule of tools/docstring_examples.py, as in the core)."""
     lacking = runpy.run_path(str(ROOT / "tools" / "docstring_examples.py"))["lacking_examples"]
     assert lacking([langchain_memtrellis]) == []
+
+
+def _section_blocks(page: str, *headings: str) -> list[str]:
+    """The python blocks of the named ``## `` sections of a docs page, in order."""
+    text = (ROOT / "docs" / page).read_text("utf-8")
+    blocks = []
+    for heading in headings:
+        section = text.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
+        blocks += re.findall(r"```python\n(.*?)```", section, re.DOTALL)
+    return blocks
+
+
+def test_docs_naming_the_user_and_langgraph_examples_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    module = types.ModuleType("__doc_example__")  # dataclasses look their module up
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    namespace = module.__dict__
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        for number, block in enumerate(
+            _section_blocks("langchain.md", "Naming the user", "Inside LangGraph")
+        ):
+            exec(compile(block, f"langchain.md#block{number}", "exec"), namespace)
+
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "['I drink oat milk', 'Noted, oat milk.']"
+    assert lines[1] == "['I drink soy milk', 'Noted, soy milk.']"
+    assert lines[2] == "Oat| |milk,| |as| |usual.|"  # each chunk once

@@ -14,13 +14,21 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from langchain_core.messages import BaseMessage
-from memtrellis import Memory, RecallResult
+from memtrellis import InvalidInputError, Memory, RecallResult
 from memtrellis.context import DEFAULT_TOKEN_BUDGET, MemoryContext, build_context
 
 from langchain_memtrellis._defaults import default_memory
 from langchain_memtrellis._messages import Position, last_user_text, new_turn, place
 
-__all__ = ["SCOPE_KEYS", "AdapterStats", "MemoryBridge", "Prepared", "scope_from"]
+__all__ = [
+    "SCOPE_KEYS",
+    "SESSION_KEYS",
+    "USER_KEYS",
+    "AdapterStats",
+    "MemoryBridge",
+    "Prepared",
+    "scope_from",
+]
 
 log = logging.getLogger("langchain_memtrellis")
 
@@ -30,28 +38,77 @@ SCOPE_KEYS = {
     "process_id": "memtrellis_process_id",
     "session_id": "memtrellis_session_id",
 }
+#: Conventional keys naming the user (the entity) of a run, in its LangGraph runtime
+#: context, its ``configurable`` or its metadata.
+USER_KEYS: tuple[str, ...] = ("user_id",)
+#: Conventional keys naming the session (LangGraph's ``thread_id``), read in the same places.
+SESSION_KEYS: tuple[str, ...] = ("session_id", "thread_id")
+#: Where LangGraph keeps a run's ``Runtime`` (with its ``context``) in the config.
+RUNTIME_KEY = "__pregel_runtime"
+#: The entity turns fall into when nobody names one (``Memory``'s own default).
+DEFAULT_ENTITY = "default"
 EMPTY = MemoryContext("", 0, 0)
 
 
-def scope_from(metadata: Mapping[str, Any] | None) -> dict[str, str]:
-    """The scope a call's metadata asks for (``{"memtrellis_entity_id": "bob"}`` -> entity).
+def _named(source: Any, key: str) -> str | None:
+    """``source[key]`` (a mapping) or ``source.key`` (a dataclass, a model) as text."""
+    if source is None:
+        return None
+    value = source.get(key) if isinstance(source, Mapping) else getattr(source, key, None)
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return str(value)
+    return value if isinstance(value, str) and value else None
 
-    Without ``memtrellis_session_id`` the session is the metadata's ``session_id`` or
-    ``thread_id`` (LangGraph puts the thread there), when present.
+
+def runtime_context(configurable: Mapping[str, Any] | None) -> Any:
+    """The LangGraph runtime ``context`` of a run, from its ``configurable``; None outside."""
+    runtime = (configurable or {}).get(RUNTIME_KEY)
+    return getattr(runtime, "context", None)
+
+
+def scope_from(
+    metadata: Mapping[str, Any] | None,
+    *,
+    configurable: Mapping[str, Any] | None = None,
+    context: Any = None,
+    user_keys: Sequence[str] = USER_KEYS,
+    session_keys: Sequence[str] = SESSION_KEYS,
+) -> dict[str, str]:
+    """The scope a run names: ``{"entity_id": ..., "session_id": ..., "process_id": ...}``.
+
+    The memtrellis keys (``memtrellis_entity_id``, ``memtrellis_session_id``,
+    ``memtrellis_process_id``) are read first, in the metadata, then the ``configurable``,
+    then the LangGraph runtime context. Without them, the entity is the first of
+    ``user_keys`` (``user_id``) and the session the first of ``session_keys``
+    (``session_id``, ``thread_id``) found in the runtime context, the ``configurable`` or
+    the metadata. The runtime context is taken from the ``configurable`` when not given.
+
+    Examples:
+        >>> scope_from({"memtrellis_entity_id": "bob"})
+        {'entity_id': 'bob'}
+        >>> scope_from({}, configurable={"user_id": "ann", "thread_id": "t-1"})
+        {'entity_id': 'ann', 'session_id': 't-1'}
+        >>> scope_from(None, configurable={"customer": "c-7"}, user_keys=("customer",))
+        {'entity_id': 'c-7'}
     """
-    if not metadata:
-        return {}
-    scope = {
-        name: value
-        for name, key in SCOPE_KEYS.items()
-        if isinstance(value := metadata.get(key), str) and value
-    }
-    if "session_id" not in scope:
-        for key in ("session_id", "thread_id"):
-            value = metadata.get(key)
-            if isinstance(value, str) and value:
-                scope["session_id"] = value
+    if context is None:
+        context = runtime_context(configurable)
+    scope: dict[str, str] = {}
+    for name, key in SCOPE_KEYS.items():
+        for source in (metadata, configurable, context):
+            if (value := _named(source, key)) is not None:
+                scope[name] = value
                 break
+    for name, keys in (("entity_id", user_keys), ("session_id", session_keys)):
+        if name in scope:
+            continue
+        found = (
+            _named(source, key) for key in keys for source in (context, configurable, metadata)
+        )
+        if (value := next((v for v in found if v is not None), None)) is not None:
+            scope[name] = value
     return scope
 
 
@@ -121,6 +178,11 @@ class MemoryBridge:
         capture_mode: ``"fast"``/``"fine"`` for captured turns; None: the memory's default.
         strict: Raise memory failures instead of logging and counting them.
         stats: Counters to share; a new set when None.
+        user_keys: Keys naming the user (the entity) in a run's context, configurable
+            or metadata (see `scope_from`).
+        session_keys: Keys naming the session there.
+        require_user: Refuse (``InvalidInputError``) a call that names no entity, neither
+            through the run nor through ``entity_id`` here.
     """
 
     def __init__(
@@ -136,6 +198,9 @@ class MemoryBridge:
         capture_mode: str | None = None,
         strict: bool = False,
         stats: AdapterStats | None = None,
+        user_keys: Sequence[str] = USER_KEYS,
+        session_keys: Sequence[str] = SESSION_KEYS,
+        require_user: bool = False,
     ) -> None:
         self.memory = memory if memory is not None else default_memory()
         self.defaults = {
@@ -153,10 +218,64 @@ class MemoryBridge:
         self.capture_mode = capture_mode
         self.strict = strict
         self.stats = stats if stats is not None else AdapterStats()
+        self.user_keys = tuple(user_keys)
+        self.session_keys = tuple(session_keys)
+        self.require_user = require_user
+        self._warned_default = False
 
-    def scope(self, metadata: Mapping[str, Any] | None = None) -> dict[str, str]:
-        """Defaults overridden by the call's metadata."""
-        return {**self.defaults, **scope_from(metadata)}
+    def named(
+        self,
+        metadata: Mapping[str, Any] | None = None,
+        *,
+        configurable: Mapping[str, Any] | None = None,
+        context: Any = None,
+    ) -> dict[str, str]:
+        """What the run itself names (no defaults): see `scope_from`."""
+        return scope_from(
+            metadata,
+            configurable=configurable,
+            context=context,
+            user_keys=self.user_keys,
+            session_keys=self.session_keys,
+        )
+
+    def scope(
+        self,
+        metadata: Mapping[str, Any] | None = None,
+        *,
+        configurable: Mapping[str, Any] | None = None,
+        context: Any = None,
+    ) -> dict[str, str]:
+        """Defaults overridden by what the run names (its metadata, configurable, context)."""
+        return {
+            **self.defaults,
+            **self.named(metadata, configurable=configurable, context=context),
+        }
+
+    def check_user(self, scope: Mapping[str, str]) -> None:
+        """Refuse a scope without entity when ``require_user``; else warn once when its
+        turns fall into the ``default`` entity."""
+        if "entity_id" in scope:
+            return
+        if self.require_user:
+            keys = ", ".join(repr(k) for k in self.user_keys)
+            raise InvalidInputError(
+                "this call names no user, and require_user=True: name one with "
+                f'config={{"configurable": {{"user_id": ...}}}} (keys read: {keys}), a '
+                "LangGraph context with user_id, metadata memtrellis_entity_id, or "
+                "entity_id= on the adapter"
+            )
+        if self._warned_default or self.memory.default_scope.entity_id != DEFAULT_ENTITY:
+            return
+        self._warned_default = True
+        log.warning(
+            "memtrellis: a call named no user, so its memories go to the shared %r entity; "
+            'name the user with config={"configurable": {"user_id": ...}} or a LangGraph '
+            "context with user_id (keys read: %s), or pass entity_id=; require_user=True "
+            "refuses such calls (this warning is logged once)",
+            DEFAULT_ENTITY,
+            ", ".join(self.user_keys),
+        )
 
     # -- failures ------------------------------------------------------------------------
     def failed(
@@ -200,10 +319,15 @@ class MemoryBridge:
         return Prepared(place(original, context, self.position), original, context, scope)
 
     def prepare(
-        self, messages: Sequence[BaseMessage], metadata: Mapping[str, Any] | None = None
+        self,
+        messages: Sequence[BaseMessage],
+        metadata: Mapping[str, Any] | None = None,
+        *,
+        scope: dict[str, str] | None = None,
     ) -> Prepared:
         """Recall for the last user message and place the memory context."""
-        scope = self.scope(metadata)
+        scope = self.scope(metadata) if scope is None else scope
+        self.check_user(scope)
         args = self._recall_args(messages, scope)
         result = None
         if args is not None:
@@ -215,10 +339,15 @@ class MemoryBridge:
         return self._placed(messages, scope, result)
 
     async def aprepare(
-        self, messages: Sequence[BaseMessage], metadata: Mapping[str, Any] | None = None
+        self,
+        messages: Sequence[BaseMessage],
+        metadata: Mapping[str, Any] | None = None,
+        *,
+        scope: dict[str, str] | None = None,
     ) -> Prepared:
         """Async `prepare`: recall runs off the event loop (``Memory.arecall``)."""
-        scope = self.scope(metadata)
+        scope = self.scope(metadata) if scope is None else scope
+        self.check_user(scope)
         args = self._recall_args(messages, scope)
         result = None
         if args is not None:
@@ -245,8 +374,10 @@ class MemoryBridge:
         scope: dict[str, str] | None = None,
     ) -> str | None:
         """Queue the turn for the background worker; returns its capture id (or None)."""
+        scope = self.scope() if scope is None else scope
+        self.check_user(scope)
         try:
-            args = self._capture_args(messages, reply, self.scope() if scope is None else scope)
+            args = self._capture_args(messages, reply, scope)
             if args is None:
                 return None
             capture_id = self.memory.capture(**args)
@@ -263,8 +394,10 @@ class MemoryBridge:
         scope: dict[str, str] | None = None,
     ) -> str | None:
         """Async `capture` (``Memory.acapture`` only spools, so it is quick)."""
+        scope = self.scope() if scope is None else scope
+        self.check_user(scope)
         try:
-            args = self._capture_args(messages, reply, self.scope() if scope is None else scope)
+            args = self._capture_args(messages, reply, scope)
             if args is None:
                 return None
             capture_id = await self.memory.acapture(**args)

@@ -14,8 +14,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from langchain_core.language_models import BaseChatModel
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import BaseMessage, convert_to_messages
+from langchain_core.runnables import Runnable
 from memtrellis import InvalidInputError, Memory
 
 from langchain_memtrellis.wrapper import ChatMemoryWrapper
@@ -42,11 +43,12 @@ class LangChainLLM:
     """
 
     def __init__(self, model: BaseChatModel) -> None:
-        if isinstance(model, ChatMemoryWrapper):
-            model = model.llm
         if not isinstance(model, BaseChatModel):
             raise InvalidInputError(f"expected a LangChain chat model, got {type(model).__name__}")
-        self.model = model
+        # A wrapper's inner model (or runnable around one): extraction is not a user turn.
+        self.model: Runnable[LanguageModelInput, BaseMessage] = (
+            model.llm if isinstance(model, ChatMemoryWrapper) else model
+        )
 
     @staticmethod
     def _messages(messages: Sequence[Mapping[str, str]]) -> list[BaseMessage]:

@@ -7,7 +7,7 @@ captured in ``after_model``.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
@@ -16,31 +16,39 @@ from langgraph.runtime import Runtime
 from memtrellis import Memory
 from memtrellis.context import DEFAULT_TOKEN_BUDGET
 
-from langchain_memtrellis._bridge import AdapterStats, MemoryBridge, Prepared
+from langchain_memtrellis._bridge import (
+    SESSION_KEYS,
+    USER_KEYS,
+    AdapterStats,
+    MemoryBridge,
+    Prepared,
+)
 from langchain_memtrellis._messages import place
+from langchain_memtrellis._structured import render_structured
 
 __all__ = ["MemoryMiddleware"]
 
 
-def _run_metadata() -> dict[str, Any]:
-    """The current run's metadata, with its primitive ``configurable`` values under it."""
+def _run_config() -> dict[str, Any]:
+    """The current run's config (empty outside a graph run)."""
     from langgraph.config import get_config
 
     try:
-        config = get_config()
-    except RuntimeError:  # outside a graph run
+        return dict(get_config())
+    except RuntimeError:
         return {}
-    configurable: Mapping[str, Any] = config.get("configurable") or {}
-    found = {k: v for k, v in configurable.items() if isinstance(v, str)}
-    return {**found, **(config.get("metadata") or {})}
 
 
 class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     """Long-term memory for a ``create_agent`` agent.
 
-    The scope comes from the run's metadata (``memtrellis_entity_id``...) or its
-    ``thread_id`` (as the session), else the defaults given here. Failures are logged
-    and counted in [`stats`][langchain_memtrellis.MemoryMiddleware.stats] and never stop the agent,
+    The user (the entity) is the ``user_id`` of the run's LangGraph context
+    (``create_agent(..., context_schema=...)``, ``agent.invoke(..., context=...)``) or of
+    its ``config["configurable"]``; the session is its ``thread_id``; the memtrellis keys
+    (``memtrellis_entity_id``... in the metadata or configurable) come first, the defaults
+    given here last. A structured answer (``response_format``) is captured as readable
+    text. Failures are logged and counted in
+    [`stats`][langchain_memtrellis.MemoryMiddleware.stats] and never stop the agent,
     unless ``strict=True``.
 
     Args:
@@ -53,6 +61,10 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         capture: Capture the agent's turns.
         capture_mode: ``"fast"``/``"fine"``; default the memory's own.
         strict: Raise memory failures.
+        user_keys: Keys naming the user in the run's context, configurable or metadata.
+        session_keys: Keys naming the session there.
+        require_user: Refuse a run that names no user (``InvalidInputError``) when no
+            ``entity_id`` is given here.
 
     Examples:
         >>> import tempfile
@@ -82,6 +94,9 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         capture: bool = True,
         capture_mode: Literal["fast", "fine"] | None = None,
         strict: bool = False,
+        user_keys: Sequence[str] = USER_KEYS,
+        session_keys: Sequence[str] = SESSION_KEYS,
+        require_user: bool = False,
     ) -> None:
         super().__init__()
         self.bridge = MemoryBridge(
@@ -93,6 +108,9 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             token_budget=token_budget,
             capture_mode=capture_mode,
             strict=strict,
+            user_keys=user_keys,
+            session_keys=session_keys,
+            require_user=require_user,
         )
         self.capture = capture
         self.tools = []
@@ -101,6 +119,15 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     def stats(self) -> AdapterStats:
         """Recalls, placements, captures and memory failures."""
         return self.bridge.stats
+
+    def _scope(self, runtime: Runtime[Any] | None) -> dict[str, str]:
+        """The scope the run names (context, configurable, metadata) over the defaults."""
+        config = _run_config()
+        return self.bridge.scope(
+            config.get("metadata"),
+            configurable=config.get("configurable"),
+            context=getattr(runtime, "context", None),
+        )
 
     @staticmethod
     def _with_context(request: ModelRequest[Any], prepared: Prepared) -> ModelRequest[Any]:
@@ -117,7 +144,7 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelResponse[Any]:
         """Place memory context in this model call's system message only."""
-        prepared = self.bridge.prepare(request.messages, _run_metadata())
+        prepared = self.bridge.prepare(request.messages, scope=self._scope(request.runtime))
         return handler(self._with_context(request, prepared))
 
     async def awrap_model_call(
@@ -127,12 +154,25 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     ) -> ModelResponse[Any]:
         """Async [`wrap_model_call`][langchain_memtrellis.MemoryMiddleware.wrap_model_call] (recall
         runs off the event loop)."""
-        prepared = await self.bridge.aprepare(request.messages, _run_metadata())
+        prepared = await self.bridge.aprepare(request.messages, scope=self._scope(request.runtime))
         return await handler(self._with_context(request, prepared))
 
     def _turn(self, state: AgentState[Any]) -> tuple[list[BaseMessage], AIMessage] | None:
+        """The messages since the previous model turn and this turn's answer.
+
+        With ``response_format`` the answer is the structured response (rendered as text),
+        whether it came as JSON text or as a call of the schema's tool (then followed by
+        the tool message ``create_agent`` adds).
+        """
         messages = list(state.get("messages") or [])
-        if not self.capture or not messages or not isinstance(messages[-1], AIMessage):
+        if not self.capture or not messages:
+            return None
+        structured = state.get("structured_response")
+        last = max((i for i, m in enumerate(messages) if isinstance(m, AIMessage)), default=None)
+        if structured is not None and last is not None:
+            text = render_structured(structured)
+            return messages[:last], AIMessage(content=text, id=messages[last].id)
+        if not isinstance(messages[-1], AIMessage):
             return None
         return messages[:-1], messages[-1]
 
@@ -140,7 +180,7 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         """Capture the messages since the previous model turn and this answer."""
         turn = self._turn(state)
         if turn is not None:
-            self.bridge.capture(*turn, self.bridge.scope(_run_metadata()))
+            self.bridge.capture(*turn, self._scope(runtime))
         return None
 
     async def aafter_model(
@@ -149,5 +189,5 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         """Async [`after_model`][langchain_memtrellis.MemoryMiddleware.after_model]."""
         turn = self._turn(state)
         if turn is not None:
-            await self.bridge.acapture(*turn, self.bridge.scope(_run_metadata()))
+            await self.bridge.acapture(*turn, self._scope(runtime))
         return None

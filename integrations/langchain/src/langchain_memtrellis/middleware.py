@@ -41,7 +41,8 @@ class MemoryContextRunnable(Runnable[Any, Any]):
 
     Args:
         memory: The store; default the shared ``Memory()``.
-        entity_id: Whose memory; a run's ``memtrellis_entity_id`` metadata overrides it.
+        entity_id: Whose memory; the run's ``user_id`` (configurable or LangGraph context)
+            or ``memtrellis_entity_id`` metadata overrides it.
         process_id: Which app or agent.
         k: Memories recalled.
         token_budget: Tokens the block may take.
@@ -90,14 +91,18 @@ class MemoryContextRunnable(Runnable[Any, Any]):
         """Recalls, placements and recall failures."""
         return self.bridge.stats
 
+    def _scope(self, config: RunnableConfig) -> dict[str, str]:
+        """The run's scope: its metadata, ``configurable`` (``user_id``) and LangGraph context."""
+        return self.bridge.scope(config.get("metadata"), configurable=config.get("configurable"))
+
     def _place(self, value: Any, run_manager: Any, config: RunnableConfig) -> Any:
         messages, is_prompt = _messages_of(value)
-        placed = self.bridge.prepare(messages, config.get("metadata")).messages
+        placed = self.bridge.prepare(messages, scope=self._scope(config)).messages
         return ChatPromptValue(messages=placed) if is_prompt else placed
 
     async def _aplace(self, value: Any, run_manager: Any, config: RunnableConfig) -> Any:
         messages, is_prompt = _messages_of(value)
-        placed = (await self.bridge.aprepare(messages, config.get("metadata"))).messages
+        placed = (await self.bridge.aprepare(messages, scope=self._scope(config))).messages
         return ChatPromptValue(messages=placed) if is_prompt else placed
 
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
