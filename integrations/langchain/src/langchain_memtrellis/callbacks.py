@@ -1,16 +1,26 @@
 """Callback handlers that capture the turns of any chain or agent (they never place context).
 
-Attach one to a call's config, a chain or an agent; each chat-model run's input
-(``on_chat_model_start``) is matched with its answer (``on_llm_end``) by run id and the
-new turn goes to ``Memory.capture``. Runs of
-[`ChatMemoryWrapper`][langchain_memtrellis.ChatMemoryWrapper] are skipped, as the wrapper captures
-its own turns.
+Attach one to a call's config (``config={"callbacks": [handler]}``) and it captures one
+turn per run of the chain or agent: what the user said, read from the run's input (the
+question before a prompt template filled it in), and the run's final answer, read from
+its output. Retrieved documents, recalled memories, template text, tool traffic,
+intermediate ReAct steps and the calls a middleware makes for itself (a summary) are
+never stored. A model run without a chain around it (``llm.invoke(...)``) is captured
+from its own messages and answer.
+
+Runs of [`ChatMemoryWrapper`][langchain_memtrellis.ChatMemoryWrapper] are left to the
+wrapper, runs of ``RunnableWithMessageHistory`` over a
+[`MemoryChatMessageHistory`][langchain_memtrellis.MemoryChatMessageHistory] of the same
+memory to that history, and runs under [`skip_capture`][langchain_memtrellis.skip_capture]
+(or the ``memtrellis_skip_capture`` metadata key) are not captured.
 """
 
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
@@ -20,56 +30,193 @@ from langchain_core.outputs import ChatGeneration, LLMResult
 from memtrellis import Memory
 
 from langchain_memtrellis._bridge import AdapterStats, MemoryBridge
+from langchain_memtrellis._messages import answer_of, user_messages
+from langchain_memtrellis._skip import capture_skipped, history_stores
 from langchain_memtrellis.wrapper import INNER_RUN_TAG, WRAPPER_TYPE
 
 __all__ = ["AsyncMemoryCallbackHandler", "MemoryCallbackHandler"]
 
 Turn = tuple[list[BaseMessage], BaseMessage | None, dict[str, str]]
 
+#: ``metadata`` key naming the input key that holds the user's words for one run.
+INPUT_KEY = "memtrellis_input_key"
+
+
+@dataclass
+class _Root:
+    """A top-level run (a chain or an agent) in flight: one turn when it ends."""
+
+    inputs: Any
+    scope: dict[str, str]
+    input_key: str | None
+    skipped: bool
+    owned: bool = False  # a wrapper or a MemoryChatMessageHistory captures it instead
+    prompt: list[BaseMessage] | None = None  # the first model call's messages
+    reply: BaseMessage | None = None  # the last model answer
+    answered: bool = False  # a model run of it ended
+    runs: set[UUID] = field(default_factory=set)
+
+
+@dataclass
+class _Model:
+    """A chat-model run in flight, under ``root`` (None: a model run on its own)."""
+
+    root: UUID | None
+    messages: list[list[BaseMessage]]
+    scope: dict[str, str]
+    ignored: bool
+
 
 class _Runs:
-    """Chat-model runs in flight: their input and scope, by run id. Thread-safe."""
+    """Runs in flight, by run id: top-level runs, the runs under them, model runs.
 
-    def __init__(self, bridge: MemoryBridge) -> None:
+    Thread-safe. At most ``max_open`` top-level runs are tracked; beyond it the oldest
+    is forgotten (a run whose stream was abandoned may never end).
+    """
+
+    def __init__(self, bridge: MemoryBridge, input_key: str | None, max_open: int) -> None:
         self.bridge = bridge
-        self._runs: dict[UUID, tuple[list[list[BaseMessage]], dict[str, str]]] = {}
+        self.input_key = input_key
+        self.max_open = max_open
+        self._roots: OrderedDict[UUID, _Root] = OrderedDict()
+        self._root_of: dict[UUID, UUID] = {}
+        self._models: dict[UUID, _Model] = {}
         self._lock = threading.Lock()
 
-    def start(
+    def _root(self, parent: UUID | None) -> UUID | None:
+        if parent is None:
+            return None
+        return parent if parent in self._roots else self._root_of.get(parent)
+
+    def start_chain(
+        self,
+        inputs: Any,
+        run_id: UUID,
+        parent_run_id: UUID | None,
+        tags: list[str] | None,
+        metadata: Mapping[str, Any] | None,
+    ) -> None:
+        """A chain (or a tool, a retriever) starts: under a tracked run, or as a new top."""
+        with self._lock:
+            root = self._root(parent_run_id)
+            if root is not None:
+                self._root_of[run_id] = root
+                self._roots[root].runs.add(run_id)
+                return
+            key = (metadata or {}).get(INPUT_KEY)
+            self._roots[run_id] = _Root(
+                inputs=inputs,
+                scope=self.bridge.scope(metadata),
+                input_key=key if isinstance(key, str) else self.input_key,
+                skipped=capture_skipped(tags, metadata),
+            )
+            while len(self._roots) > self.max_open:
+                _, old = self._roots.popitem(last=False)
+                for child in old.runs:
+                    self._root_of.pop(child, None)
+                    self._models.pop(child, None)
+
+    def start_child(self, run_id: UUID, parent_run_id: UUID | None) -> None:
+        """A run that never starts a turn of its own (a tool, a retriever)."""
+        with self._lock:
+            root = self._root(parent_run_id)
+            if root is not None:
+                self._root_of[run_id] = root
+                self._roots[root].runs.add(run_id)
+
+    def start_model(
         self,
         messages: list[list[BaseMessage]],
         run_id: UUID,
+        parent_run_id: UUID | None,
         tags: list[str] | None,
         metadata: Mapping[str, Any] | None,
         invocation_params: Mapping[str, Any] | None,
     ) -> None:
-        if INNER_RUN_TAG in (tags or ()) or (invocation_params or {}).get("_type") == WRAPPER_TYPE:
-            return  # the wrapper captures this turn itself
+        """A chat-model run starts."""
+        wrapped = INNER_RUN_TAG in (tags or ()) or (
+            (invocation_params or {}).get("_type") == WRAPPER_TYPE
+        )
+        stored = history_stores(self.bridge.memory)
         with self._lock:
-            self._runs[run_id] = ([list(m) for m in messages], self.bridge.scope(metadata))
+            root_id = self._root(parent_run_id)
+            root = self._roots.get(root_id) if root_id is not None else None
+            if root is not None and (wrapped or stored):
+                root.owned = True
+            if wrapped:
+                return  # the wrapper captures this turn itself
+            ignored = stored or capture_skipped(tags, metadata)
+            if root_id is not None and root is not None:
+                root.runs.add(run_id)
+                if root.prompt is None and not ignored and messages:
+                    root.prompt = list(messages[0])
+            self._models[run_id] = _Model(
+                root_id, [list(m) for m in messages], self.bridge.scope(metadata), ignored
+            )
 
-    def end(self, response: LLMResult, run_id: UUID) -> list[Turn]:
+    def end_model(self, response: LLMResult, run_id: UUID) -> list[Turn]:
+        """A chat-model run ends: its turn when it ran on its own, else noted on its top."""
         with self._lock:
-            found = self._runs.pop(run_id, None)
-        if found is None:
-            return []
-        prompts, scope = found
-        turns: list[Turn] = []
-        for index, messages in enumerate(prompts):
-            generations = response.generations[index] if index < len(response.generations) else []
-            first = generations[0] if generations else None
-            reply = first.message if isinstance(first, ChatGeneration) else None
-            turns.append((messages, reply, scope))
-        return turns
+            model = self._models.pop(run_id, None)
+            if model is None or model.ignored:
+                return []
+            replies: list[BaseMessage | None] = []
+            for index in range(len(model.messages)):
+                found = response.generations[index : index + 1]
+                first = found[0][0] if found and found[0] else None
+                replies.append(first.message if isinstance(first, ChatGeneration) else None)
+            root = self._roots.get(model.root) if model.root is not None else None
+            if root is not None:
+                root.runs.discard(run_id)
+                root.answered = True
+                if replies and replies[-1] is not None:
+                    root.reply = replies[-1]
+                return []
+            if model.root is not None:
+                return []  # its top-level run was forgotten
+            return [(m, r, model.scope) for m, r in zip(model.messages, replies, strict=True)]
+
+    def end_chain(self, outputs: Any, run_id: UUID, inputs: Any = None) -> Turn | None:
+        """A run ends; for a top-level run, the turn to capture (None: nothing to keep).
+
+        ``inputs``: the run's input when it is only known at the end (a stream)."""
+        with self._lock:
+            root_id = self._root_of.pop(run_id, None)
+            if root_id is not None:
+                if root_id in self._roots:
+                    self._roots[root_id].runs.discard(run_id)
+                return None
+            root = self._roots.pop(run_id, None)
+            for child in root.runs if root is not None else ():
+                self._root_of.pop(child, None)
+                self._models.pop(child, None)
+        if root is None or root.skipped or root.owned or not root.answered:
+            return None
+        said = user_messages(root.inputs if inputs is None else inputs, root.input_key)
+        if said is None:  # the input does not say: the first model call's user messages
+            said = user_messages(root.prompt or [])
+        answer = answer_of(outputs)
+        if answer is None and root.reply is not None:
+            answer = answer_of(root.reply)
+        if not said and answer is None:
+            return None
+        return (said or [], answer, root.scope)
 
     def drop(self, run_id: UUID) -> None:
+        """A run failed: forget it (a failed top-level run is not captured)."""
         with self._lock:
-            self._runs.pop(run_id, None)
+            self._models.pop(run_id, None)
+            self._root_of.pop(run_id, None)
+            root = self._roots.pop(run_id, None)
+            for child in root.runs if root is not None else ():
+                self._root_of.pop(child, None)
+                self._models.pop(child, None)
 
     @property
     def pending(self) -> int:
+        """Runs in flight (top-level runs and model runs)."""
         with self._lock:
-            return len(self._runs)
+            return len(self._roots) + len(self._models)
 
 
 class _HandlerBase:
@@ -87,6 +234,8 @@ class _HandlerBase:
         session_id: str | None = None,
         capture_mode: str | None = None,
         strict: bool = False,
+        input_key: str | None = None,
+        max_open_runs: int = 1024,
     ) -> None:
         self.bridge = MemoryBridge(
             memory,
@@ -96,7 +245,7 @@ class _HandlerBase:
             capture_mode=capture_mode,
             strict=strict,
         )
-        self.runs = _Runs(self.bridge)
+        self.runs = _Runs(self.bridge, input_key, max_open_runs)
         self.raise_error = strict
 
     @property
@@ -106,7 +255,13 @@ class _HandlerBase:
 
 
 class MemoryCallbackHandler(_HandlerBase, BaseCallbackHandler):
-    """Captures every chat-model turn it sees into memory.
+    """Captures one turn per chain or agent run: the user's words and the final answer.
+
+    The user's words come from the run's input (a string, messages, or the dict value
+    under ``input_key``), never from the prompt a template built from them; the answer
+    from the run's output (a string, a message, an ``output``/``answer`` key, the last AI
+    message of an agent's ``messages``), else the last model answer in the run. A model
+    run with no chain around it is captured from its own messages.
 
     The scope comes from the run's metadata (``memtrellis_entity_id``,
     ``memtrellis_process_id``, ``memtrellis_session_id``; else a ``session_id`` or
@@ -121,22 +276,107 @@ class MemoryCallbackHandler(_HandlerBase, BaseCallbackHandler):
         session_id: Default session.
         capture_mode: ``"fast"``/``"fine"``; default the memory's own.
         strict: Raise memory failures into the chain.
+        input_key: The key of the chain's input dict that holds what the user said
+            (default: ``messages``, ``input``, ``question``, ``query``, ``user_input``,
+            ``human_input``, ``message``, ``text``, the first it has; else its only text
+            value). A run's ``memtrellis_input_key`` metadata overrides it.
+        max_open_runs: Top-level runs tracked at once; beyond it the oldest is forgotten.
 
     Examples:
         >>> import tempfile
         >>> from langchain_core.language_models import GenericFakeChatModel
+        >>> from langchain_core.prompts import ChatPromptTemplate
         >>> from memtrellis import Memory
         >>> from memtrellis.testing import HashingEmbedder
         >>> from langchain_memtrellis import MemoryCallbackHandler
         >>> memory = Memory(tempfile.mkdtemp(), embedder=HashingEmbedder())
         >>> handler = MemoryCallbackHandler(memory, entity_id="alice")
-        >>> llm = GenericFakeChatModel(messages=iter(["Noted."]))
-        >>> llm.invoke("I prefer window seats", config={"callbacks": [handler]}).content
+        >>> prompt = ChatPromptTemplate.from_messages([("human", "Notes: none. Q: {question}")])
+        >>> chain = prompt | GenericFakeChatModel(messages=iter(["Noted."]))
+        >>> chain.invoke({"question": "I prefer window seats"}, {"callbacks": [handler]}).content
         'Noted.'
         >>> memory.flush() and sorted(m.text for m in memory.list(entity_id="alice"))
         ['I prefer window seats', 'Noted.']
         >>> memory.close()
     """
+
+    def on_chain_start(
+        self,
+        serialized: dict[str, Any] | None,
+        inputs: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Open a turn for a top-level run; note a nested one."""
+        self.runs.start_chain(inputs, run_id, parent_run_id, tags, metadata)
+
+    def on_chain_end(
+        self,
+        outputs: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Capture the turn of a top-level run: the user's words and the final answer."""
+        turn = self.runs.end_chain(outputs, run_id, kwargs.get("inputs"))
+        if turn is not None:
+            self.bridge.capture(*turn)
+
+    def on_chain_error(
+        self,
+        error: BaseException,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Forget a run that failed."""
+        self.runs.drop(run_id)
+
+    def on_tool_start(
+        self,
+        serialized: dict[str, Any],
+        input_str: str,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Note a tool run under its top-level run (a model it calls belongs to that turn)."""
+        self.runs.start_child(run_id, parent_run_id)
+
+    def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        """Forget a tool run."""
+        self.runs.end_chain(output, run_id)
+
+    def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        """Forget a tool run."""
+        self.runs.end_chain(None, run_id)
+
+    def on_retriever_start(
+        self,
+        serialized: dict[str, Any],
+        query: str,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Note a retriever run under its top-level run."""
+        self.runs.start_child(run_id, parent_run_id)
+
+    def on_retriever_end(self, documents: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        """Forget a retriever run (what it found is never stored)."""
+        self.runs.end_chain(None, run_id)
+
+    def on_retriever_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        """Forget a retriever run."""
+        self.runs.end_chain(None, run_id)
 
     def on_chat_model_start(
         self,
@@ -150,7 +390,9 @@ class MemoryCallbackHandler(_HandlerBase, BaseCallbackHandler):
         **kwargs: Any,
     ) -> None:
         """Remember the run's input until it ends."""
-        self.runs.start(messages, run_id, tags, metadata, kwargs.get("invocation_params"))
+        self.runs.start_model(
+            messages, run_id, parent_run_id, tags, metadata, kwargs.get("invocation_params")
+        )
 
     def on_llm_end(
         self,
@@ -160,8 +402,8 @@ class MemoryCallbackHandler(_HandlerBase, BaseCallbackHandler):
         parent_run_id: UUID | None = None,
         **kwargs: Any,
     ) -> None:
-        """Capture the run's new messages and its answer."""
-        for messages, reply, scope in self.runs.end(response, run_id):
+        """Capture a model run of its own; note the answer of one inside a chain."""
+        for messages, reply, scope in self.runs.end_model(response, run_id):
             self.bridge.capture(messages, reply, scope)
 
     def on_llm_error(
@@ -187,6 +429,8 @@ class AsyncMemoryCallbackHandler(_HandlerBase, AsyncCallbackHandler):
         session_id: Default session.
         capture_mode: ``"fast"``/``"fine"``; default the memory's own.
         strict: Raise memory failures into the chain.
+        input_key: The key of the chain's input dict that holds what the user said.
+        max_open_runs: Top-level runs tracked at once; beyond it the oldest is forgotten.
 
     Examples:
         >>> import tempfile
@@ -206,6 +450,106 @@ class AsyncMemoryCallbackHandler(_HandlerBase, AsyncCallbackHandler):
         >>> memory.close()
     """
 
+    async def on_chain_start(
+        self,
+        serialized: dict[str, Any] | None,
+        inputs: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Open a turn for a top-level run; note a nested one."""
+        self.runs.start_chain(inputs, run_id, parent_run_id, tags, metadata)
+
+    async def on_chain_end(
+        self,
+        outputs: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Capture the turn of a top-level run: the user's words and the final answer."""
+        turn = self.runs.end_chain(outputs, run_id, kwargs.get("inputs"))
+        if turn is not None:
+            await self.bridge.acapture(*turn)
+
+    async def on_chain_error(
+        self,
+        error: BaseException,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Forget a run that failed."""
+        self.runs.drop(run_id)
+
+    async def on_tool_start(
+        self,
+        serialized: dict[str, Any],
+        input_str: str,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Note a tool run under its top-level run."""
+        self.runs.start_child(run_id, parent_run_id)
+
+    async def on_tool_end(
+        self, output: Any, *, run_id: UUID, tags: list[str] | None = None, **kwargs: Any
+    ) -> None:
+        """Forget a tool run."""
+        self.runs.end_chain(output, run_id)
+
+    async def on_tool_error(
+        self,
+        error: BaseException,
+        *,
+        run_id: UUID,
+        tags: list[str] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Forget a tool run."""
+        self.runs.end_chain(None, run_id)
+
+    async def on_retriever_start(
+        self,
+        serialized: dict[str, Any],
+        query: str,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Note a retriever run under its top-level run."""
+        self.runs.start_child(run_id, parent_run_id)
+
+    async def on_retriever_end(
+        self, documents: Any, *, run_id: UUID, tags: list[str] | None = None, **kwargs: Any
+    ) -> None:
+        """Forget a retriever run."""
+        self.runs.end_chain(None, run_id)
+
+    async def on_retriever_error(
+        self,
+        error: BaseException,
+        *,
+        run_id: UUID,
+        tags: list[str] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Forget a retriever run."""
+        self.runs.end_chain(None, run_id)
+
     async def on_chat_model_start(
         self,
         serialized: dict[str, Any],
@@ -218,7 +562,9 @@ class AsyncMemoryCallbackHandler(_HandlerBase, AsyncCallbackHandler):
         **kwargs: Any,
     ) -> None:
         """Remember the run's input until it ends."""
-        self.runs.start(messages, run_id, tags, metadata, kwargs.get("invocation_params"))
+        self.runs.start_model(
+            messages, run_id, parent_run_id, tags, metadata, kwargs.get("invocation_params")
+        )
 
     async def on_llm_end(
         self,
@@ -229,8 +575,8 @@ class AsyncMemoryCallbackHandler(_HandlerBase, AsyncCallbackHandler):
         tags: list[str] | None = None,
         **kwargs: Any,
     ) -> None:
-        """Capture the run's new messages and its answer."""
-        for messages, reply, scope in self.runs.end(response, run_id):
+        """Capture a model run of its own; note the answer of one inside a chain."""
+        for messages, reply, scope in self.runs.end_model(response, run_id):
             await self.bridge.acapture(messages, reply, scope)
 
     async def on_llm_error(

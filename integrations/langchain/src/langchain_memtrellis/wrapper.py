@@ -44,6 +44,7 @@ from typing_extensions import Self
 from langchain_memtrellis._bridge import AdapterStats, MemoryBridge, scope_from
 from langchain_memtrellis._defaults import default_memory
 from langchain_memtrellis._rehost import rehost
+from langchain_memtrellis._skip import SKIP_CAPTURE_KEY, SKIP_CAPTURE_TAG
 
 __all__ = ["INNER_RUN_TAG", "WRAPPER_TYPE", "ChatMemoryWrapper"]
 
@@ -212,6 +213,8 @@ class ChatMemoryWrapper(BaseChatModel):
             if value is not None:
                 call.setdefault(name, value)
         picked = {**metadata, **{f"memtrellis_{k}": v for k, v in (scope or {}).items()}}
+        if SKIP_CAPTURE_TAG in (getattr(run_manager, "tags", None) or ()):
+            picked[SKIP_CAPTURE_KEY] = True
         return picked, call
 
     def _inner(self) -> Runnable[LanguageModelInput, AIMessage]:
@@ -291,7 +294,7 @@ class ChatMemoryWrapper(BaseChatModel):
         reply = self._inner().invoke(
             prepared.messages, self._child(run_manager), stop=stop or self.stop, **call
         )
-        if self.capture:
+        if self.capture and prepared.capture:
             self._bridge.capture(prepared.original, reply, prepared.scope)
         return ChatResult(generations=[ChatGeneration(message=reply)])
 
@@ -307,7 +310,7 @@ class ChatMemoryWrapper(BaseChatModel):
         reply = await self._inner().ainvoke(
             prepared.messages, self._child(run_manager), stop=stop or self.stop, **call
         )
-        if self.capture:
+        if self.capture and prepared.capture:
             await self._bridge.acapture(prepared.original, reply, prepared.scope)
         return ChatResult(generations=[ChatGeneration(message=reply)])
 
@@ -334,7 +337,7 @@ class ChatMemoryWrapper(BaseChatModel):
             close: Callable[[], object] | None = getattr(stream, "close", None)
             if close is not None:
                 close()
-            if self.capture and (received or ended):
+            if self.capture and prepared.capture and (received or ended):
                 self._bridge.capture(prepared.original, _merge(received), prepared.scope)
 
     async def _astream(
@@ -360,7 +363,7 @@ class ChatMemoryWrapper(BaseChatModel):
             aclose: Callable[[], Any] | None = getattr(stream, "aclose", None)
             if aclose is not None:
                 await aclose()
-            if self.capture and (received or ended):
+            if self.capture and prepared.capture and (received or ended):
                 await self._bridge.acapture(prepared.original, _merge(received), prepared.scope)
 
     # -- pass-through that keeps memory in the call path ---------------------------------
