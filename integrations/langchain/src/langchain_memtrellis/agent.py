@@ -18,6 +18,7 @@ from memtrellis.context import DEFAULT_TOKEN_BUDGET
 
 from langchain_memtrellis._bridge import AdapterStats, MemoryBridge, Prepared
 from langchain_memtrellis._messages import place
+from langchain_memtrellis._skip import capture_skipped
 
 __all__ = ["MemoryMiddleware"]
 
@@ -33,6 +34,17 @@ def _run_metadata() -> dict[str, Any]:
     configurable: Mapping[str, Any] = config.get("configurable") or {}
     found = {k: v for k, v in configurable.items() if isinstance(v, str)}
     return {**found, **(config.get("metadata") or {})}
+
+
+def _skipped() -> bool:
+    """Whether the current run asks not to be captured (``skip_capture()``)."""
+    from langgraph.config import get_config
+
+    try:
+        config = get_config()
+    except RuntimeError:  # outside a graph run
+        return False
+    return capture_skipped(config.get("tags"), config.get("metadata"))
 
 
 class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
@@ -133,6 +145,8 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     def _turn(self, state: AgentState[Any]) -> tuple[list[BaseMessage], AIMessage] | None:
         messages = list(state.get("messages") or [])
         if not self.capture or not messages or not isinstance(messages[-1], AIMessage):
+            return None
+        if _skipped():
             return None
         return messages[:-1], messages[-1]
 
