@@ -447,8 +447,11 @@ def test_skip_capture_turns_capture_off_for_one_run(memory: Memory) -> None:
 
 
 def test_skip_capture_reaches_the_wrapper_and_the_agent_middleware(memory: Memory) -> None:
-    chat = ChatMemoryWrapper(FakeChat(messages=iter(["skipped", "kept"])), memory=memory)
+    inner = FakeChat(messages=iter(["skipped", "streamed", "by key", "kept"]))
+    chat = ChatMemoryWrapper(inner, memory=memory)
     chat.invoke("do not keep this", skip_capture())
+    list(chat.stream("nor this stream", skip_capture()))
+    list(chat.stream("nor this one", {"metadata": {SKIP_CAPTURE_KEY: True}}))
     chat.invoke("keep this")
     agent = create_agent(
         FakeChat(messages=iter([reply("agent skipped"), reply("agent kept")])),

@@ -193,6 +193,8 @@ def _as_messages(value: Any) -> list[BaseMessage] | None:
         return [value]
     if isinstance(value, PromptValue):
         return value.to_messages()
+    if isinstance(value, Mapping) and "role" in value and "content" in value:
+        value = [value]  # one message as a dict
     if isinstance(value, Sequence) and not isinstance(value, str) and value:
         try:
             return convert_to_messages(value)
@@ -227,6 +229,8 @@ def user_messages(value: Any, key: str | None = None) -> list[BaseMessage] | Non
         ['Where is Porto?']
         >>> [m.content for m in user_messages({"messages": [("user", "hi")]})]
         ['hi']
+        >>> [m.content for m in user_messages({"role": "user", "content": "hello"})]
+        ['hello']
         >>> user_messages({"a": "x", "b": "y"}) is None
         True
     """

@@ -44,7 +44,7 @@ from typing_extensions import Self
 from langchain_memtrellis._bridge import AdapterStats, MemoryBridge, scope_from
 from langchain_memtrellis._defaults import default_memory
 from langchain_memtrellis._rehost import rehost
-from langchain_memtrellis._skip import SKIP_CAPTURE_KEY, SKIP_CAPTURE_TAG
+from langchain_memtrellis._skip import SKIP_CAPTURE_KEY, SKIP_CAPTURE_TAG, capture_skipped
 
 __all__ = ["INNER_RUN_TAG", "WRAPPER_TYPE", "ChatMemoryWrapper"]
 
@@ -55,6 +55,8 @@ INNER_RUN_TAG = "memtrellis:inner"
 # Carries the scope of a call from invoke/stream (which see the config) to
 # _generate/_stream (which, for streams, do not get a run manager).
 _SCOPE_KWARG = "memtrellis_scope"
+# Carries skip_capture() the same way.
+_SKIP_KWARG = "memtrellis_skip_capture"
 
 
 def _merge(chunks: Sequence[AIMessageChunk]) -> AIMessage | None:
@@ -195,7 +197,10 @@ class ChatMemoryWrapper(BaseChatModel):
 
     # -- per-call plumbing ---------------------------------------------------------------
     def _scoped(self, config: RunnableConfig | None, kwargs: dict[str, Any]) -> dict[str, Any]:
-        scope = scope_from(ensure_config(config).get("metadata"))
+        current = ensure_config(config)
+        scope = scope_from(current.get("metadata"))
+        if capture_skipped(current.get("tags"), current.get("metadata")):
+            kwargs = {**kwargs, _SKIP_KWARG: True}  # streams get no run manager to tell
         return {**kwargs, _SCOPE_KWARG: scope} if scope else kwargs
 
     def _split(
@@ -204,6 +209,7 @@ class ChatMemoryWrapper(BaseChatModel):
         """(metadata carrying the scope, the kwargs for the inner model)."""
         call = dict(kwargs)
         scope = call.pop(_SCOPE_KWARG, None)
+        skipped = call.pop(_SKIP_KWARG, False)
         metadata = getattr(run_manager, "metadata", None) or {}
         for name, value in (
             ("temperature", self.temperature),
@@ -213,7 +219,7 @@ class ChatMemoryWrapper(BaseChatModel):
             if value is not None:
                 call.setdefault(name, value)
         picked = {**metadata, **{f"memtrellis_{k}": v for k, v in (scope or {}).items()}}
-        if SKIP_CAPTURE_TAG in (getattr(run_manager, "tags", None) or ()):
+        if skipped or SKIP_CAPTURE_TAG in (getattr(run_manager, "tags", None) or ()):
             picked[SKIP_CAPTURE_KEY] = True
         return picked, call
 
