@@ -27,6 +27,7 @@ from langchain_core.vectorstores import InMemoryVectorStore
 from langgraph.checkpoint.memory import InMemorySaver
 from memtrellis import Memory
 from memtrellis.context import OPEN_TAG
+from pydantic import BaseModel
 
 from fakes import FakeChat, reply
 from langchain_memtrellis import (
@@ -465,4 +466,31 @@ def test_skip_capture_reaches_the_wrapper_and_the_agent_middleware(memory: Memor
         "kept",
         "agent: keep",
         "agent kept",
+    ]
+
+
+# -- structured output through the handler ---------------------------------------------------
+class Booking(BaseModel):
+    """A table booking."""
+
+    day: str
+    people: int
+
+
+@pytest.mark.parametrize("include_raw", [False, True])
+def test_a_structured_output_chain_stores_the_answer_as_json(
+    memory: Memory, include_raw: bool
+) -> None:
+    llm = FakeChat(messages=iter([reply(name="Booking", args={"day": "Friday", "people": 4})]))
+    prompt = ChatPromptTemplate.from_messages([("human", "Extract the booking: {text}")])
+    extract = prompt | llm.with_structured_output(Booking, include_raw=include_raw)
+
+    extract.invoke(
+        {"text": "A table for four on Friday"},
+        as_user("alice", callbacks=[MemoryCallbackHandler(memory)]),
+    )
+
+    assert stored(memory, "alice") == [
+        ("user", "A table for four on Friday"),
+        ("assistant", '{"day":"Friday","people":4}'),
     ]

@@ -23,6 +23,7 @@ from langchain_core.messages import (
 )
 from langchain_core.prompt_values import PromptValue
 from memtrellis.context import MemoryContext, place_in_messages, strip_content, turn
+from pydantic import BaseModel
 
 __all__ = [
     "INPUT_KEYS",
@@ -254,9 +255,10 @@ def answer_of(value: Any) -> AIMessage | None:
     """A chain's answer, read from its output; None when it cannot tell.
 
     A string or an AI message is the answer; messages (or LangGraph's
-    ``{"messages": [...]}``) give their last AI message with text; a dict gives the value
-    under the first of `OUTPUT_KEYS` it has. Of a ReAct-formatted text only the final
-    answer is kept (`final_answer`).
+    ``{"messages": [...]}``) give their last AI message with text; a structured output
+    (a pydantic object, also under ``parsed`` with ``include_raw=True``) is its JSON; a
+    dict gives the value under the first of `OUTPUT_KEYS` it has. Of a ReAct-formatted
+    text only the final answer is kept (`final_answer`).
 
     Examples:
         >>> answer_of({"output": "Thought: done.\\nFinal Answer: Porto."}).content
@@ -282,7 +284,12 @@ def answer_of(value: Any) -> AIMessage | None:
             if isinstance(message, AIMessage):
                 return answer_of(message)
         return None
+    if isinstance(value, BaseModel):  # structured output: the object as JSON
+        return AIMessage(content=value.model_dump_json())
     if isinstance(value, Mapping):
+        if "parsed" in value and "raw" in value:  # with_structured_output(include_raw=True)
+            parsed = value["parsed"]
+            return answer_of(parsed if parsed is not None else value["raw"])
         for name in ("messages", *OUTPUT_KEYS):
             if name in value:
                 return answer_of(value[name])
