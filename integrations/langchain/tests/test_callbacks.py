@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from uuid import uuid4
 
 import pytest
 from langchain_core.chat_history import InMemoryChatMessageHistory
+from langchain_core.documents import Document
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
+from langchain_core.runnables import RunnableLambda
 from langchain_core.runnables.history import RunnableWithMessageHistory
+from langchain_core.tools import tool
 from memtrellis import Memory
 from memtrellis.context import OPEN_TAG
 
-from fakes import FakeChat, texts
+from fakes import FakeChat, reply, texts
 from langchain_memtrellis import AsyncMemoryCallbackHandler, MemoryCallbackHandler, memory_context
 
 PROMPT = ChatPromptTemplate.from_messages(
@@ -116,3 +120,83 @@ def test_callbacks_under_runnable_with_message_history(memory: Memory) -> None:
         ["My name is Dana", "Hi Dana.", "What is my name?", "You are Dana."]
     )
     assert {i.scope.session_id for i in items} == {"chat-1"}
+
+
+# -- one turn per top-level run -------------------------------------------------------------
+def test_a_run_without_a_model_stores_nothing(memory: Memory) -> None:
+    handler = MemoryCallbackHandler(memory)
+    notes = RunnableLambda(lambda q: [Document(page_content=f"a note about {q}")])
+
+    (notes | RunnableLambda(lambda docs: docs[0].page_content)).invoke(
+        "lunch", {"callbacks": [handler]}
+    )
+
+    assert texts(memory) == []
+    assert handler.runs.pending == 0
+
+
+def test_a_failed_chain_is_forgotten(memory: Memory) -> None:
+    handler = MemoryCallbackHandler(memory)
+
+    def fail(_: object) -> str:
+        raise ValueError("parser broke")
+
+    chain = PROMPT | FakeChat(messages=iter(["fine"])) | RunnableLambda(fail)
+    with pytest.raises(ValueError):
+        chain.invoke({"question": "this run fails", "history": []}, {"callbacks": [handler]})
+
+    assert texts(memory) == []
+    assert handler.runs.pending == 0
+
+
+def test_a_handler_on_an_inner_chain_captures_that_chains_input(memory: Memory) -> None:
+    handler = MemoryCallbackHandler(memory)
+    inner = (PROMPT | FakeChat(messages=iter(["Porto it is."]))).with_config(callbacks=[handler])
+    outer = RunnableLambda(lambda q: {"question": q.strip(), "history": []}) | inner
+
+    outer.invoke("  I moved to Porto  ")
+
+    assert texts(memory) == ["I moved to Porto", "Porto it is."]
+
+
+def test_an_unreadable_input_falls_back_to_the_models_user_messages(memory: Memory) -> None:
+    handler = MemoryCallbackHandler(memory)
+    prompt = ChatPromptTemplate.from_messages([("human", "{first} and {second}")])
+
+    (prompt | FakeChat(messages=iter(["Both noted."]))).invoke(
+        {"first": "tea", "second": "biscuits"}, {"callbacks": [handler]}
+    )
+
+    assert texts(memory) == ["tea and biscuits", "Both noted."]
+
+
+def test_an_agent_run_stores_the_question_and_final_answer_not_the_tool_traffic(
+    memory: Memory,
+) -> None:
+    from langchain.agents import create_agent
+
+    @tool
+    def lookup(city: str) -> str:
+        """Weather of a city."""
+        return f"Sunny in {city}"
+
+    model = FakeChat(
+        messages=iter(
+            [reply("Let me check.", name="lookup", args={"city": "Porto"}), reply("Sunny!")]
+        )
+    )
+    agent = create_agent(model, tools=[lookup])
+    handler = MemoryCallbackHandler(memory)
+
+    agent.invoke({"messages": [("user", "Weather in Porto?")]}, {"callbacks": [handler]})
+
+    assert texts(memory) == ["Weather in Porto?", "Sunny!"]
+    assert handler.runs.pending == 0
+
+
+def test_abandoned_runs_are_forgotten_beyond_max_open_runs(memory: Memory) -> None:
+    handler = MemoryCallbackHandler(memory, max_open_runs=2)
+    for _ in range(5):
+        handler.on_chain_start({}, {"input": "never ends"}, run_id=uuid4())
+
+    assert handler.runs.pending == 2

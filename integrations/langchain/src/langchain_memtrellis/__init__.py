@@ -17,6 +17,7 @@ prompt's messages.
   [`ForgetMemoryTool`][langchain_memtrellis.ForgetMemoryTool]).
 * [`MemoryChatMessageHistory`][langchain_memtrellis.MemoryChatMessageHistory]: a session's messages
 for ``RunnableWithMessageHistory``.
+* [`skip_capture`][langchain_memtrellis.skip_capture]: a run config that no piece captures.
 * [`as_llm`][langchain_memtrellis.as_llm]: a chat model as the core's extraction LLM (also automatic
   through the ``memtrellis.llm_adapters`` entry point).
 
@@ -37,6 +38,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from langchain_memtrellis._bridge import AdapterStats
+from langchain_memtrellis._skip import SKIP_CAPTURE_KEY, SKIP_CAPTURE_TAG, skip_capture
 from langchain_memtrellis.adapters import LangChainLLM, as_llm
 from langchain_memtrellis.callbacks import AsyncMemoryCallbackHandler, MemoryCallbackHandler
 from langchain_memtrellis.history import MemoryChatMessageHistory
@@ -57,6 +59,8 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 __all__ = [
+    "SKIP_CAPTURE_KEY",
+    "SKIP_CAPTURE_TAG",
     "AdapterStats",
     "AsyncMemoryCallbackHandler",
     "ChatMemoryWrapper",
@@ -74,6 +78,7 @@ __all__ = [
     "as_llm",
     "memory_context",
     "memory_tools",
+    "skip_capture",
 ]
 
 

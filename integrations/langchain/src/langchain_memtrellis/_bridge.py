@@ -19,6 +19,7 @@ from memtrellis.context import DEFAULT_TOKEN_BUDGET, MemoryContext, build_contex
 
 from langchain_memtrellis._defaults import default_memory
 from langchain_memtrellis._messages import Position, last_user_text, new_turn, place
+from langchain_memtrellis._skip import capture_skipped, history_stores
 
 __all__ = [
     "SCOPE_KEYS",
@@ -156,12 +157,18 @@ class AdapterStats:
 
 @dataclass(frozen=True)
 class Prepared:
-    """One call's messages with memory context placed, and what capture needs later."""
+    """One call's messages with memory context placed, and what capture needs later.
+
+    ``capture`` is false when the call must not be captured (`capture_skipped`: the skip
+    switch or an internal call; or a ``MemoryChatMessageHistory`` of the same memory
+    stores the run's messages already).
+    """
 
     messages: list[BaseMessage]
     original: list[BaseMessage]
     context: MemoryContext
     scope: dict[str, str]
+    capture: bool = True
 
 
 class MemoryBridge:
@@ -306,6 +313,7 @@ class MemoryBridge:
         messages: Sequence[BaseMessage],
         scope: dict[str, str],
         result: RecallResult | None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> Prepared:
         context = EMPTY
         if result is not None:
@@ -316,7 +324,14 @@ class MemoryBridge:
         if not context.empty:
             self.stats.count("placed")
         original = list(messages)
-        return Prepared(place(original, context, self.position), original, context, scope)
+        placed = place(original, context, self.position)
+        return Prepared(placed, original, context, scope, self.captures(metadata))
+
+    def captures(self, metadata: Mapping[str, Any] | None = None) -> bool:
+        """Whether the current call is to be captured: not when its metadata asks to skip
+        it or marks an internal call, nor when a ``MemoryChatMessageHistory`` on this
+        memory already stores the run's messages."""
+        return not capture_skipped(None, metadata) and not history_stores(self.memory)
 
     def prepare(
         self,
@@ -336,7 +351,7 @@ class MemoryBridge:
                 result = self.memory.recall(**args)
             except Exception as exc:
                 self.failed("recall", exc)
-        return self._placed(messages, scope, result)
+        return self._placed(messages, scope, result, metadata)
 
     async def aprepare(
         self,
@@ -356,7 +371,7 @@ class MemoryBridge:
                 result = await self.memory.arecall(**args)
             except Exception as exc:
                 self.failed("recall", exc)
-        return self._placed(messages, scope, result)
+        return self._placed(messages, scope, result, metadata)
 
     # -- after the model -----------------------------------------------------------------
     def _capture_args(

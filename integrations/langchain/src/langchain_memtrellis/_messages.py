@@ -7,7 +7,8 @@ blocks back out) are written once for every adapter.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from langchain_core.messages import (
@@ -18,10 +19,31 @@ from langchain_core.messages import (
     HumanMessage,
     SystemMessage,
     ToolMessage,
+    convert_to_messages,
 )
+from langchain_core.prompt_values import PromptValue
 from memtrellis.context import MemoryContext, place_in_messages, strip_content, turn
+from pydantic import BaseModel
 
-__all__ = ["last_user_text", "new_turn", "place", "role_of", "strip", "to_dict"]
+__all__ = [
+    "INPUT_KEYS",
+    "OUTPUT_KEYS",
+    "answer_of",
+    "final_answer",
+    "is_synthetic",
+    "last_user_text",
+    "new_turn",
+    "place",
+    "role_of",
+    "strip",
+    "to_dict",
+    "user_messages",
+]
+
+#: Keys of a chain's input dict that hold what the user said, tried in this order.
+INPUT_KEYS = ("input", "question", "query", "user_input", "human_input", "message", "text")
+#: Keys of a chain's output dict that hold its answer, tried in this order.
+OUTPUT_KEYS = ("output", "answer", "result", "response", "text", "content")
 
 Position = Literal["append", "insert"]
 
@@ -47,6 +69,57 @@ def role_of(message: BaseMessage) -> str:
     return message.type
 
 
+#: ``additional_kwargs["lc_source"]`` of messages LangChain writes into a conversation
+#: itself (``SummarizationMiddleware``'s summary): not what anyone said.
+_SYNTHETIC_SOURCES = frozenset({"summarization"})
+
+_THOUGHT = re.compile(r"\A\s*Thought\s*:", re.IGNORECASE)
+_ANSWER = re.compile(r"^[ \t]*(?:Final[ \t]+)?Answer[ \t]*:[ \t]*", re.IGNORECASE | re.MULTILINE)
+_FINAL_ANSWER = re.compile(r"^[ \t]*Final[ \t]+Answer[ \t]*:[ \t]*", re.IGNORECASE | re.MULTILINE)
+_ACTION = re.compile(r"^[ \t]*Action(?:[ \t]+Input)?[ \t]*:", re.IGNORECASE | re.MULTILINE)
+
+
+def is_synthetic(message: BaseMessage) -> bool:
+    """Whether LangChain wrote ``message`` into the conversation itself.
+
+    ``SummarizationMiddleware`` replaces old messages with a human message holding its
+    summary (``additional_kwargs={"lc_source": "summarization"}``); no one said it.
+
+    Examples:
+        >>> summary = {"lc_source": "summarization"}
+        >>> is_synthetic(HumanMessage("Here is a summary", additional_kwargs=summary))
+        True
+        >>> is_synthetic(HumanMessage("I moved to Porto"))
+        False
+    """
+    return message.additional_kwargs.get("lc_source") in _SYNTHETIC_SOURCES
+
+
+def final_answer(text: str) -> str:
+    """The answer in a ReAct-formatted reply; ``""`` for an intermediate step.
+
+    A reply that opens with ``Thought:`` (or holds a ``Final Answer:`` line) is the
+    model's scratchpad: what follows its last ``Final Answer:``/``Answer:`` line is the
+    answer; without one it is a step of the loop (``Action:``) and has no answer yet.
+    Any other text is returned as it is.
+
+    Examples:
+        >>> final_answer("Thought: I know this.\\nFinal Answer: Porto is in Portugal.")
+        'Porto is in Portugal.'
+        >>> final_answer("Thought: I should look it up.\\nAction: search\\nAction Input: Porto")
+        ''
+        >>> final_answer("The answer is 42.")
+        'The answer is 42.'
+    """
+    final = list(_FINAL_ANSWER.finditer(text))
+    if not final and not _THOUGHT.match(text):
+        return text
+    marks = final or list(_ANSWER.finditer(text))
+    if marks:
+        return text[marks[-1].end() :].strip()
+    return "" if _ACTION.search(text) else text
+
+
 def to_dict(message: BaseMessage) -> dict[str, Any]:
     """A message as ``{"role", "content", "id"?, "name"?}`` with its text content."""
     out: dict[str, Any] = {"role": role_of(message), "content": message.text}
@@ -59,7 +132,7 @@ def to_dict(message: BaseMessage) -> dict[str, Any]:
 
 def last_user_text(messages: Sequence[BaseMessage]) -> str | None:
     """Text of the last user message (what recall searches with), None if there is none."""
-    return turn.last_user_text([to_dict(m) for m in messages])
+    return turn.last_user_text([to_dict(m) for m in messages if not is_synthetic(m)])
 
 
 def new_turn(messages: Sequence[BaseMessage], reply: BaseMessage | None) -> list[dict[str, Any]]:
@@ -68,11 +141,16 @@ def new_turn(messages: Sequence[BaseMessage], reply: BaseMessage | None) -> list
     A chat model is sent the whole conversation every call; only what follows the last
     assistant message is new. System messages (instructions, placed memory context) and
     messages without text (a tool call alone) are left out
-    ([`new_turn`][memtrellis.context.new_turn]).
+    ([`new_turn`][memtrellis.context.new_turn]), and so are the messages LangChain wrote
+    itself (`is_synthetic`: a summary). Of a ReAct-formatted reply only the final answer
+    is kept, and an intermediate step (``Thought: ... Action: ...``) is no answer
+    (`final_answer`).
     """
-    return turn.new_turn(
-        [to_dict(m) for m in messages], to_dict(reply) if reply is not None else None
-    )
+    answer = None
+    if reply is not None:
+        answer = to_dict(reply)
+        answer["content"] = final_answer(answer["content"])
+    return turn.new_turn([to_dict(m) for m in messages if not is_synthetic(m)], answer)
 
 
 def place(
@@ -108,3 +186,111 @@ def strip(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
         elif content:
             out.append(message.model_copy(update={"content": content}))
     return out
+
+
+def _as_messages(value: Any) -> list[BaseMessage] | None:
+    """``value`` as messages when it is a message, a prompt value or a list of message-likes."""
+    if isinstance(value, BaseMessage):
+        return [value]
+    if isinstance(value, PromptValue):
+        return value.to_messages()
+    if isinstance(value, Mapping) and "role" in value and "content" in value:
+        value = [value]  # one message as a dict
+    if isinstance(value, Sequence) and not isinstance(value, str) and value:
+        try:
+            return convert_to_messages(value)
+        except (ValueError, TypeError, NotImplementedError):
+            return None
+    return None
+
+
+def _said(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """The user messages after the last assistant message (what this run adds)."""
+    start = 0
+    for index, message in enumerate(messages):
+        if isinstance(message, AIMessage):
+            start = index + 1
+    return [
+        m
+        for m in messages[start:]
+        if role_of(m) == "user" and not is_synthetic(m) and m.text.strip()
+    ]
+
+
+def user_messages(value: Any, key: str | None = None) -> list[BaseMessage] | None:
+    """What the user said, read from a chain's input; None when it cannot tell.
+
+    A string is the user's message; messages (a list, a prompt value, LangGraph's
+    ``{"messages": [...]}``) give their user messages after the last assistant message;
+    a dict gives the value under ``key``, else under the first of `INPUT_KEYS` it has,
+    else its only text value.
+
+    Examples:
+        >>> [m.content for m in user_messages({"question": "Where is Porto?", "lang": "en"})]
+        ['Where is Porto?']
+        >>> [m.content for m in user_messages({"messages": [("user", "hi")]})]
+        ['hi']
+        >>> [m.content for m in user_messages({"role": "user", "content": "hello"})]
+        ['hello']
+        >>> user_messages({"a": "x", "b": "y"}) is None
+        True
+    """
+    if isinstance(value, str):
+        return [HumanMessage(content=value)] if value.strip() else []
+    messages = _as_messages(value)
+    if messages is not None:
+        return _said(messages)
+    if not isinstance(value, Mapping):
+        return None
+    if key is not None:
+        return user_messages(value[key]) if key in value else None
+    for name in ("messages", *INPUT_KEYS):
+        if name in value:
+            return user_messages(value[name])
+    texts = [v for v in value.values() if isinstance(v, str)]
+    return user_messages(texts[0]) if len(texts) == 1 else None
+
+
+def answer_of(value: Any) -> AIMessage | None:
+    """A chain's answer, read from its output; None when it cannot tell.
+
+    A string or an AI message is the answer; messages (or LangGraph's
+    ``{"messages": [...]}``) give their last AI message with text; a structured output
+    (a pydantic object, also under ``parsed`` with ``include_raw=True``) is its JSON; a
+    dict gives the value under the first of `OUTPUT_KEYS` it has. Of a ReAct-formatted
+    text only the final answer is kept (`final_answer`).
+
+    Examples:
+        >>> answer_of({"output": "Thought: done.\\nFinal Answer: Porto."}).content
+        'Porto.'
+        >>> answer_of({"messages": [("user", "hi"), ("ai", "Hello!")]}).content
+        'Hello!'
+        >>> answer_of({"docs": []}) is None
+        True
+    """
+    if isinstance(value, str):
+        text = final_answer(value)
+        return AIMessage(content=text) if text.strip() else None
+    if isinstance(value, AIMessage):
+        if value.tool_calls or not value.text.strip():
+            return None
+        text = final_answer(value.text)
+        if not text.strip():
+            return None
+        return value if text == value.text else AIMessage(content=text, id=value.id)
+    messages = _as_messages(value)
+    if messages is not None:
+        for message in reversed(messages):
+            if isinstance(message, AIMessage):
+                return answer_of(message)
+        return None
+    if isinstance(value, BaseModel):  # structured output: the object as JSON
+        return AIMessage(content=value.model_dump_json())
+    if isinstance(value, Mapping):
+        if "parsed" in value and "raw" in value:  # with_structured_output(include_raw=True)
+            parsed = value["parsed"]
+            return answer_of(parsed if parsed is not None else value["raw"])
+        for name in ("messages", *OUTPUT_KEYS):
+            if name in value:
+                return answer_of(value[name])
+    return None

@@ -24,6 +24,7 @@ from langchain_memtrellis._bridge import (
     Prepared,
 )
 from langchain_memtrellis._messages import place
+from langchain_memtrellis._skip import capture_skipped
 from langchain_memtrellis._structured import render_structured
 
 __all__ = ["MemoryMiddleware"]
@@ -37,6 +38,17 @@ def _run_config() -> dict[str, Any]:
         return dict(get_config())
     except RuntimeError:
         return {}
+
+
+def _skipped() -> bool:
+    """Whether the current run asks not to be captured (``skip_capture()``)."""
+    from langgraph.config import get_config
+
+    try:
+        config = get_config()
+    except RuntimeError:  # outside a graph run
+        return False
+    return capture_skipped(config.get("tags"), config.get("metadata"))
 
 
 class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
@@ -165,7 +177,7 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         the tool message ``create_agent`` adds).
         """
         messages = list(state.get("messages") or [])
-        if not self.capture or not messages:
+        if not self.capture or not messages or _skipped():
             return None
         structured = state.get("structured_response")
         last = max((i for i, m in enumerate(messages) if isinstance(m, AIMessage)), default=None)

@@ -1,75 +1,34 @@
 """Callback handlers that capture the turns of any chain or agent (they never place context).
 
-Attach one to a call's config, a chain or an agent; each chat-model run's input
-(``on_chat_model_start``) is matched with its answer (``on_llm_end``) by run id and the
-new turn goes to ``Memory.capture``. Runs of
-[`ChatMemoryWrapper`][langchain_memtrellis.ChatMemoryWrapper] are skipped, as the wrapper captures
-its own turns.
+Attach one to a call's config (``config={"callbacks": [handler]}``) and it captures one
+turn per run of the chain or agent: what the user said, read from the run's input (the
+question before a prompt template filled it in), and the run's final answer, read from
+its output. Retrieved documents, recalled memories, template text, tool traffic,
+intermediate ReAct steps and the calls a middleware makes for itself (a summary) are
+never stored. A model run without a chain around it (``llm.invoke(...)``) is captured
+from its own messages and answer.
+
+Runs of [`ChatMemoryWrapper`][langchain_memtrellis.ChatMemoryWrapper] are left to the
+wrapper, runs of ``RunnableWithMessageHistory`` over a
+[`MemoryChatMessageHistory`][langchain_memtrellis.MemoryChatMessageHistory] of the same
+memory to that history, and runs under [`skip_capture`][langchain_memtrellis.skip_capture]
+(or the ``memtrellis_skip_capture`` metadata key) are not captured.
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Mapping
 from typing import Any
 from uuid import UUID
 
 from langchain_core.callbacks import AsyncCallbackHandler, BaseCallbackHandler
 from langchain_core.messages import BaseMessage
-from langchain_core.outputs import ChatGeneration, LLMResult
+from langchain_core.outputs import LLMResult
 from memtrellis import Memory
 
 from langchain_memtrellis._bridge import AdapterStats, MemoryBridge
-from langchain_memtrellis.wrapper import INNER_RUN_TAG, WRAPPER_TYPE
+from langchain_memtrellis._runs import Runs
 
 __all__ = ["AsyncMemoryCallbackHandler", "MemoryCallbackHandler"]
-
-Turn = tuple[list[BaseMessage], BaseMessage | None, dict[str, str]]
-
-
-class _Runs:
-    """Chat-model runs in flight: their input and scope, by run id. Thread-safe."""
-
-    def __init__(self, bridge: MemoryBridge) -> None:
-        self.bridge = bridge
-        self._runs: dict[UUID, tuple[list[list[BaseMessage]], dict[str, str]]] = {}
-        self._lock = threading.Lock()
-
-    def start(
-        self,
-        messages: list[list[BaseMessage]],
-        run_id: UUID,
-        tags: list[str] | None,
-        metadata: Mapping[str, Any] | None,
-        invocation_params: Mapping[str, Any] | None,
-    ) -> None:
-        if INNER_RUN_TAG in (tags or ()) or (invocation_params or {}).get("_type") == WRAPPER_TYPE:
-            return  # the wrapper captures this turn itself
-        with self._lock:
-            self._runs[run_id] = ([list(m) for m in messages], self.bridge.scope(metadata))
-
-    def end(self, response: LLMResult, run_id: UUID) -> list[Turn]:
-        with self._lock:
-            found = self._runs.pop(run_id, None)
-        if found is None:
-            return []
-        prompts, scope = found
-        turns: list[Turn] = []
-        for index, messages in enumerate(prompts):
-            generations = response.generations[index] if index < len(response.generations) else []
-            first = generations[0] if generations else None
-            reply = first.message if isinstance(first, ChatGeneration) else None
-            turns.append((messages, reply, scope))
-        return turns
-
-    def drop(self, run_id: UUID) -> None:
-        with self._lock:
-            self._runs.pop(run_id, None)
-
-    @property
-    def pending(self) -> int:
-        with self._lock:
-            return len(self._runs)
 
 
 class _HandlerBase:
@@ -87,6 +46,8 @@ class _HandlerBase:
         session_id: str | None = None,
         capture_mode: str | None = None,
         strict: bool = False,
+        input_key: str | None = None,
+        max_open_runs: int = 1024,
     ) -> None:
         self.bridge = MemoryBridge(
             memory,
@@ -96,7 +57,7 @@ class _HandlerBase:
             capture_mode=capture_mode,
             strict=strict,
         )
-        self.runs = _Runs(self.bridge)
+        self.runs = Runs(self.bridge, input_key, max_open_runs)
         self.raise_error = strict
 
     @property
@@ -106,7 +67,13 @@ class _HandlerBase:
 
 
 class MemoryCallbackHandler(_HandlerBase, BaseCallbackHandler):
-    """Captures every chat-model turn it sees into memory.
+    """Captures one turn per chain or agent run: the user's words and the final answer.
+
+    The user's words come from the run's input (a string, messages, or the dict value
+    under ``input_key``), never from the prompt a template built from them; the answer
+    from the run's output (a string, a message, an ``output``/``answer`` key, the last AI
+    message of an agent's ``messages``), else the last model answer in the run. A model
+    run with no chain around it is captured from its own messages.
 
     The scope comes from the run's metadata (``memtrellis_entity_id``,
     ``memtrellis_process_id``, ``memtrellis_session_id``; else a ``session_id`` or
@@ -121,22 +88,107 @@ class MemoryCallbackHandler(_HandlerBase, BaseCallbackHandler):
         session_id: Default session.
         capture_mode: ``"fast"``/``"fine"``; default the memory's own.
         strict: Raise memory failures into the chain.
+        input_key: The key of the chain's input dict that holds what the user said
+            (default: ``messages``, ``input``, ``question``, ``query``, ``user_input``,
+            ``human_input``, ``message``, ``text``, the first it has; else its only text
+            value). A run's ``memtrellis_input_key`` metadata overrides it.
+        max_open_runs: Top-level runs tracked at once; beyond it the oldest is forgotten.
 
     Examples:
         >>> import tempfile
         >>> from langchain_core.language_models import GenericFakeChatModel
+        >>> from langchain_core.prompts import ChatPromptTemplate
         >>> from memtrellis import Memory
         >>> from memtrellis.testing import HashingEmbedder
         >>> from langchain_memtrellis import MemoryCallbackHandler
         >>> memory = Memory(tempfile.mkdtemp(), embedder=HashingEmbedder())
         >>> handler = MemoryCallbackHandler(memory, entity_id="alice")
-        >>> llm = GenericFakeChatModel(messages=iter(["Noted."]))
-        >>> llm.invoke("I prefer window seats", config={"callbacks": [handler]}).content
+        >>> prompt = ChatPromptTemplate.from_messages([("human", "Notes: none. Q: {question}")])
+        >>> chain = prompt | GenericFakeChatModel(messages=iter(["Noted."]))
+        >>> chain.invoke({"question": "I prefer window seats"}, {"callbacks": [handler]}).content
         'Noted.'
         >>> memory.flush() and sorted(m.text for m in memory.list(entity_id="alice"))
         ['I prefer window seats', 'Noted.']
         >>> memory.close()
     """
+
+    def on_chain_start(
+        self,
+        serialized: dict[str, Any] | None,
+        inputs: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Open a turn for a top-level run; note a nested one."""
+        self.runs.start_chain(inputs, run_id, parent_run_id, tags, metadata)
+
+    def on_chain_end(
+        self,
+        outputs: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Capture the turn of a top-level run: the user's words and the final answer."""
+        turn = self.runs.end_chain(outputs, run_id, kwargs.get("inputs"))
+        if turn is not None:
+            self.bridge.capture(*turn)
+
+    def on_chain_error(
+        self,
+        error: BaseException,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Forget a run that failed."""
+        self.runs.drop(run_id)
+
+    def on_tool_start(
+        self,
+        serialized: dict[str, Any],
+        input_str: str,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Note a tool run under its top-level run (a model it calls belongs to that turn)."""
+        self.runs.start_child(run_id, parent_run_id)
+
+    def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        """Forget a tool run."""
+        self.runs.end_chain(output, run_id)
+
+    def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        """Forget a tool run."""
+        self.runs.end_chain(None, run_id)
+
+    def on_retriever_start(
+        self,
+        serialized: dict[str, Any],
+        query: str,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Note a retriever run under its top-level run."""
+        self.runs.start_child(run_id, parent_run_id)
+
+    def on_retriever_end(self, documents: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        """Forget a retriever run (what it found is never stored)."""
+        self.runs.end_chain(None, run_id)
+
+    def on_retriever_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        """Forget a retriever run."""
+        self.runs.end_chain(None, run_id)
 
     def on_chat_model_start(
         self,
@@ -150,7 +202,9 @@ class MemoryCallbackHandler(_HandlerBase, BaseCallbackHandler):
         **kwargs: Any,
     ) -> None:
         """Remember the run's input until it ends."""
-        self.runs.start(messages, run_id, tags, metadata, kwargs.get("invocation_params"))
+        self.runs.start_model(
+            messages, run_id, parent_run_id, tags, metadata, kwargs.get("invocation_params")
+        )
 
     def on_llm_end(
         self,
@@ -160,8 +214,8 @@ class MemoryCallbackHandler(_HandlerBase, BaseCallbackHandler):
         parent_run_id: UUID | None = None,
         **kwargs: Any,
     ) -> None:
-        """Capture the run's new messages and its answer."""
-        for messages, reply, scope in self.runs.end(response, run_id):
+        """Capture a model run of its own; note the answer of one inside a chain."""
+        for messages, reply, scope in self.runs.end_model(response, run_id):
             self.bridge.capture(messages, reply, scope)
 
     def on_llm_error(
@@ -187,6 +241,8 @@ class AsyncMemoryCallbackHandler(_HandlerBase, AsyncCallbackHandler):
         session_id: Default session.
         capture_mode: ``"fast"``/``"fine"``; default the memory's own.
         strict: Raise memory failures into the chain.
+        input_key: The key of the chain's input dict that holds what the user said.
+        max_open_runs: Top-level runs tracked at once; beyond it the oldest is forgotten.
 
     Examples:
         >>> import tempfile
@@ -206,6 +262,106 @@ class AsyncMemoryCallbackHandler(_HandlerBase, AsyncCallbackHandler):
         >>> memory.close()
     """
 
+    async def on_chain_start(
+        self,
+        serialized: dict[str, Any] | None,
+        inputs: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Open a turn for a top-level run; note a nested one."""
+        self.runs.start_chain(inputs, run_id, parent_run_id, tags, metadata)
+
+    async def on_chain_end(
+        self,
+        outputs: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Capture the turn of a top-level run: the user's words and the final answer."""
+        turn = self.runs.end_chain(outputs, run_id, kwargs.get("inputs"))
+        if turn is not None:
+            await self.bridge.acapture(*turn)
+
+    async def on_chain_error(
+        self,
+        error: BaseException,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Forget a run that failed."""
+        self.runs.drop(run_id)
+
+    async def on_tool_start(
+        self,
+        serialized: dict[str, Any],
+        input_str: str,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Note a tool run under its top-level run."""
+        self.runs.start_child(run_id, parent_run_id)
+
+    async def on_tool_end(
+        self, output: Any, *, run_id: UUID, tags: list[str] | None = None, **kwargs: Any
+    ) -> None:
+        """Forget a tool run."""
+        self.runs.end_chain(output, run_id)
+
+    async def on_tool_error(
+        self,
+        error: BaseException,
+        *,
+        run_id: UUID,
+        tags: list[str] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Forget a tool run."""
+        self.runs.end_chain(None, run_id)
+
+    async def on_retriever_start(
+        self,
+        serialized: dict[str, Any],
+        query: str,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Note a retriever run under its top-level run."""
+        self.runs.start_child(run_id, parent_run_id)
+
+    async def on_retriever_end(
+        self, documents: Any, *, run_id: UUID, tags: list[str] | None = None, **kwargs: Any
+    ) -> None:
+        """Forget a retriever run."""
+        self.runs.end_chain(None, run_id)
+
+    async def on_retriever_error(
+        self,
+        error: BaseException,
+        *,
+        run_id: UUID,
+        tags: list[str] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Forget a retriever run."""
+        self.runs.end_chain(None, run_id)
+
     async def on_chat_model_start(
         self,
         serialized: dict[str, Any],
@@ -218,7 +374,9 @@ class AsyncMemoryCallbackHandler(_HandlerBase, AsyncCallbackHandler):
         **kwargs: Any,
     ) -> None:
         """Remember the run's input until it ends."""
-        self.runs.start(messages, run_id, tags, metadata, kwargs.get("invocation_params"))
+        self.runs.start_model(
+            messages, run_id, parent_run_id, tags, metadata, kwargs.get("invocation_params")
+        )
 
     async def on_llm_end(
         self,
@@ -229,8 +387,8 @@ class AsyncMemoryCallbackHandler(_HandlerBase, AsyncCallbackHandler):
         tags: list[str] | None = None,
         **kwargs: Any,
     ) -> None:
-        """Capture the run's new messages and its answer."""
-        for messages, reply, scope in self.runs.end(response, run_id):
+        """Capture a model run of its own; note the answer of one inside a chain."""
+        for messages, reply, scope in self.runs.end_model(response, run_id):
             await self.bridge.acapture(messages, reply, scope)
 
     async def on_llm_error(

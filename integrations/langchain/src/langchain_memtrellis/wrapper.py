@@ -48,6 +48,7 @@ from typing_extensions import Self
 from langchain_memtrellis._bridge import SESSION_KEYS, USER_KEYS, AdapterStats, MemoryBridge
 from langchain_memtrellis._defaults import default_memory
 from langchain_memtrellis._rehost import apply_through, chat_model_in, rehost
+from langchain_memtrellis._skip import SKIP_CAPTURE_KEY, SKIP_CAPTURE_TAG, capture_skipped
 from langchain_memtrellis._structured import structured_reply
 
 __all__ = ["INNER_RUN_TAG", "WRAPPER_TYPE", "ChatMemoryWrapper"]
@@ -63,6 +64,8 @@ NOSTREAM_TAG = "nostream"
 # reads, from invoke/stream (which see the config) to _generate/_stream (which do not).
 _SCOPE_KWARG = "memtrellis_scope"
 _CONFIG_KWARG = "memtrellis_configurable"
+# Carries skip_capture() the same way.
+_SKIP_KWARG = "memtrellis_skip_capture"
 
 
 def _merge(chunks: Sequence[AIMessageChunk]) -> AIMessage | None:
@@ -286,27 +289,33 @@ class ChatMemoryWrapper(BaseChatModel):
 
     # -- per-call plumbing ---------------------------------------------------------------
     def _scoped(self, config: RunnableConfig | None, kwargs: dict[str, Any]) -> dict[str, Any]:
-        """kwargs carrying what the run names (metadata, configurable, LangGraph context)
-        and, for a configurable inner model, the configurable values it reads."""
+        """kwargs carrying what the run names (metadata, configurable, LangGraph context),
+        whether it skips capture and, for a configurable inner model, the configurable
+        values it reads."""
         config = ensure_config(config)
         configurable = config.get("configurable")
         out = dict(kwargs)
         scope = self._bridge.named(config.get("metadata"), configurable=configurable)
         if scope:
             out[_SCOPE_KWARG] = scope
+        if capture_skipped(config.get("tags"), config.get("metadata")):
+            out[_SKIP_KWARG] = True  # streams get no run manager to tell
         if self._chat_model is None and (values := _primitive(configurable)):
             out[_CONFIG_KWARG] = values  # a configurable model is built from them
         return out
 
     def _split(
         self, kwargs: dict[str, Any], run_manager: Any
-    ) -> tuple[dict[str, str], dict[str, Any], dict[str, Any] | None]:
-        """(the call's scope, the kwargs for the inner model, its configurable values)."""
+    ) -> tuple[dict[str, str], dict[str, Any], dict[str, Any] | None, dict[str, Any]]:
+        """(the call's scope, the kwargs for the inner model, its configurable values, the
+        run's metadata that says whether to capture)."""
         call = dict(kwargs)
         named = call.pop(_SCOPE_KWARG, None)
         configurable = call.pop(_CONFIG_KWARG, None)
+        skipped = call.pop(_SKIP_KWARG, False)
+        metadata = dict(getattr(run_manager, "metadata", None) or {})
         if named is None:  # called through generate(): only the run's metadata is known
-            named = self._bridge.named(getattr(run_manager, "metadata", None))
+            named = self._bridge.named(metadata)
         for name, value in (
             ("temperature", self.temperature),
             ("max_tokens", self.max_tokens),
@@ -314,7 +323,9 @@ class ChatMemoryWrapper(BaseChatModel):
         ):
             if value is not None:
                 call.setdefault(name, value)
-        return {**self._bridge.defaults, **named}, call, configurable
+        if skipped or SKIP_CAPTURE_TAG in (getattr(run_manager, "tags", None) or ()):
+            metadata[SKIP_CAPTURE_KEY] = True
+        return {**self._bridge.defaults, **named}, call, configurable, metadata
 
     def _stop(self, stop: list[str] | None) -> dict[str, Any]:
         """The stop argument, only when there is one (a bound ``stop`` is kept)."""
@@ -416,12 +427,12 @@ class ChatMemoryWrapper(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        scope, call, configurable = self._split(kwargs, run_manager)
-        prepared = self._bridge.prepare(messages, scope=scope)
+        scope, call, configurable, metadata = self._split(kwargs, run_manager)
+        prepared = self._bridge.prepare(messages, metadata, scope=scope)
         reply = self._inner().invoke(
             prepared.messages, self._child(run_manager, configurable), **self._stop(stop), **call
         )
-        if self.capture:
+        if self.capture and prepared.capture:
             self._bridge.capture(prepared.original, self._answer(reply), prepared.scope)
         return ChatResult(generations=[ChatGeneration(message=reply)])
 
@@ -432,12 +443,12 @@ class ChatMemoryWrapper(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        scope, call, configurable = self._split(kwargs, run_manager)
-        prepared = await self._bridge.aprepare(messages, scope=scope)
+        scope, call, configurable, metadata = self._split(kwargs, run_manager)
+        prepared = await self._bridge.aprepare(messages, metadata, scope=scope)
         reply = await self._inner().ainvoke(
             prepared.messages, self._child(run_manager, configurable), **self._stop(stop), **call
         )
-        if self.capture:
+        if self.capture and prepared.capture:
             await self._bridge.acapture(prepared.original, self._answer(reply), prepared.scope)
         return ChatResult(generations=[ChatGeneration(message=reply)])
 
@@ -448,8 +459,8 @@ class ChatMemoryWrapper(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
-        scope, call, configurable = self._split(kwargs, run_manager)
-        prepared = self._bridge.prepare(messages, scope=scope)
+        scope, call, configurable, metadata = self._split(kwargs, run_manager)
+        prepared = self._bridge.prepare(messages, metadata, scope=scope)
         stream = self.llm.stream(
             prepared.messages, self._child(run_manager, configurable), **self._stop(stop), **call
         )
@@ -465,7 +476,7 @@ class ChatMemoryWrapper(BaseChatModel):
             close: Callable[[], object] | None = getattr(stream, "close", None)
             if close is not None:
                 close()
-            if self.capture and (received or ended):
+            if self.capture and prepared.capture and (received or ended):
                 answer = self._answer(_merge(received))
                 self._bridge.capture(prepared.original, answer, prepared.scope)
 
@@ -476,8 +487,8 @@ class ChatMemoryWrapper(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> AsyncIterator[ChatGenerationChunk]:
-        scope, call, configurable = self._split(kwargs, run_manager)
-        prepared = await self._bridge.aprepare(messages, scope=scope)
+        scope, call, configurable, metadata = self._split(kwargs, run_manager)
+        prepared = await self._bridge.aprepare(messages, metadata, scope=scope)
         stream = self.llm.astream(
             prepared.messages, self._child(run_manager, configurable), **self._stop(stop), **call
         )
@@ -493,7 +504,7 @@ class ChatMemoryWrapper(BaseChatModel):
             aclose: Callable[[], Any] | None = getattr(stream, "aclose", None)
             if aclose is not None:
                 await aclose()
-            if self.capture and (received or ended):
+            if self.capture and prepared.capture and (received or ended):
                 answer = self._answer(_merge(received))
                 await self._bridge.acapture(prepared.original, answer, prepared.scope)
 
