@@ -2,7 +2,7 @@
 
 * [`MemtrellisMemoryBlock`][llama_index.memory.memtrellis.MemtrellisMemoryBlock]: a block of
   ``llama_index.core.memory.Memory`` that recalls memory context for the latest message and captures
-  flushed messages.
+  each message of the conversation once.
 * [`MemoryRetriever`][llama_index.memory.memtrellis.MemoryRetriever]: memtrellis recall as a
   ``BaseRetriever`` (nodes with provenance, confidence and the explanation of each score).
 * [`MemtrellisEventHandler`][llama_index.memory.memtrellis.MemtrellisEventHandler]: captures the

@@ -3,6 +3,7 @@ that puts memory into a prompt shares (the block, the LLM wrapper)."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from memtrellis import Memory, RecallResult
@@ -32,9 +33,19 @@ def recall_context(memory: Memory, query: str, settings: RecallSettings) -> Reca
     return result, build_context(result, token_budget=settings.token_budget)
 
 
-async def arecall_context(memory: Memory, query: str, settings: RecallSettings) -> Recalled:
-    """Async `recall_context`: recall runs off the event loop."""
+async def arecall_context(
+    memory: Memory, query: str, settings: RecallSettings, exclude: Collection[str] = ()
+) -> Recalled:
+    """Async `recall_context`: recall runs off the event loop.
+
+    Memories whose text is one of ``exclude`` (the messages already in the prompt's chat
+    history) are left out of the block.
+    """
     result = await memory.arecall(
         query, entity_id=settings.entity_id, process_id=settings.process_id, k=settings.k
     )
+    if exclude:
+        kept = [entry for entry in result.items if entry.memory.text not in exclude]
+        if len(kept) < len(result.items):
+            result = result.model_copy(update={"items": kept})
     return result, build_context(result, token_budget=settings.token_budget)
