@@ -56,6 +56,10 @@ def test_guide_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     assert out.getvalue().splitlines() == [
         "True",
         '["Which snack should I bring to Alice\'s party?"]',
+        "True",
+        "['user', 'assistant']",
+        "Saved memory ",
+        "True",
         "My sister Clara moved to Lisbon. m1",
         "True",
         "['I moved to Porto last week']",

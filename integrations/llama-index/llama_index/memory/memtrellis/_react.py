@@ -15,11 +15,15 @@ at the coroutines awaiting the read: the agent's step (``self``) and ``Memory.ag
 
 from __future__ import annotations
 
+import logging
 import sys
+import warnings
 from types import FrameType
 from typing import Any
 
-__all__ = ["REACT_WARNING", "react_drops_system_message"]
+__all__ = ["REACT_WARNING", "ReactCheck", "react_drops_system_message"]
+
+log = logging.getLogger("llama_index.memory.memtrellis")
 
 REACT_WARNING = (
     "A ReActAgent without a system_prompt drops the system message, and with it the "
@@ -44,11 +48,13 @@ def _react_without_prompt(owner: Any) -> bool:
     return False
 
 
-def react_drops_system_message() -> bool:
+def react_drops_system_message(into_system: bool | None = None) -> bool:
     """Whether the memory read in progress is for a ReAct agent that will drop it.
 
     True when a ``ReActAgent`` without a ``system_prompt`` (alone or in an
-    ``AgentWorkflow``) is reading a ``Memory`` whose ``insert_method`` is ``"system"``.
+    ``AgentWorkflow``) is reading a memory that places its context in the system message:
+    ``into_system``, or when it is ``None``, the ``insert_method`` of the LlamaIndex
+    ``Memory`` being read.
     """
     from llama_index.core.agent.workflow import BaseWorkflowAgent
     from llama_index.core.agent.workflow.multi_agent_workflow import AgentWorkflow
@@ -64,6 +70,35 @@ def react_drops_system_message() -> bool:
         if isinstance(owner, ChatMemory) and insert_method is None:
             insert_method = owner.insert_method
         elif isinstance(owner, BaseWorkflowAgent | AgentWorkflow):
-            return insert_method == InsertMethod.SYSTEM and _react_without_prompt(owner)
+            if into_system is None:
+                into_system = insert_method == InsertMethod.SYSTEM
+            return into_system and _react_without_prompt(owner)
         frame = frame.f_back
     return False
+
+
+class ReactCheck:
+    """Warns once (a ``UserWarning`` and a log record) when a read is for a ReAct agent
+    that will drop the memory context.
+
+    Examples:
+        >>> ReactCheck().check()  # not read by an agent: no warning
+        False
+    """
+
+    def __init__(self) -> None:
+        self.warned = False
+
+    def check(self, into_system: bool | None = None) -> bool:
+        """Look at the read in progress; True when it warned now."""
+        if self.warned:
+            return False
+        try:
+            dropped = react_drops_system_message(into_system)
+        except Exception:  # a best-effort check: never the reason a read fails
+            dropped = False
+        if dropped:
+            self.warned = True
+            log.warning(REACT_WARNING)
+            warnings.warn(REACT_WARNING, UserWarning, stacklevel=3)
+        return dropped

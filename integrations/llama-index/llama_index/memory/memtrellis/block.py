@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import logging
-import warnings
 from collections import OrderedDict
 from typing import Any, Literal
 
@@ -14,7 +12,7 @@ from memtrellis import RecallResult
 from memtrellis.context import build_context
 
 from llama_index.memory.memtrellis._messages import latest_query
-from llama_index.memory.memtrellis._react import REACT_WARNING, react_drops_system_message
+from llama_index.memory.memtrellis._react import ReactCheck
 from llama_index.memory.memtrellis._recall import arecall_context
 from llama_index.memory.memtrellis._settings import RecallFields
 from llama_index.memory.memtrellis._transcript import Transcripts, conversation
@@ -23,8 +21,6 @@ from llama_index.memory.memtrellis.events import handler_captures_into
 __all__ = ["MemtrellisMemoryBlock"]
 
 _KEEP_RENDERED = 16
-
-log = logging.getLogger("llama_index.memory.memtrellis")
 
 Capture = Literal["turns", "flushed", "off"]
 
@@ -107,13 +103,13 @@ class MemtrellisMemoryBlock(RecallFields, BaseMemoryBlock[str]):
     capture: Capture = Field(default="turns", description="When messages are captured.")
 
     _transcripts: Transcripts = PrivateAttr(default_factory=Transcripts)
-    _warned_react: bool = PrivateAttr(default=False)
+    _react: ReactCheck = PrivateAttr(default_factory=ReactCheck)
     # Recent renderings (text -> what was recalled, its tokens), so that atruncate can
     # render the same recall again within fewer tokens.
     _rendered: OrderedDict[str, tuple[RecallResult, int]] = PrivateAttr(default_factory=OrderedDict)
 
     async def _aget(self, messages: list[ChatMessage] | None = None, **block_kwargs: Any) -> str:
-        self._check_react()
+        self._react.check()
         session = block_kwargs.get("session_id")
         text = await self._recall(messages or [])
         # Captured after recall, so that the question is never recalled as its own answer.
@@ -176,18 +172,6 @@ class MemtrellisMemoryBlock(RecallFields, BaseMemoryBlock[str]):
                 mode=self.mode,
                 tags=["llama_index"],
             )
-
-    def _check_react(self) -> None:
-        if self._warned_react:
-            return
-        try:
-            dropped = react_drops_system_message()
-        except Exception:  # a best-effort check: never the reason a read fails
-            dropped = False
-        if dropped:
-            self._warned_react = True
-            log.warning(REACT_WARNING)
-            warnings.warn(REACT_WARNING, UserWarning, stacklevel=2)
 
     async def atruncate(self, content: str, tokens_to_truncate: int) -> str | None:
         """The block rendered again within fewer tokens, or ``None`` to drop it.
