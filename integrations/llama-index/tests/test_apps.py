@@ -224,3 +224,26 @@ async def test_block_and_event_handler_together_store_each_message_once(
         ("user", QUESTION),
         ("assistant", "Apple slices."),
     ]
+
+
+async def test_react_agent_with_block_and_event_handler_stores_only_the_conversation(
+    memory: Memory,
+) -> None:
+    """The handler sees every ReAct step: acting steps and their observations are not the
+    user's or the assistant's words; only the question and the final answer are."""
+    handler = MemtrellisEventHandler(memory=memory, entity_id="alice", mode="fast")
+    handler.attach()
+    tools = [FunctionTool.from_defaults(lookup_menu)]
+    try:
+        for text in FACTS["alice"]:
+            llm, _ = scripted_llm(REACT_TOOL_STEP, "Thought: I can answer.\nAnswer: Noted.")
+            agent = ReActAgent(llm=llm, tools=tools, system_prompt="Be brief.")
+            await agent.run(text, memory=chat_memory(memory, "alice", "a-1"))
+    finally:
+        handler.detach()
+    assert [(role, text) for role, text, _ in stored(memory, "alice")] == [
+        ("user", FACTS["alice"][0]),
+        ("assistant", "Noted."),
+        ("user", FACTS["alice"][1]),
+        ("assistant", "Noted."),
+    ]

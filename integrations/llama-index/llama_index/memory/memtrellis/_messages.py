@@ -106,6 +106,10 @@ def latest_query(messages: Sequence[ChatMessage] | None) -> str:
     return ""
 
 
+def _is_react_action(message: ChatMessage) -> bool:
+    return message.role == MessageRole.ASSISTANT and react_answer(text_of(message)) == ""
+
+
 def new_turn(messages: Sequence[ChatMessage], reply: str) -> list[dict[str, str]]:
     """What one LLM call adds to a conversation: the user's new messages and the reply.
 
@@ -113,17 +117,33 @@ def new_turn(messages: Sequence[ChatMessage], reply: str) -> list[dict[str, str]
     assistant message that only calls tools does not count as a reply, so an agent's
     question, its tool calls and its final answer make one turn. A call whose reply has
     no text (only tool calls) adds nothing yet: the turn is captured with the answer.
+
+    A ``ReActAgent``'s steps are read the same way: a reasoning step that acts ("Thought:
+    … Action: …") is a tool call, the "Observation: …" message after it is a tool
+    result (not the user's), and only the answer of the final step is the reply.
     """
+    answer = react_answer(reply)
+    if answer is not None:
+        reply = answer
     if not reply.strip():
         return []
     start = 0
     for index, message in enumerate(messages):
-        if message.role == MessageRole.ASSISTANT and text_of(message):
+        if (
+            message.role == MessageRole.ASSISTANT
+            and text_of(message)
+            and not _is_react_action(message)
+        ):
             start = index + 1
     turn = [
         {"role": "user", "content": text}
-        for message in messages[start:]
-        if message.role == MessageRole.USER and (text := text_of(message))
+        for index, message in enumerate(messages)
+        if index >= start
+        and message.role == MessageRole.USER
+        and (text := text_of(message))
+        and not (
+            text.startswith("Observation:") and index and _is_react_action(messages[index - 1])
+        )
     ]
     turn.append({"role": "assistant", "content": strip_blocks(reply).strip() or reply})
     return turn
