@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import pytest
 from fakes import TOOL, Script, scripted_llm
-from llama_index.core.agent.workflow import FunctionAgent, ReActAgent
+from llama_index.core.agent.workflow import AgentWorkflow, FunctionAgent, ReActAgent
 from llama_index.core.chat_engine import SimpleChatEngine
 from llama_index.core.llms import ChatMessage
 from llama_index.core.memory import Memory as ChatMemory
@@ -247,3 +247,13 @@ async def test_react_agent_with_block_and_event_handler_stores_only_the_conversa
         ("user", FACTS["alice"][1]),
         ("assistant", "Noted."),
     ]
+
+
+async def test_the_react_warning_also_sees_react_agents_inside_an_agent_workflow(
+    memory: Memory,
+) -> None:
+    llm, _ = scripted_llm("Thought: I can answer.\nAnswer: Hello.")
+    react = ReActAgent(name="helper", description="Helps.", llm=llm, tools=[])
+    workflow = AgentWorkflow(agents=[react], root_agent="helper")
+    with pytest.warns(UserWarning, match="ReActAgent without a system_prompt"):
+        await workflow.run("hello", memory=chat_memory(memory, "alice", "a-1"))
