@@ -39,7 +39,9 @@ def test_readme_llamaindex_example_runs(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "<memory_context>" in done.stdout and "allergic to peanuts" in done.stdout
-    assert "Alice is allergic to peanuts" in done.stdout.splitlines()[-1]
+    # The fact, then the question the chat engine's block captured.
+    *_, fact, question = done.stdout.splitlines()
+    assert "Alice is allergic to peanuts" in fact and "Which snack" in question
     assert (tmp_path / ".memtrellis").is_dir()
 
 
@@ -52,6 +54,11 @@ def test_guide_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
         for number, block in enumerate(CODE.findall(page)):
             exec(compile(block, f"llamaindex.md#block{number}", "exec"), namespace)
     assert out.getvalue().splitlines() == [
+        "True",
+        '["Which snack should I bring to Alice\'s party?"]',
+        "True",
+        "['user', 'assistant']",
+        "Saved memory ",
         "True",
         "My sister Clara moved to Lisbon. m1",
         "True",

@@ -24,7 +24,9 @@ def test_public_api_is_pinned() -> None:
         "MemoryRetriever",
         "MemtrellisEventHandler",
         "MemtrellisLLM",
+        "MemtrellisMemory",
         "MemtrellisMemoryBlock",
+        "MemtrellisToolSpec",
     ]
     for name in package.__all__:
         assert getattr(package, name).__doc__, name

@@ -19,12 +19,12 @@ from memtrellis.context import strip_blocks
 __all__ = [
     "INTERNAL_TAG",
     "StreamedReply",
-    "flushed_turn",
     "internal_call",
     "is_internal",
     "latest_query",
     "new_turn",
     "place_context",
+    "react_answer",
     "text_of",
 ]
 
@@ -32,8 +32,6 @@ __all__ = [
 #: already captures (the wrapper's delegate, fine-mode extraction), so that the event
 #: handler does not capture them a second time.
 INTERNAL_TAG = "memtrellis.internal"
-
-_ROLES = {MessageRole.USER: "user", MessageRole.ASSISTANT: "assistant"}
 
 
 @contextmanager
@@ -71,6 +69,33 @@ def text_of(message: ChatMessage | None) -> str:
     return strip_blocks("\n".join(parts)).strip()
 
 
+_THOUGHT = "Thought:"
+_ANSWER = "Answer:"
+
+
+def react_answer(text: str) -> str | None:
+    """The final answer in a ReAct agent's reasoning text; ``None`` when it is not ReAct's.
+
+    LlamaIndex's ``ReActAgent`` writes its whole reasoning ("Thought: … Action: …
+    Observation: … Thought: … Answer: …") as the assistant's message; the user was told
+    only the answer. A reasoning step with no answer yet (an action) gives ``""``.
+
+    Examples:
+        >>> react_answer("Thought: I know it.\\nAnswer: Porto.")
+        'Porto.'
+        >>> react_answer("Thought: look it up\\nAction: search\\nAction Input: {}")
+        ''
+        >>> react_answer("Porto.") is None
+        True
+    """
+    stripped = text.strip()
+    if not stripped.startswith(_THOUGHT):
+        return None
+    last_step = stripped[stripped.rfind(_THOUGHT) :]
+    at = last_step.find(_ANSWER)
+    return last_step[at + len(_ANSWER) :].strip() if at != -1 else ""
+
+
 def latest_query(messages: Sequence[ChatMessage] | None) -> str:
     """The text of the latest user message, the question recall should answer."""
     for message in reversed(messages or ()):
@@ -81,6 +106,10 @@ def latest_query(messages: Sequence[ChatMessage] | None) -> str:
     return ""
 
 
+def _is_react_action(message: ChatMessage) -> bool:
+    return message.role == MessageRole.ASSISTANT and react_answer(text_of(message)) == ""
+
+
 def new_turn(messages: Sequence[ChatMessage], reply: str) -> list[dict[str, str]]:
     """What one LLM call adds to a conversation: the user's new messages and the reply.
 
@@ -88,33 +117,35 @@ def new_turn(messages: Sequence[ChatMessage], reply: str) -> list[dict[str, str]
     assistant message that only calls tools does not count as a reply, so an agent's
     question, its tool calls and its final answer make one turn. A call whose reply has
     no text (only tool calls) adds nothing yet: the turn is captured with the answer.
+
+    A ``ReActAgent``'s steps are read the same way: a reasoning step that acts ("Thought:
+    … Action: …") is a tool call, the "Observation: …" message after it is a tool
+    result (not the user's), and only the answer of the final step is the reply.
     """
+    answer = react_answer(reply)
+    if answer is not None:
+        reply = answer
     if not reply.strip():
         return []
     start = 0
     for index, message in enumerate(messages):
-        if message.role == MessageRole.ASSISTANT and text_of(message):
+        if (
+            message.role == MessageRole.ASSISTANT
+            and text_of(message)
+            and not _is_react_action(message)
+        ):
             start = index + 1
     turn = [
         {"role": "user", "content": text}
-        for message in messages[start:]
-        if message.role == MessageRole.USER and (text := text_of(message))
+        for index, message in enumerate(messages)
+        if index >= start
+        and message.role == MessageRole.USER
+        and (text := text_of(message))
+        and not (
+            text.startswith("Observation:") and index and _is_react_action(messages[index - 1])
+        )
     ]
     turn.append({"role": "assistant", "content": strip_blocks(reply).strip() or reply})
-    return turn
-
-
-def flushed_turn(messages: Sequence[ChatMessage]) -> list[dict[str, str]]:
-    """User and assistant messages with text, as memtrellis message dicts.
-
-    System messages (instructions, placed memory context) and tool results are left out.
-    """
-    turn: list[dict[str, str]] = []
-    for message in messages:
-        role = _ROLES.get(MessageRole(message.role))
-        text = text_of(message) if role else ""
-        if role and text:
-            turn.append({"role": role, "content": text})
     return turn
 
 

@@ -3,6 +3,7 @@ that puts memory into a prompt shares (the block, the LLM wrapper)."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from memtrellis import Memory, RecallResult
@@ -24,17 +25,33 @@ class RecallSettings:
 Recalled = tuple[RecallResult, MemoryContext]
 
 
-def recall_context(memory: Memory, query: str, settings: RecallSettings) -> Recalled:
-    """Recall for ``query`` and render the block (its ``text`` is ``""`` when nothing fits)."""
-    result = memory.recall(
-        query, entity_id=settings.entity_id, process_id=settings.process_id, k=settings.k
-    )
+def _render(result: RecallResult, settings: RecallSettings, exclude: Collection[str]) -> Recalled:
+    if exclude:
+        kept = [entry for entry in result.items if entry.memory.text not in exclude]
+        if len(kept) < len(result.items):
+            result = result.model_copy(update={"items": kept})
     return result, build_context(result, token_budget=settings.token_budget)
 
 
-async def arecall_context(memory: Memory, query: str, settings: RecallSettings) -> Recalled:
+def recall_context(
+    memory: Memory, query: str, settings: RecallSettings, exclude: Collection[str] = ()
+) -> Recalled:
+    """Recall for ``query`` and render the block (its ``text`` is ``""`` when nothing fits).
+
+    Memories whose text is one of ``exclude`` (the messages already in the prompt's chat
+    history) are left out of the block.
+    """
+    result = memory.recall(
+        query, entity_id=settings.entity_id, process_id=settings.process_id, k=settings.k
+    )
+    return _render(result, settings, exclude)
+
+
+async def arecall_context(
+    memory: Memory, query: str, settings: RecallSettings, exclude: Collection[str] = ()
+) -> Recalled:
     """Async `recall_context`: recall runs off the event loop."""
     result = await memory.arecall(
         query, entity_id=settings.entity_id, process_id=settings.process_id, k=settings.k
     )
-    return result, build_context(result, token_budget=settings.token_budget)
+    return _render(result, settings, exclude)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any
+from typing import Any, Literal
 
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
@@ -11,13 +11,18 @@ from llama_index.core.memory.memory import BaseMemoryBlock
 from memtrellis import RecallResult
 from memtrellis.context import build_context
 
-from llama_index.memory.memtrellis._messages import flushed_turn, latest_query
+from llama_index.memory.memtrellis._messages import latest_query
+from llama_index.memory.memtrellis._react import ReactCheck
 from llama_index.memory.memtrellis._recall import arecall_context
 from llama_index.memory.memtrellis._settings import RecallFields
+from llama_index.memory.memtrellis._transcript import Transcripts, conversation
+from llama_index.memory.memtrellis.events import handler_captures_into
 
 __all__ = ["MemtrellisMemoryBlock"]
 
 _KEEP_RENDERED = 16
+
+Capture = Literal["turns", "flushed", "off"]
 
 
 class MemtrellisMemoryBlock(RecallFields, BaseMemoryBlock[str]):
@@ -26,9 +31,34 @@ class MemtrellisMemoryBlock(RecallFields, BaseMemoryBlock[str]):
     Reading the block (`aget`) recalls the memories relevant to the latest user
     message and returns them rendered as a memory-context block within
     ``token_budget`` tokens; ``Memory`` places it in the system message (or the latest
-    user message). Messages that ``Memory`` flushes out of its short-term queue are
-    captured (`aput`): they go to memtrellis' background extraction and are stored
-    under this block's scope and the LlamaIndex session id.
+    user message with ``insert_method="user"``).
+
+    Capture (``capture``):
+
+    * ``"turns"`` (default): every message of the conversation is captured once, as the
+      conversation goes. ``Memory`` hands the block the session's chat history at every
+      read, before each model call: the block captures the user and assistant messages
+      it has not captured yet (the user's message at once, the reply at the next read;
+      agents read their memory again after the final answer, so an agent's whole turn is
+      in before ``run`` returns). Messages ``Memory`` later flushes out of its
+      short-term queue are not captured again.
+    * ``"flushed"``: only what ``Memory`` flushes out of its short-term queue (LlamaIndex's
+      own rule for blocks; with the default limits that is after some 21,000 tokens of
+      chat, so a short session stores nothing).
+    * ``"off"``: recall only, when something else captures the turns (a
+      [`MemtrellisLLM`][llama_index.memory.memtrellis.MemtrellisLLM], your own code).
+
+    While a [`MemtrellisEventHandler`][llama_index.memory.memtrellis.MemtrellisEventHandler]
+    that captures into the same ``Memory`` is attached, the block captures nothing
+    itself, so that block and handler together store each message once.
+
+    Captured messages go to memtrellis' background extraction under this block's scope
+    and the LlamaIndex session id. System messages, tool calls and results, memory
+    context and a ``ReActAgent``'s reasoning (only its answer is kept) are not captured.
+
+    ``ReActAgent`` without a ``system_prompt`` drops the system message, and with it the
+    memory context: use ``Memory.from_defaults(..., insert_method="user")`` with it (the
+    block warns once when it sees that setup).
 
     A memory failure is logged and counted in `failures` and the block reads as
     empty, so the agent still answers; ``strict=True`` raises instead.
@@ -42,6 +72,7 @@ class MemtrellisMemoryBlock(RecallFields, BaseMemoryBlock[str]):
         process_id: Which app or agent (default: the ``Memory``'s own).
         k: Most memories recalled per read.
         token_budget: Most tokens (``o200k_base``) the rendered block may take.
+        capture: When messages are captured: ``"turns"``, ``"flushed"`` or ``"off"``.
         mode: Extraction mode of captured messages (``"fast"``/``"fine"``; default: fine
             when the ``Memory`` has an LLM).
         strict: Raise memory failures instead of reading as empty.
@@ -53,10 +84,14 @@ class MemtrellisMemoryBlock(RecallFields, BaseMemoryBlock[str]):
         >>> from memtrellis.testing import HashingEmbedder
         >>> memory = Memory(tempfile.mkdtemp(), embedder=HashingEmbedder())
         >>> _ = memory.add("Alice is allergic to peanuts")
-        >>> block = MemtrellisMemoryBlock(memory=memory)
+        >>> block = MemtrellisMemoryBlock(memory=memory, mode="fast")
         >>> text = asyncio.run(block.aget([ChatMessage(role="user", content="peanuts?")]))
         >>> "allergic to peanuts" in text, text.startswith("<memory_context>")
         (True, True)
+        >>> memory.flush()  # the question itself was captured as the user's message
+        True
+        >>> sorted(m.text for m in memory.list())
+        ['Alice is allergic to peanuts', 'peanuts?']
         >>> memory.close()
     """
 
@@ -65,16 +100,32 @@ class MemtrellisMemoryBlock(RecallFields, BaseMemoryBlock[str]):
         default="Long-term memories recalled for the latest user message (memtrellis)."
     )
 
+    capture: Capture = Field(default="turns", description="When messages are captured.")
+
+    _transcripts: Transcripts = PrivateAttr(default_factory=Transcripts)
+    _react: ReactCheck = PrivateAttr(default_factory=ReactCheck)
     # Recent renderings (text -> what was recalled, its tokens), so that atruncate can
     # render the same recall again within fewer tokens.
     _rendered: OrderedDict[str, tuple[RecallResult, int]] = PrivateAttr(default_factory=OrderedDict)
 
     async def _aget(self, messages: list[ChatMessage] | None = None, **block_kwargs: Any) -> str:
+        self._react.check()
+        session = block_kwargs.get("session_id")
+        text = await self._recall(messages or [])
+        # Captured after recall, so that the question is never recalled as its own answer.
+        if self.capture == "turns" and messages:
+            await self._capture(self._transcripts.read(str(session or ""), messages), session)
+        return text
+
+    async def _recall(self, messages: list[ChatMessage]) -> str:
         query = latest_query(messages)
         if not query:
             return ""
+        in_history = {m["content"] for m in conversation(messages)}
         with self._guard.guard("recall"):
-            result, context = await arecall_context(self.memory, query, self._settings)
+            result, context = await arecall_context(
+                self.memory, query, self._settings, exclude=in_history
+            )
             if context.text:
                 self._rendered[context.text] = (result, context.tokens)
                 while len(self._rendered) > _KEEP_RENDERED:
@@ -82,11 +133,17 @@ class MemtrellisMemoryBlock(RecallFields, BaseMemoryBlock[str]):
             return context.text
         return ""
 
-    async def _aput(self, messages: list[ChatMessage]) -> None:
-        turn = flushed_turn(messages)
-        if not turn:
+    async def aput(
+        self,
+        messages: list[ChatMessage],
+        from_short_term_memory: bool = False,
+        session_id: str | None = None,
+    ) -> None:
+        """Capture ``messages``: flushed by ``Memory`` (``from_short_term_memory``), only
+        those not captured yet; put directly, all of their conversation."""
+        if self.capture == "off" or (from_short_term_memory and not self.accept_short_term_memory):
             return
-        session = next(
+        session = session_id or next(
             (
                 str(m.additional_kwargs["session_id"])
                 for m in messages
@@ -94,12 +151,24 @@ class MemtrellisMemoryBlock(RecallFields, BaseMemoryBlock[str]):
             ),
             None,
         )
+        if from_short_term_memory and self.capture == "turns":
+            turn = self._transcripts.flushed(session or "", messages)
+        else:
+            turn = conversation(messages)
+        await self._capture(turn, session)
+
+    async def _aput(self, messages: list[ChatMessage]) -> None:
+        await self.aput(messages)
+
+    async def _capture(self, turn: list[dict[str, str]], session: object) -> None:
+        if not turn or handler_captures_into(self.memory):
+            return
         with self._guard.guard("capture"):
             await self.memory.acapture(
                 turn,
                 entity_id=self.entity_id,
                 process_id=self.process_id,
-                session_id=session,
+                session_id=str(session) if session else None,
                 mode=self.mode,
                 tags=["llama_index"],
             )

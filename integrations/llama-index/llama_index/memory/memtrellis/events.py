@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import weakref
 from collections import OrderedDict
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -29,13 +30,38 @@ from llama_index.memory.memtrellis._messages import (
 )
 from llama_index.memory.memtrellis._settings import CaptureFields
 
-__all__ = ["ENTITY_TAG", "PROCESS_TAG", "SESSION_TAG", "MemtrellisEventHandler", "skip_capture"]
+__all__ = [
+    "ENTITY_TAG",
+    "PROCESS_TAG",
+    "SESSION_TAG",
+    "MemtrellisEventHandler",
+    "handler_captures_into",
+    "skip_capture",
+]
 
 #: Instrumentation tags that set the scope of the calls made inside them, e.g.
 #: ``with instrument_tags({ENTITY_TAG: "bob"}): agent.run(...)`` in a multi-user server.
 ENTITY_TAG = "memtrellis.entity_id"
 PROCESS_TAG = "memtrellis.process_id"
 SESSION_TAG = "memtrellis.session_id"
+
+
+#: Handlers attached to a dispatcher now; the memory block leaves capture to them.
+_ATTACHED: weakref.WeakValueDictionary[int, MemtrellisEventHandler] = weakref.WeakValueDictionary()
+
+
+def handler_captures_into(memory: object) -> bool:
+    """Whether an attached `MemtrellisEventHandler` captures into ``memory``.
+
+    The memory block then captures nothing itself, so that no message is stored twice.
+
+    Examples:
+        >>> handler_captures_into(object())
+        False
+    """
+    return any(
+        handler.memory is memory and handler.attached for handler in list(_ATTACHED.values())
+    )
 
 
 def skip_capture() -> AbstractContextManager[None]:
@@ -123,6 +149,11 @@ class MemtrellisEventHandler(CaptureFields, BaseEventHandler):
         """Turns handed to ``Memory.capture`` so far."""
         return self._captured
 
+    @property
+    def attached(self) -> bool:
+        """Whether the handler is on a dispatcher now."""
+        return any(any(h is self for h in target.event_handlers) for target in self._dispatchers)
+
     def attach(self, dispatcher: Dispatcher | None = None) -> MemtrellisEventHandler:
         """Add the handler to ``dispatcher`` (default: the root one, which sees every
         event); returns the handler."""
@@ -130,6 +161,7 @@ class MemtrellisEventHandler(CaptureFields, BaseEventHandler):
         if self not in target.event_handlers:
             target.add_event_handler(self)
             self._dispatchers.append(target)
+        _ATTACHED[id(self)] = self
         return self
 
     def detach(self) -> None:
@@ -138,6 +170,7 @@ class MemtrellisEventHandler(CaptureFields, BaseEventHandler):
         for target in self._dispatchers:
             target.event_handlers = [h for h in target.event_handlers if h is not self]
         self._dispatchers.clear()
+        _ATTACHED.pop(id(self), None)
 
     def handle(self, event: BaseEvent, **kwargs: Any) -> None:
         """Track chat calls by span and capture each finished turn."""

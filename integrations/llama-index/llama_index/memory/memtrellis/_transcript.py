@@ -1,0 +1,132 @@
+"""The conversation of a LlamaIndex session, and which of its messages are already captured.
+
+LlamaIndex's ``Memory`` gives a memory block the session's active chat history at every
+read, and the messages it flushes out of that history at every flush. `Transcripts`
+numbers the conversation messages of each session across both (a flushed message keeps
+its place), so that a block captures every message exactly once, whichever way it saw it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallBlock
+
+from llama_index.memory.memtrellis._messages import react_answer, text_of
+
+__all__ = ["Transcripts", "conversation"]
+
+#: Sessions whose counters are kept; the least recently seen is forgotten beyond it.
+MAX_SESSIONS = 4096
+
+
+def _calls_tools(message: ChatMessage) -> bool:
+    return bool(message.additional_kwargs.get("tool_calls")) or any(
+        isinstance(block, ToolCallBlock) for block in message.blocks
+    )
+
+
+def conversation(messages: Sequence[ChatMessage]) -> list[dict[str, str]]:
+    """What the user and the assistant said to each other, as memtrellis message dicts.
+
+    Left out: system messages, tool results, assistant messages that call tools (the
+    agent's intermediate steps), memory context, and the copy of the user's question
+    that LlamaIndex agents append when they read memory again after tool calls (a user
+    message repeating the previous one with no reply in between). A ``ReActAgent``'s
+    reasoning is reduced to its final answer.
+
+    Examples:
+        >>> conversation([  # doctest: +NORMALIZE_WHITESPACE
+        ...     ChatMessage(role="system", content="Be brief."),
+        ...     ChatMessage(role="user", content="Where do I live?"),
+        ...     ChatMessage(role="user", content="Where do I live?"),
+        ...     ChatMessage(role="assistant", content="Thought: known.\\nAnswer: Porto."),
+        ... ])
+        [{'role': 'user', 'content': 'Where do I live?'},
+         {'role': 'assistant', 'content': 'Porto.'}]
+    """
+    out: list[dict[str, str]] = []
+    for message in messages:
+        if message.role == MessageRole.USER:
+            text = text_of(message)
+            if not text:
+                continue
+            if out and out[-1] == {"role": "user", "content": text}:
+                continue  # the question re-sent with the history, not said again
+            out.append({"role": "user", "content": text})
+        elif message.role == MessageRole.ASSISTANT and not _calls_tools(message):
+            text = text_of(message)
+            answer = react_answer(text)
+            text = text if answer is None else answer
+            if text:
+                out.append({"role": "assistant", "content": text})
+    return out
+
+
+@dataclass
+class _Session:
+    flushed: int = 0  # conversation messages flushed out of the active history
+    captured: int = 0  # conversation messages captured, counted from the session's start
+    read_yet: bool = False
+
+
+class Transcripts:
+    """Per session: how many conversation messages were flushed and how many captured.
+
+    The first time a session's history is read (a new process resuming a stored session,
+    or a history given with ``chat_history=``), the messages up to its latest reply are
+    taken as captured already, and so are messages flushed before that first read: only
+    what is said from then on is new.
+
+    Examples:
+        >>> t = Transcripts()
+        >>> t.read("s", [ChatMessage(role="user", content="Hi, I am Ann")])
+        [{'role': 'user', 'content': 'Hi, I am Ann'}]
+        >>> t.read("s", [ChatMessage(role="user", content="Hi, I am Ann"),
+        ...              ChatMessage(role="assistant", content="Hello Ann")])
+        [{'role': 'assistant', 'content': 'Hello Ann'}]
+        >>> t.flushed("s", [ChatMessage(role="user", content="Hi, I am Ann")])
+        []
+    """
+
+    def __init__(self) -> None:
+        self._sessions: OrderedDict[str, _Session] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def _session(self, key: str) -> _Session:
+        session = self._sessions.setdefault(key, _Session())
+        self._sessions.move_to_end(key)
+        while len(self._sessions) > MAX_SESSIONS:
+            self._sessions.popitem(last=False)
+        return session
+
+    def read(self, key: str, history: Sequence[ChatMessage]) -> list[dict[str, str]]:
+        """The messages of the active ``history`` not captured yet (now marked captured)."""
+        seen = conversation(history)
+        with self._lock:
+            session = self._session(key)
+            if not session.read_yet:
+                session.read_yet = True
+                replied = [i for i, m in enumerate(seen) if m["role"] == "assistant"]
+                if replied:
+                    session.captured = max(session.captured, session.flushed + replied[-1] + 1)
+            new = seen[max(0, session.captured - session.flushed) :]
+            session.captured = max(session.captured, session.flushed + len(seen))
+        return new
+
+    def flushed(self, key: str, messages: Sequence[ChatMessage]) -> list[dict[str, str]]:
+        """The flushed ``messages`` not captured yet (now marked captured)."""
+        seen = conversation(messages)
+        with self._lock:
+            session = self._session(key)
+            start = session.flushed
+            session.flushed += len(seen)
+            if not session.read_yet:
+                session.captured = session.flushed
+                return []
+            new = seen[max(0, session.captured - start) :]
+            session.captured = max(session.captured, session.flushed)
+        return new

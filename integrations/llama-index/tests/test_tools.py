@@ -1,0 +1,77 @@
+"""MemtrellisToolSpec: save, search and forget tools, scoped to one entity, used by a real
+FunctionAgent."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llama_index.core.agent.workflow import FunctionAgent
+from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallBlock
+from llama_index.core.llms import MockFunctionCallingLLM
+from llama_index.core.tools import FunctionTool
+from memtrellis import Memory
+
+from llama_index.memory.memtrellis import MemtrellisToolSpec
+
+
+def test_tools_have_names_descriptions_and_schemas(memory: Memory) -> None:
+    tools = MemtrellisToolSpec(memory, entity_id="alice").to_tool_list()
+    assert all(isinstance(tool, FunctionTool) for tool in tools)
+    by_name = {tool.metadata.name: tool.metadata for tool in tools}
+    assert set(by_name) == {"save_memory", "search_memories", "forget_memory"}
+    assert "long-term memory" in by_name["save_memory"].description
+    schema = by_name["forget_memory"].get_parameters_dict()
+    assert schema["required"] == ["memory_id"]
+
+
+def test_save_search_forget_stay_in_one_entity(memory: Memory) -> None:
+    alice = MemtrellisToolSpec(memory, entity_id="alice", session_id="s1")
+    bob = MemtrellisToolSpec(memory, entity_id="bob")
+    saved = alice.save_memory("Alice is allergic to peanuts")
+    memory_id = saved.split()[2].rstrip(":")
+    [item] = memory.list(entity_id="alice")
+    assert item.id == memory_id and item.scope.session_id == "s1"
+    assert set(item.tags) >= {"llama_index", "agent_tool"}
+
+    assert alice.search_memories("peanut allergy") == f"{memory_id}: Alice is allergic to peanuts"
+    assert bob.search_memories("peanut allergy") == "No memories found."
+    assert bob.forget_memory(memory_id) == f"No memory {memory_id!r} to forget."
+    assert memory.list(entity_id="alice")  # still there
+    assert alice.forget_memory(memory_id) == "Forgotten: Alice is allergic to peanuts"
+    assert memory.list(entity_id="alice") == []
+    assert alice.forget_memory(memory_id).startswith("No memory")
+    assert alice.save_memory("   ").startswith(("Not saved", "Nothing to save"))
+
+
+def _call(name: str, **kwargs: Any) -> ChatMessage:
+    block = ToolCallBlock(tool_call_id=f"call-{name}", tool_name=name, tool_kwargs=kwargs)
+    return ChatMessage(role=MessageRole.ASSISTANT, blocks=[block])
+
+
+async def test_a_function_agent_saves_then_finds_a_memory(memory: Memory) -> None:
+    spec = MemtrellisToolSpec(memory, entity_id="alice")
+    replies = iter(
+        [
+            _call("save_memory", content="Alice is allergic to peanuts"),
+            ChatMessage(role="assistant", content="Saved."),
+            _call("search_memories", query="allergies"),
+            ChatMessage(role="assistant", content="You are allergic to peanuts."),
+        ]
+    )
+    seen: list[list[ChatMessage]] = []
+
+    def answer(messages: Any, **_: Any) -> ChatMessage:
+        seen.append(list(messages))
+        return next(replies)
+
+    llm = MockFunctionCallingLLM(response_generator=answer, is_chat_model=True)
+    agent = FunctionAgent(llm=llm, tools=spec.to_tool_list())
+    assert str(await agent.run("Remember that I am allergic to peanuts")) == "Saved."
+    assert [m.text for m in memory.list(entity_id="alice")] == ["Alice is allergic to peanuts"]
+    assert memory.list(entity_id="bob") == []
+
+    reply = await agent.run("What am I allergic to?")
+    assert str(reply) == "You are allergic to peanuts."
+    tool_result = seen[-1][-1]
+    assert tool_result.role == MessageRole.TOOL
+    assert "Alice is allergic to peanuts" in (tool_result.content or "")
