@@ -40,6 +40,7 @@ from memtrellis._memory_args import (
 )
 from memtrellis._memory_args import given as _given
 from memtrellis._memory_async import in_thread as _in_thread
+from memtrellis._progress import progress_arg
 from memtrellis.clients.patch import uninstall
 from memtrellis.embeddings.base import Embedder, as_embedder
 from memtrellis.errors import InvalidInputError
@@ -53,6 +54,7 @@ from memtrellis.lifecycle.judge import llm_judge
 from memtrellis.llm import LLM
 from memtrellis.store import EmbedderInfo, Store
 from memtrellis.store.store import DEFAULT_RESIDENT_MEMORIES, DEFAULT_RESIDENT_SHARDS
+from memtrellis.transfer import ImportReport, PathOrFile, export_store, import_lines, opened
 from memtrellis.types import (
     Health,
     HistoryEvent,
@@ -73,7 +75,8 @@ class Memory:
     The methods that read or write memories have an async form, named with an ``a`` prefix
     and taking the same arguments: `aadd` (LLM calls awaited concurrently) and `acapture`
     (it only queues) are coroutines of their own; `astore`, `aupdate`, `aforget`, `aget`,
-    `ahistory`, `aversions`, `alist`, `arecall`, `ahealth`, `aflush`, `arefine` and `aclose`
+    `ahistory`, `aversions`, `alist`, `arecall`, `ahealth`, `aflush`, `arefine`, `aexport`,
+    `aimport_` and `aclose`
     run the sync method in a worker thread, so the loop never blocks. `async with
     Memory(...)` closes the store on exit.
 
@@ -585,6 +588,75 @@ class Memory:
         combined = self._store.combined_graph()
         return export_graph(combined, path, format=format, tenant=None, max_memories=max_memories)
 
+    def export(
+        self,
+        path_or_file: PathOrFile,
+        *,
+        entity_id: str | None = None,
+        progress: bool | None = None,
+    ) -> int:
+        """Write memories as JSON lines, with their history and edges; how many were written.
+
+        ``entity_id=None`` exports every entity, one shard at a time (a backup of the
+        store); an id exports that entity alone. Superseded and expired memories are
+        written too. ``path_or_file``: a path, or a text file open for writing. The format
+        and what it keeps: [`memtrellis.transfer`][memtrellis.transfer]. ``progress``: a bar
+        on stderr (default: when stderr is a terminal).
+
+        Examples:
+            >>> import io, tempfile
+            >>> from memtrellis.testing import HashingEmbedder
+            >>> with Memory(tempfile.mkdtemp(), embedder=HashingEmbedder()) as m:
+            ...     _ = m.add("Ana moved to Porto", entity_id="ana")
+            ...     _ = m.add("Bob is vegan", entity_id="bob")
+            ...     m.export(io.StringIO()), m.export(io.StringIO(), entity_id="bob")
+            (2, 1)
+        """
+        tenant = self._scope(entity_id, None, None).entity_id if entity_id is not None else None
+        with opened(path_or_file, "w") as stream:
+            return export_store(self._store, stream, entity_id=tenant, progress=progress_arg(progress))
+
+    def import_(
+        self,
+        path_or_file: PathOrFile,
+        *,
+        entity_id: str | None = None,
+        process_id: str | None = None,
+        batch_size: int = 256,
+        progress: bool | None = None,
+    ) -> ImportReport:
+        """Store the memories of an [`export`][memtrellis.Memory.export] exactly as they were.
+
+        Ids, scopes, sources, validity, confidence, recall counts, history and edges are
+        restored (the lifecycle does not run; a memory whose id is there already is
+        replaced); each memory's history gains an ``imported`` event. The file is read a
+        line at a time; every ``batch_size`` memories are embedded in one call and
+        committed with one commit per entity. ``entity_id`` / ``process_id`` store every
+        memory under that entity / process instead of the recorded one. Invalid lines are
+        skipped and reported by line number in the returned report.
+
+        Examples:
+            >>> import io, tempfile
+            >>> from memtrellis.testing import HashingEmbedder
+            >>> with Memory(tempfile.mkdtemp(), embedder=HashingEmbedder()) as m:
+            ...     line = '{"id": "n1", "text": "Bob is vegan", "scope": {"entity_id": "bob"}}'
+            ...     report = m.import_(io.StringIO(line + "\\n"), entity_id="robert")
+            ...     report.imported, m.get("n1", entity_id="robert").text
+            (1, 'Bob is vegan')
+        """
+        tenant = self._scope(entity_id, None, None).entity_id if entity_id is not None else None
+        process = make_scope("x", process_id, None).process_id
+        with opened(path_or_file, "r") as stream:
+            return import_lines(
+                self._store,
+                self.embedder.embed_documents,
+                stream,
+                entity_id=tenant,
+                process_id=process,
+                batch_size=batch_size,
+                progress=progress_arg(progress),
+            )
+
     def register(
         self,
         client: Any = None,
@@ -768,3 +840,5 @@ class Memory:
     aclose = _in_thread(close)
     aflush = _in_thread(flush)
     arefine = _in_thread(refine)
+    aexport = _in_thread(export)
+    aimport_ = _in_thread(import_)

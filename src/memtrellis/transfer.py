@@ -1,0 +1,383 @@
+"""Export and import of memories as JSON lines, streamed entity by entity.
+
+One line per memory: ``{"memory": {...}, "history": [...], "edges": [...]}``, where
+``memory`` is the [`MemoryItem`][memtrellis.MemoryItem] as JSON (id, scope, provenance,
+validity, confidence, recall counts, ``superseded_by``...), ``history`` its
+[`HistoryEvent`][memtrellis.HistoryEvent]s oldest first, and ``edges`` the typed edges out
+of it to other memories of its entity (``{"kind": "supersedes", "to": "<id>"}``; the
+``mentions`` edges follow from ``memory.entities``). A bare ``MemoryItem`` line, as the CLI
+wrote before 0.2, is read too (without history or edges).
+
+[`Memory.export`][memtrellis.Memory.export] and [`Memory.import_`][memtrellis.Memory.import_]
+call the two functions here; the CLI's ``export`` and ``import`` commands call those.
+Neither side holds more than one entity's ids and one batch of memories at a time.
+
+Examples:
+    >>> import io, tempfile
+    >>> from memtrellis import Memory
+    >>> from memtrellis.testing import HashingEmbedder
+    >>> with Memory(tempfile.mkdtemp(), entity_id="ana", embedder=HashingEmbedder()) as old:
+    ...     _ = old.add("Ana moved to Porto", memory_type="fact")
+    ...     backup = io.StringIO()
+    ...     old.export(backup)
+    1
+    >>> with Memory(tempfile.mkdtemp(), entity_id="ana", embedder=HashingEmbedder()) as new:
+    ...     report = new.import_(io.StringIO(backup.getvalue()))
+    ...     report.imported, [m.text for m in new.list()]
+    (1, ['Ana moved to Porto'])
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Union
+
+from pydantic import ValidationError
+
+from memtrellis._progress import bar
+from memtrellis.errors import InvalidInputError
+from memtrellis.store import Store
+from memtrellis.store.graph import ENTITY_NODE_PREFIX, MemoryGraph
+from memtrellis.store.shard import Shard
+from memtrellis.store.store import Change
+from memtrellis.types import EdgeKind, HistoryEvent, MemoryItem, Scope
+
+__all__ = [
+    "DEFAULT_BATCH",
+    "ImportReport",
+    "SkippedLine",
+    "export_store",
+    "import_lines",
+    "parse_line",
+]
+
+#: Memories embedded together and committed with one commit per entity during an import.
+DEFAULT_BATCH = 256
+#: Memories read under an entity's lock at a time during an export.
+_EXPORT_CHUNK = 500
+#: The history event an import adds after the memory's own past.
+IMPORTED = "imported"
+_LINKS = tuple(kind for kind in EdgeKind if kind is not EdgeKind.MENTIONS)
+
+Embed = Callable[[list[str]], list[list[float]]]
+Edge = tuple[str, str, EdgeKind]
+
+
+@dataclass(frozen=True)
+class SkippedLine:
+    """A line an import could not store, and why (one short line).
+
+    Examples:
+        >>> SkippedLine(line=3, error="text: Value error, text must not be empty").line
+        3
+    """
+
+    line: int
+    error: str
+
+
+@dataclass
+class ImportReport:
+    """What [`Memory.import_`][memtrellis.Memory.import_] stored and what it skipped.
+
+    Attributes:
+        imported: Memories stored (a memory whose id was there already is replaced).
+        skipped: Lines not stored (invalid JSON or an invalid memory), by line number.
+        edges: Edges between memories restored.
+        dangling_edges: Edges left out because the memory they point to is in neither
+            the file nor the store.
+        entities: The entities memories were stored under, in order of first appearance.
+
+    Examples:
+        >>> report = ImportReport(imported=2, skipped=[SkippedLine(4, "not JSON")])
+        >>> report.imported, report.complete
+        (2, False)
+    """
+
+    imported: int = 0
+    skipped: list[SkippedLine] = field(default_factory=list)
+    edges: int = 0
+    dangling_edges: int = 0
+    entities: list[str] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        """True when every line was stored."""
+        return not self.skipped
+
+
+# -- export ------------------------------------------------------------------------------------
+def _line(graph: MemoryGraph, memory_id: str) -> str | None:
+    item = graph.item(memory_id)
+    if item is None:  # deleted since its id was read
+        return None
+    edges = [
+        {"kind": kind.value, "to": target}
+        for kind in _LINKS
+        for target in graph.edges_of(memory_id, kind)[0]
+    ]
+    record = {
+        "memory": item.model_dump(mode="json"),
+        "history": [event.model_dump(mode="json") for event in graph.history(memory_id)],
+        "edges": edges,
+    }
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+
+
+def _shard_lines(shard: Shard) -> Iterator[str]:
+    """One entity's lines, read ``_EXPORT_CHUNK`` memories at a time under its lock (so
+    that writers of the entity wait for a chunk at most, never for the whole export)."""
+    tenant = shard.entity_id
+    with shard.mu:
+        ids = shard.graph.tenant_ids(tenant)
+    for start in range(0, len(ids), _EXPORT_CHUNK):
+        with shard.mu:
+            lines = [_line(shard.graph, i) for i in ids[start : start + _EXPORT_CHUNK]]
+        yield from (line for line in lines if line is not None)
+
+
+def _shards(store: Store, entity_id: str | None) -> Iterator[Shard]:
+    if entity_id is None:
+        yield from store.shards()  # one at a time; the resident ones stay as they are
+        return
+    store.refresh(entity_id)
+    yield store.shard(entity_id)
+
+
+def export_store(
+    store: Store,
+    stream: IO[str],
+    *,
+    entity_id: str | None = None,
+    progress: bool | None = None,
+) -> int:
+    """Write one entity's memories (or, with ``entity_id=None``, every entity's) to
+    ``stream`` as JSON lines; how many were written.
+
+    Superseded and expired memories are written too: an export is a backup.
+
+    Examples:
+        >>> import io, tempfile
+        >>> from memtrellis import Memory
+        >>> from memtrellis.testing import HashingEmbedder
+        >>> with Memory(tempfile.mkdtemp(), embedder=HashingEmbedder()) as memory:
+        ...     _ = memory.add("Bob is vegan", entity_id="bob")
+        ...     out = io.StringIO()
+        ...     export_store(memory._store, out, entity_id="bob")
+        1
+        >>> sorted(json.loads(out.getvalue()))
+        ['edges', 'history', 'memory']
+    """
+    tenants = [entity_id] if entity_id is not None else store.entities()
+    stats = store.stats()  # from the catalog: no shard is loaded for the total
+    total = sum(stats[t].memories for t in tenants if t in stats)
+    count = 0
+    with bar(progress, desc="exporting", total=total or None, unit="memory") as shown:
+        for shard in _shards(store, entity_id):
+            for line in _shard_lines(shard):
+                stream.write(line + "\n")
+                count += 1
+                shown.update(1)
+    return count
+
+
+# -- import ------------------------------------------------------------------------------------
+def reason(exc: Exception) -> str:
+    """The first problem of a rejected line, on one short line.
+
+    Examples:
+        >>> reason(InvalidInputError("bad\\n  id"))
+        'bad id'
+    """
+    if isinstance(exc, ValidationError):
+        errors = exc.errors(include_url=False)
+        if not errors:
+            return str(exc).splitlines()[0]
+        first = errors[0]
+        where = ".".join(str(part) for part in first["loc"])
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        return f"{where + ': ' if where else ''}{first['msg']}{more}"
+    return " ".join(str(exc).split())
+
+
+def parse_line(line: str) -> tuple[MemoryItem, list[HistoryEvent], list[tuple[EdgeKind, str]]]:
+    """A line of an export: the memory, its history and its edges out.
+
+    Raises:
+        ValidationError: The memory or an event is not valid.
+        InvalidInputError: The line is not a JSON object of the export format.
+
+    Examples:
+        >>> item, history, edges = parse_line('{"text": "Bob is vegan", "scope": {"entity_id": "b"}}')
+        >>> item.text, history, edges
+        ('Bob is vegan', [], [])
+    """
+    try:
+        data = json.loads(line)
+    except ValueError as exc:
+        raise InvalidInputError(f"not JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise InvalidInputError("not a JSON object")
+    if "memory" not in data:  # a bare MemoryItem line (the CLI's format before 0.2)
+        return MemoryItem.model_validate(data), [], []
+    unknown = set(data) - {"memory", "history", "edges"}
+    if unknown:
+        raise InvalidInputError(f"unknown keys {sorted(unknown)}")
+    item = MemoryItem.model_validate(data["memory"])
+    history = [HistoryEvent.model_validate(event) for event in data.get("history") or []]
+    edges: list[tuple[EdgeKind, str]] = []
+    for edge in data.get("edges") or []:
+        if not isinstance(edge, dict) or not isinstance(edge.get("to"), str):
+            raise InvalidInputError(f"edge {edge!r} is not {{'kind': ..., 'to': '<id>'}}")
+        try:
+            kind = EdgeKind(edge.get("kind"))
+        except ValueError:
+            raise InvalidInputError(f"unknown edge kind {edge.get('kind')!r}") from None
+        if kind is not EdgeKind.MENTIONS:
+            edges.append((kind, edge["to"]))
+    if item.id.startswith(ENTITY_NODE_PREFIX):
+        raise InvalidInputError(f"memory id {item.id!r} is reserved for entity nodes")
+    return item, history, edges
+
+
+class _Importer:
+    """Batches of parsed lines, embedded together and committed one commit per entity."""
+
+    def __init__(self, store: Store, embed: Embed, report: ImportReport, size: int) -> None:
+        self.store = store
+        self.embed = embed
+        self.report = report
+        self.size = size
+        self.batch: list[tuple[MemoryItem, list[HistoryEvent]]] = []
+        self.batch_ids: set[tuple[str, str]] = set()
+        self.edges: list[Edge] = []
+        # Edges to a memory not read yet, by (entity, target id): added with the target.
+        self.waiting: dict[tuple[str, str], list[Edge]] = {}
+
+    def known(self, tenant: str, memory_id: str) -> bool:
+        if (tenant, memory_id) in self.batch_ids:
+            return True
+        with self.store.reading(tenant) as shard:
+            return memory_id in shard.graph
+
+    def add(
+        self, item: MemoryItem, history: list[HistoryEvent], edges: list[tuple[EdgeKind, str]]
+    ) -> None:
+        tenant = item.scope.entity_id
+        if (tenant, item.id) in self.batch_ids:  # the same id twice: the later line wins
+            self.flush()
+        self.batch.append((item, history))
+        self.batch_ids.add((tenant, item.id))
+        self.edges.extend(self.waiting.pop((tenant, item.id), ()))
+        for kind, target in edges:
+            edge = (item.id, target, kind)
+            if self.known(tenant, target):
+                self.edges.append(edge)
+            else:
+                self.waiting.setdefault((tenant, target), []).append(edge)
+        if tenant not in self.report.entities:
+            self.report.entities.append(tenant)
+        if len(self.batch) >= self.size:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.batch:
+            return
+        vectors = self.embed([item.search_text() for item, _ in self.batch])
+        changes: list[Change] = []
+        for tenant in {item.scope.entity_id for item, _ in self.batch}:
+            self.store.refresh(tenant)
+        for (item, history), vector in zip(self.batch, vectors, strict=True):
+            with self.store.reading(item.scope.entity_id) as shard:
+                replaced = item.id in shard.graph
+            # A memory already there keeps its own past; a new one gets the exported one.
+            past = () if replaced else tuple(history)
+            changes.append(Change(item, vector, IMPORTED, history=past))
+        self.store.apply(changes, self.edges)
+        self.report.imported += len(self.batch)
+        self.report.edges += len(self.edges)
+        self.batch, self.batch_ids, self.edges = [], set(), []
+
+    def finish(self) -> None:
+        self.flush()
+        self.report.dangling_edges += sum(len(edges) for edges in self.waiting.values())
+
+
+def import_lines(
+    store: Store,
+    embed: Embed,
+    lines: Iterable[str],
+    *,
+    entity_id: str | None = None,
+    process_id: str | None = None,
+    batch_size: int = DEFAULT_BATCH,
+    progress: bool | None = None,
+) -> ImportReport:
+    """Store the memories of exported lines exactly as they were (no lifecycle), in batches.
+
+    Each batch of ``batch_size`` memories is embedded in one call and committed with one
+    commit per entity. ``entity_id`` (and ``process_id``) store every memory under that
+    entity (process) instead of the one recorded in the line. Invalid lines are skipped
+    and reported; blank lines are ignored.
+
+    Examples:
+        >>> import tempfile
+        >>> from memtrellis import Memory
+        >>> from memtrellis.testing import HashingEmbedder
+        >>> line = '{"id": "n1", "text": "Bob is vegan", "scope": {"entity_id": "bob"}}'
+        >>> with Memory(tempfile.mkdtemp(), embedder=HashingEmbedder()) as memory:
+        ...     report = import_lines(memory._store, memory.embedder.embed_documents,
+        ...                           [line, "{oops"])
+        ...     memory.get("n1", entity_id="bob").text
+        'Bob is vegan'
+        >>> report.imported, report.skipped[0].line
+        (1, 2)
+    """
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise InvalidInputError("batch_size must be a positive integer")
+    report = ImportReport()
+    importer = _Importer(store, embed, report, batch_size)
+    with bar(progress, desc="importing", unit="memory") as shown:
+        for number, raw in enumerate(lines, start=1):
+            line = raw.rstrip("\r\n")
+            if not line.strip():
+                continue
+            try:
+                item, history, edges = parse_line(line)
+                if entity_id is not None or process_id is not None:
+                    scope = Scope(
+                        entity_id=entity_id or item.scope.entity_id,
+                        process_id=process_id or item.scope.process_id,
+                        session_id=item.scope.session_id,
+                    )
+                    item = item.model_copy(update={"scope": scope})
+            except (ValidationError, InvalidInputError) as exc:
+                report.skipped.append(SkippedLine(number, reason(exc)))
+                continue
+            importer.add(item, history, edges)
+            shown.update(1)
+        importer.finish()
+    return report
+
+
+PathOrFile = Union[str, "os.PathLike[str]", IO[str]]
+
+
+@contextlib.contextmanager
+def opened(target: PathOrFile, mode: str) -> Iterator[IO[str]]:
+    """A text stream for ``target``: a path opened (UTF-8) and closed, or the stream given."""
+    if isinstance(target, (str, os.PathLike)):
+        with Path(target).open(mode, encoding="utf-8", newline="" if mode == "r" else None) as f:
+            yield f
+        return
+    if not hasattr(target, "write" if mode == "w" else "read"):
+        raise InvalidInputError(
+            f"expected a path or a text file open for {'writing' if mode == 'w' else 'reading'}, "
+            f"not {type(target).__name__}"
+        )
+    yield target
