@@ -306,7 +306,7 @@ def test_export_to_stdout_and_import_from_stdin(runner: CliRunner, tmp_path: Pat
     assert exported.exit_code == 0, exported.output
     lines = exported.stdout.splitlines()
     assert len(lines) == 2
-    assert {parse_line(line)[0].id for line in lines} == {i["id"] for i in items}
+    assert {parse_line(line).item.id for line in lines} == {i["id"] for i in items}
 
     imported = cli(runner, target, "--json", "import", "-", input=exported.stdout)
     assert imported.exit_code == 0, imported.output
@@ -410,7 +410,7 @@ def test_script_export_import_round_trip(tmp_path: Path) -> None:
     assert json.loads(imported.stdout)["imported"] == 3
     listed = run_script(tmp_path, "--path", target, *base, "list")
     landed = {(i["id"], i["text"]) for i in json.loads(listed.stdout)}
-    original = {(i.id, i.text) for i, _, _ in map(parse_line, lines)}
+    original = {(e.item.id, e.item.text) for e in map(parse_line, lines)}
     assert landed == original
 
 

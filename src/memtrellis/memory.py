@@ -36,6 +36,7 @@ from memtrellis._memory_args import (
     memory_type_arg,
     ready_item,
     recall_args,
+    recall_filters,
     store_path,
 )
 from memtrellis._memory_args import given as _given
@@ -526,6 +527,8 @@ class Memory:
         include_expired: bool = False,
         as_of: datetime | None = None,
         graph_context: bool = True,
+        memory_types: Sequence[MemoryType | str] | None = None,
+        tags: Sequence[str] | None = None,
     ) -> RecallResult:
         """The memories most relevant to ``query``, each with an explanation.
 
@@ -534,9 +537,21 @@ class Memory:
         and to memories sharing an entity (see `memtrellis.recall.hybrid`). Expired,
         superseded and not-yet-valid memories (at ``as_of``, default now) are left out
         unless asked for. ``token_budget`` (tiktoken ``o200k_base``) stops the list
-        before its rendered lines would exceed the budget.
+        before its rendered lines would exceed the budget. ``memory_types`` and ``tags``
+        keep only memories of one of those types / with one of those tags; the searches
+        run among those alone, so ``k`` come back whenever ``k`` match.
+
+        Examples:
+            >>> import tempfile
+            >>> from memtrellis.testing import HashingEmbedder
+            >>> with Memory(tempfile.mkdtemp(), embedder=HashingEmbedder()) as m:
+            ...     _ = m.add("Ana likes green tea", memory_type="preference", tags=["drinks"])
+            ...     _ = m.add("Ana drank green tea in Kyoto", memory_type="event")
+            ...     [h.memory.text for h in m.recall("tea", memory_types=["preference"]).items]
+            ['Ana likes green tea']
         """
         query, as_of = recall_args(query, k, token_budget, as_of)
+        kinds, labels = recall_filters(memory_types, tags)
         return _reading.recall(
             self,
             query,
@@ -549,6 +564,8 @@ class Memory:
             include_expired=include_expired,
             as_of=as_of,
             graph_context=graph_context,
+            memory_types=kinds,
+            tags=labels,
         )
 
     def export_graph(
@@ -614,7 +631,13 @@ class Memory:
         """
         tenant = self._scope(entity_id, None, None).entity_id if entity_id is not None else None
         with opened(path_or_file, "w") as stream:
-            return export_store(self._store, stream, entity_id=tenant, progress=progress_arg(progress))
+            return export_store(
+                self._store,
+                stream,
+                entity_id=tenant,
+                progress=progress_arg(progress),
+                model_id=self.embedder.model_id,
+            )
 
     def import_(
         self,
@@ -627,11 +650,12 @@ class Memory:
     ) -> ImportReport:
         """Store the memories of an [`export`][memtrellis.Memory.export] exactly as they were.
 
-        Ids, scopes, sources, validity, confidence, recall counts, history and edges are
-        restored (the lifecycle does not run; a memory whose id is there already is
-        replaced); each memory's history gains an ``imported`` event. The file is read a
-        line at a time; every ``batch_size`` memories are embedded in one call and
-        committed with one commit per entity. ``entity_id`` / ``process_id`` store every
+        Ids, scopes, sources, validity, confidence, recall counts, history, edges and, with
+        the same embedder, vectors are restored (the lifecycle does not run; a memory whose
+        id is there already is replaced); each memory's history gains an ``imported``
+        event. The file is read a line at a time; every ``batch_size`` memories are
+        committed with one commit per entity, those without a vector of this embedder
+        embedded in one call. ``entity_id`` / ``process_id`` store every
         memory under that entity / process instead of the recorded one. Invalid lines are
         skipped and reported by line number in the returned report.
 
@@ -649,7 +673,7 @@ class Memory:
         with opened(path_or_file, "r") as stream:
             return import_lines(
                 self._store,
-                self.embedder.embed_documents,
+                self.embedder,
                 stream,
                 entity_id=tenant,
                 process_id=process,

@@ -1,12 +1,15 @@
 """Export and import of memories as JSON lines, streamed entity by entity.
 
-One line per memory: ``{"memory": {...}, "history": [...], "edges": [...]}``, where
-``memory`` is the [`MemoryItem`][memtrellis.MemoryItem] as JSON (id, scope, provenance,
-validity, confidence, recall counts, ``superseded_by``...), ``history`` its
-[`HistoryEvent`][memtrellis.HistoryEvent]s oldest first, and ``edges`` the typed edges out
-of it to other memories of its entity (``{"kind": "supersedes", "to": "<id>"}``; the
-``mentions`` edges follow from ``memory.entities``). A bare ``MemoryItem`` line, as the CLI
-wrote before 0.2, is read too (without history or edges).
+One line per memory: ``{"memory": {...}, "history": [...], "edges": [...], "vector":
+{...}}``, where ``memory`` is the [`MemoryItem`][memtrellis.MemoryItem] as JSON (id, scope,
+provenance, validity, confidence, recall counts, ``superseded_by``...), ``history`` its
+[`HistoryEvent`][memtrellis.HistoryEvent]s oldest first, ``edges`` the typed edges out of
+it to other memories of its entity (``{"kind": "supersedes", "to": "<id>"}``; the
+``mentions`` edges follow from ``memory.entities``) and ``vector`` its stored embedding
+(``{"model": "<embedder model id>", "f32": "<base64 of little-endian float32>"}``). An
+import into a store of the same embedder model and dimension reuses the vector (nothing is
+embedded again, and recall ranks as it did); any other store embeds the text. A bare
+``MemoryItem`` line, as the CLI wrote before, is read too (no history, edges or vector).
 
 [`Memory.export`][memtrellis.Memory.export] and [`Memory.import_`][memtrellis.Memory.import_]
 call the two functions here; the CLI's ``export`` and ``import`` commands call those.
@@ -29,17 +32,20 @@ Examples:
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Union
+from typing import IO, NamedTuple, Union
 
+import numpy as np
 from pydantic import ValidationError
 
 from memtrellis._progress import bar
+from memtrellis.embeddings.base import Embedder
 from memtrellis.errors import InvalidInputError
 from memtrellis.store import Store
 from memtrellis.store.graph import ENTITY_NODE_PREFIX, MemoryGraph
@@ -49,6 +55,7 @@ from memtrellis.types import EdgeKind, HistoryEvent, MemoryItem, Scope
 
 __all__ = [
     "DEFAULT_BATCH",
+    "Exported",
     "ImportReport",
     "SkippedLine",
     "export_store",
@@ -64,8 +71,46 @@ _EXPORT_CHUNK = 500
 IMPORTED = "imported"
 _LINKS = tuple(kind for kind in EdgeKind if kind is not EdgeKind.MENTIONS)
 
-Embed = Callable[[list[str]], list[list[float]]]
 Edge = tuple[str, str, EdgeKind]
+
+
+class Exported(NamedTuple):
+    """One line of an export, read back.
+
+    Examples:
+        >>> line = '{"text": "Bob is vegan", "scope": {"entity_id": "b"}}'
+        >>> parse_line(line).item.text, parse_line(line).vector
+        ('Bob is vegan', None)
+    """
+
+    item: MemoryItem
+    history: list[HistoryEvent]
+    edges: list[tuple[EdgeKind, str]]
+    #: ``(embedder model id, vector)``, when the line carries one.
+    vector: tuple[str, list[float]] | None = None
+
+
+def encode_vector(vector: Sequence[float]) -> str:
+    """A vector as base64 of its little-endian float32 bytes (what Chroma stores).
+
+    Examples:
+        >>> decode_vector(encode_vector([0.5, -1.0]))
+        [0.5, -1.0]
+    """
+    return base64.b64encode(np.asarray(vector, dtype="<f4").tobytes()).decode("ascii")
+
+
+def decode_vector(text: str) -> list[float]:
+    """The vector `encode_vector` wrote.
+
+    Examples:
+        >>> decode_vector("AAAAPw==")
+        [0.5]
+    """
+    raw = base64.b64decode(text.encode("ascii"), validate=True)
+    if len(raw) % 4:
+        raise ValueError("not a whole number of float32 values")
+    return np.frombuffer(raw, dtype="<f4").astype(float).tolist()  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True)
@@ -112,7 +157,7 @@ class ImportReport:
 
 
 # -- export ------------------------------------------------------------------------------------
-def _line(graph: MemoryGraph, memory_id: str) -> str | None:
+def _record(graph: MemoryGraph, memory_id: str) -> dict[str, object] | None:
     item = graph.item(memory_id)
     if item is None:  # deleted since its id was read
         return None
@@ -121,24 +166,31 @@ def _line(graph: MemoryGraph, memory_id: str) -> str | None:
         for kind in _LINKS
         for target in graph.edges_of(memory_id, kind)[0]
     ]
-    record = {
+    return {
         "memory": item.model_dump(mode="json"),
         "history": [event.model_dump(mode="json") for event in graph.history(memory_id)],
         "edges": edges,
     }
-    return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
 
 
-def _shard_lines(shard: Shard) -> Iterator[str]:
+def _shard_lines(store: Store, shard: Shard, model_id: str | None) -> Iterator[str]:
     """One entity's lines, read ``_EXPORT_CHUNK`` memories at a time under its lock (so
     that writers of the entity wait for a chunk at most, never for the whole export)."""
     tenant = shard.entity_id
     with shard.mu:
         ids = shard.graph.tenant_ids(tenant)
     for start in range(0, len(ids), _EXPORT_CHUNK):
+        chunk = ids[start : start + _EXPORT_CHUNK]
         with shard.mu:
-            lines = [_line(shard.graph, i) for i in ids[start : start + _EXPORT_CHUNK]]
-        yield from (line for line in lines if line is not None)
+            records = [_record(shard.graph, i) for i in chunk]
+        vectors = store.vectors.embeddings(tenant, chunk) if model_id is not None else {}
+        for memory_id, record in zip(chunk, records, strict=True):
+            if record is None:
+                continue
+            vector = vectors.get(memory_id)
+            if vector is not None:
+                record["vector"] = {"model": model_id, "f32": encode_vector(vector)}
+            yield json.dumps(record, ensure_ascii=False, separators=(",", ":"))
 
 
 def _shards(store: Store, entity_id: str | None) -> Iterator[Shard]:
@@ -155,11 +207,13 @@ def export_store(
     *,
     entity_id: str | None = None,
     progress: bool | None = None,
+    model_id: str | None = None,
 ) -> int:
     """Write one entity's memories (or, with ``entity_id=None``, every entity's) to
     ``stream`` as JSON lines; how many were written.
 
-    Superseded and expired memories are written too: an export is a backup.
+    Superseded and expired memories are written too: an export is a backup. With
+    ``model_id`` (the store's embedder model), each line carries its stored vector.
 
     Examples:
         >>> import io, tempfile
@@ -179,7 +233,7 @@ def export_store(
     count = 0
     with bar(progress, desc="exporting", total=total or None, unit="memory") as shown:
         for shard in _shards(store, entity_id):
-            for line in _shard_lines(shard):
+            for line in _shard_lines(store, shard, model_id):
                 stream.write(line + "\n")
                 count += 1
                 shown.update(1)
@@ -205,17 +259,18 @@ def reason(exc: Exception) -> str:
     return " ".join(str(exc).split())
 
 
-def parse_line(line: str) -> tuple[MemoryItem, list[HistoryEvent], list[tuple[EdgeKind, str]]]:
-    """A line of an export: the memory, its history and its edges out.
+def parse_line(line: str) -> Exported:
+    """A line of an export: the memory, its history, its edges out and its vector.
 
     Raises:
         ValidationError: The memory or an event is not valid.
         InvalidInputError: The line is not a JSON object of the export format.
 
     Examples:
-        >>> item, history, edges = parse_line('{"text": "Bob is vegan", "scope": {"entity_id": "b"}}')
-        >>> item.text, history, edges
-        ('Bob is vegan', [], [])
+        >>> line = '{"text": "Bob is vegan", "scope": {"entity_id": "b"}}'
+        >>> item, history, edges, vector = parse_line(line)
+        >>> item.text, history, edges, vector
+        ('Bob is vegan', [], [], None)
     """
     try:
         data = json.loads(line)
@@ -223,12 +278,14 @@ def parse_line(line: str) -> tuple[MemoryItem, list[HistoryEvent], list[tuple[Ed
         raise InvalidInputError(f"not JSON: {exc}") from None
     if not isinstance(data, dict):
         raise InvalidInputError("not a JSON object")
-    if "memory" not in data:  # a bare MemoryItem line (the CLI's format before 0.2)
-        return MemoryItem.model_validate(data), [], []
-    unknown = set(data) - {"memory", "history", "edges"}
+    if "memory" not in data:  # a bare MemoryItem line (the CLI's format before)
+        return Exported(MemoryItem.model_validate(data), [], [])
+    unknown = set(data) - {"memory", "history", "edges", "vector"}
     if unknown:
         raise InvalidInputError(f"unknown keys {sorted(unknown)}")
     item = MemoryItem.model_validate(data["memory"])
+    if item.id.startswith(ENTITY_NODE_PREFIX):
+        raise InvalidInputError(f"memory id {item.id!r} is reserved for entity nodes")
     history = [HistoryEvent.model_validate(event) for event in data.get("history") or []]
     edges: list[tuple[EdgeKind, str]] = []
     for edge in data.get("edges") or []:
@@ -240,20 +297,27 @@ def parse_line(line: str) -> tuple[MemoryItem, list[HistoryEvent], list[tuple[Ed
             raise InvalidInputError(f"unknown edge kind {edge.get('kind')!r}") from None
         if kind is not EdgeKind.MENTIONS:
             edges.append((kind, edge["to"]))
-    if item.id.startswith(ENTITY_NODE_PREFIX):
-        raise InvalidInputError(f"memory id {item.id!r} is reserved for entity nodes")
-    return item, history, edges
+    vector: tuple[str, list[float]] | None = None
+    given = data.get("vector")
+    if given is not None:
+        if not isinstance(given, dict) or not isinstance(given.get("model"), str):
+            raise InvalidInputError("vector is not {'model': ..., 'f32': ...}")
+        try:
+            vector = (given["model"], decode_vector(str(given.get("f32"))))
+        except ValueError as exc:
+            raise InvalidInputError(f"vector is not base64 float32: {exc}") from None
+    return Exported(item, history, edges, vector)
 
 
 class _Importer:
     """Batches of parsed lines, embedded together and committed one commit per entity."""
 
-    def __init__(self, store: Store, embed: Embed, report: ImportReport, size: int) -> None:
+    def __init__(self, store: Store, embedder: Embedder, report: ImportReport, size: int) -> None:
         self.store = store
-        self.embed = embed
+        self.embedder = embedder
         self.report = report
         self.size = size
-        self.batch: list[tuple[MemoryItem, list[HistoryEvent]]] = []
+        self.batch: list[tuple[MemoryItem, list[HistoryEvent], list[float] | None]] = []
         self.batch_ids: set[tuple[str, str]] = set()
         self.edges: list[Edge] = []
         # Edges to a memory not read yet, by (entity, target id): added with the target.
@@ -265,13 +329,16 @@ class _Importer:
         with self.store.reading(tenant) as shard:
             return memory_id in shard.graph
 
-    def add(
-        self, item: MemoryItem, history: list[HistoryEvent], edges: list[tuple[EdgeKind, str]]
-    ) -> None:
+    def add(self, line: Exported) -> None:
+        item, history, edges, given = line
         tenant = item.scope.entity_id
         if (tenant, item.id) in self.batch_ids:  # the same id twice: the later line wins
             self.flush()
-        self.batch.append((item, history))
+        # The exported vector, when it is of this store's embedder; else the text is embedded.
+        vector = None
+        if given is not None and given[0] == self.embedder.model_id:
+            vector = given[1] if len(given[1]) == self.embedder.dimension else None
+        self.batch.append((item, history, vector))
         self.batch_ids.add((tenant, item.id))
         self.edges.extend(self.waiting.pop((tenant, item.id), ()))
         for kind, target in edges:
@@ -288,11 +355,13 @@ class _Importer:
     def flush(self) -> None:
         if not self.batch:
             return
-        vectors = self.embed([item.search_text() for item, _ in self.batch])
+        missing = [item.search_text() for item, _, given in self.batch if given is None]
+        embedded = iter(self.embedder.embed_documents(missing) if missing else [])
+        vectors = [given if given is not None else next(embedded) for _, _, given in self.batch]
         changes: list[Change] = []
-        for tenant in {item.scope.entity_id for item, _ in self.batch}:
+        for tenant in {item.scope.entity_id for item, _, _ in self.batch}:
             self.store.refresh(tenant)
-        for (item, history), vector in zip(self.batch, vectors, strict=True):
+        for (item, history, _), vector in zip(self.batch, vectors, strict=True):
             with self.store.reading(item.scope.entity_id) as shard:
                 replaced = item.id in shard.graph
             # A memory already there keeps its own past; a new one gets the exported one.
@@ -310,7 +379,7 @@ class _Importer:
 
 def import_lines(
     store: Store,
-    embed: Embed,
+    embedder: Embedder,
     lines: Iterable[str],
     *,
     entity_id: str | None = None,
@@ -320,8 +389,9 @@ def import_lines(
 ) -> ImportReport:
     """Store the memories of exported lines exactly as they were (no lifecycle), in batches.
 
-    Each batch of ``batch_size`` memories is embedded in one call and committed with one
-    commit per entity. ``entity_id`` (and ``process_id``) store every memory under that
+    Each batch of ``batch_size`` memories is committed with one commit per entity; the
+    memories of a batch whose line carries no vector of ``embedder``'s model are embedded
+    in one call. ``entity_id`` (and ``process_id``) store every memory under that
     entity (process) instead of the one recorded in the line. Invalid lines are skipped
     and reported; blank lines are ignored.
 
@@ -331,8 +401,7 @@ def import_lines(
         >>> from memtrellis.testing import HashingEmbedder
         >>> line = '{"id": "n1", "text": "Bob is vegan", "scope": {"entity_id": "bob"}}'
         >>> with Memory(tempfile.mkdtemp(), embedder=HashingEmbedder()) as memory:
-        ...     report = import_lines(memory._store, memory.embedder.embed_documents,
-        ...                           [line, "{oops"])
+        ...     report = import_lines(memory._store, memory.embedder, [line, "{oops"])
         ...     memory.get("n1", entity_id="bob").text
         'Bob is vegan'
         >>> report.imported, report.skipped[0].line
@@ -341,25 +410,26 @@ def import_lines(
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise InvalidInputError("batch_size must be a positive integer")
     report = ImportReport()
-    importer = _Importer(store, embed, report, batch_size)
+    importer = _Importer(store, embedder, report, batch_size)
     with bar(progress, desc="importing", unit="memory") as shown:
         for number, raw in enumerate(lines, start=1):
             line = raw.rstrip("\r\n")
             if not line.strip():
                 continue
             try:
-                item, history, edges = parse_line(line)
+                exported = parse_line(line)
                 if entity_id is not None or process_id is not None:
+                    item = exported.item
                     scope = Scope(
                         entity_id=entity_id or item.scope.entity_id,
                         process_id=process_id or item.scope.process_id,
                         session_id=item.scope.session_id,
                     )
-                    item = item.model_copy(update={"scope": scope})
+                    exported = exported._replace(item=item.model_copy(update={"scope": scope}))
             except (ValidationError, InvalidInputError) as exc:
                 report.skipped.append(SkippedLine(number, reason(exc)))
                 continue
-            importer.add(item, history, edges)
+            importer.add(exported)
             shown.update(1)
         importer.finish()
     return report

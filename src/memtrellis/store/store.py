@@ -410,7 +410,12 @@ class Store:
             event = HistoryEvent(at=at, action=change.action, detail=change.detail)
             for past in (*change.history, event):
                 records.append(
-                    {"op": "put", "item": item, "event": past.model_dump(mode="json"), "reembed": reembed}
+                    {
+                        "op": "put",
+                        "item": item,
+                        "event": past.model_dump(mode="json"),
+                        "reembed": reembed,
+                    }
                 )
         records.extend(
             {"op": "edge", "src": src, "dst": dst, "kind": kind.value} for src, dst, kind in edges
