@@ -38,6 +38,7 @@ from memtrellis.extraction.fast import fast_items
 from memtrellis.extraction.fine import FineResult, items_from_reply
 from memtrellis.extraction.model import Mode, Normalized, Window
 from memtrellis.extraction.normalize import extractable, normalize
+from memtrellis.extraction.prompts.custom import check_prompt, system_prompt
 from memtrellis.extraction.prompts.extract import EXTRACTION_SCHEMA, build_extraction_messages
 from memtrellis.extraction.quality import (
     JUDGE_SCHEMA,
@@ -81,6 +82,14 @@ class ExtractionConfig:
         capture_backoff: Seconds before a captured turn is tried again; doubles each try.
         capture_max_backoff: Longest wait between two tries of a captured turn.
         concurrency: Windows extracted at once by the async driver.
+        instructions: The application's own instructions for fine-mode extraction,
+            appended to the built-in system prompt ("Only remember what matters for
+            cooking.").
+        prompt: A whole system prompt of the application's own instead of the built-in
+            one; it must hold ``{reply_format}`` (memtrellis writes the reply format there)
+            and no other placeholder (literal braces doubled). Checked here: an
+            [`InvalidInputError`][memtrellis.InvalidInputError] names what is wrong. See
+            `memtrellis.extraction.prompts.custom`.
 
     Examples:
         >>> import tempfile
@@ -109,8 +118,16 @@ class ExtractionConfig:
     capture_backoff: float = 0.5
     capture_max_backoff: float = 30.0
     concurrency: int = 4  # windows extracted at once by the async driver
+    instructions: str | None = None
+    prompt: str | None = None
 
     def __post_init__(self) -> None:
+        for name in ("instructions", "prompt"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                raise InvalidInputError(f"{name} must be non-empty text or None")
+        if self.prompt is not None:
+            check_prompt(self.prompt)
         if self.llm_timeout is not None and self.llm_timeout <= 0:
             raise InvalidInputError("llm_timeout must be positive or None")
         if self.llm_attempts < 1 or self.capture_attempts < 1:
@@ -151,7 +168,12 @@ Step = Generator[LLMRequest, "str | None", FineResult]
 
 
 def _fine_window(window: Window, scope: Scope, now: datetime, config: ExtractionConfig) -> Step:
-    raw = yield LLMRequest(build_extraction_messages(window), EXTRACTION_SCHEMA, "extract")
+    system = None
+    if config.prompt is not None or config.instructions is not None:
+        system = system_prompt(
+            window.language, prompt=config.prompt, instructions=config.instructions
+        )
+    raw = yield LLMRequest(build_extraction_messages(window, system), EXTRACTION_SCHEMA, "extract")
     result = items_from_reply(raw, window, scope, now=now)
     if result.fallback or not result.items:
         return result
