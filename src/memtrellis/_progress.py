@@ -1,7 +1,8 @@
 """Progress bars of long work (tqdm on stderr), shown only to a person watching a terminal.
 
 ``progress=None`` (the default of every method that takes it) shows a bar when stderr is
-a terminal; ``True`` shows it anyway, ``False`` never.
+a terminal and the work has lasted half a second (a short call draws nothing); ``True``
+shows it at once, wherever stderr goes; ``False`` never.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import Any
 
 from memtrellis.errors import InvalidInputError
 
-__all__ = ["bar", "progress_arg"]
+__all__ = ["bar", "progress_arg", "shown"]
 
 
 def progress_arg(progress: Any) -> bool | None:
@@ -21,7 +22,8 @@ def progress_arg(progress: Any) -> bool | None:
     return progress
 
 
-def _shown(progress: bool | None) -> bool:
+def shown(progress: bool | None) -> bool:
+    """Whether a bar asked for with ``progress`` can be seen at all."""
     if progress is not None:
         return progress
     isatty = getattr(sys.stderr, "isatty", None)
@@ -42,8 +44,9 @@ def bar(progress: bool | None, *, desc: str, total: int | None = None, unit: str
         total=total,
         desc=desc,
         unit=unit,
-        disable=not _shown(progress),
+        disable=not shown(progress),
         file=sys.stderr,
         leave=False,
         dynamic_ncols=True,
+        delay=0.0 if progress else 0.5,
     )

@@ -245,6 +245,7 @@ class Memory:
         entities: Sequence[str] = (),
         metadata: Mapping[str, Any] | None = None,
         mode: Mode | str | None = None,
+        progress: bool | None = None,
     ) -> list[MemoryItem]:
         """Remember messages, conversations, text or documents; returns the stored items.
 
@@ -254,7 +255,9 @@ class Memory:
         with the ``documents`` extra). ``mode="fine"`` distils memories with the LLM given
         to ``Memory(llm=...)`` (the default when there is one); ``mode="fast"`` stores
         each message as a memory. Messages with an unknown role or no text are skipped
-        and counted in [`health`][memtrellis.Memory.health].
+        and counted in [`health`][memtrellis.Memory.health]. A long input shows progress
+        on stderr (windows extracted, memories embedded) when stderr is a terminal;
+        ``progress=False`` never, ``True`` always.
 
         Examples:
             >>> import tempfile
@@ -267,6 +270,7 @@ class Memory:
         """
         scope, kind = self._add_args(entity_id, process_id, session_id, memory_type)
         tags, entities, metadata = check_labels(tags, entities, metadata)
+        shown = progress_arg(progress)
         result = self.extractor.extract(
             data,
             scope,
@@ -275,8 +279,9 @@ class Memory:
             tags=tags,
             entities=entities,
             metadata=metadata,
+            progress=shown,
         )
-        return self._store_result(result)
+        return _writing.store_result(self, result, progress=shown)
 
     async def aadd(
         self,
@@ -290,11 +295,13 @@ class Memory:
         entities: Sequence[str] = (),
         metadata: Mapping[str, Any] | None = None,
         mode: Mode | str | None = None,
+        progress: bool | None = None,
     ) -> list[MemoryItem]:
         """Async [`add`][memtrellis.Memory.add]: fine-mode windows are extracted concurrently
         through the LLM's native ``acomplete`` when it has one; storing runs in a worker thread."""
         scope, kind = self._add_args(entity_id, process_id, session_id, memory_type)
         tags, entities, metadata = check_labels(tags, entities, metadata)
+        shown = progress_arg(progress)
         result = await self.extractor.aextract(
             data,
             scope,
@@ -303,8 +310,9 @@ class Memory:
             tags=tags,
             entities=entities,
             metadata=metadata,
+            progress=shown,
         )
-        return await asyncio.to_thread(self._store_result, result)
+        return await asyncio.to_thread(_writing.store_result, self, result, None, shown)
 
     def _add_args(
         self,

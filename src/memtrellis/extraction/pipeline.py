@@ -27,6 +27,7 @@ from typing import Any
 
 from tenacity import AsyncRetrying, Retrying, stop_after_attempt, wait_exponential
 
+from memtrellis._progress import bar
 from memtrellis.errors import InvalidInputError
 from memtrellis.extraction.failures import (
     ExtractionFailure,
@@ -333,6 +334,7 @@ class Extractor:
         entities: Sequence[str] = (),
         metadata: Mapping[str, Any] | None = None,
         strict: bool = False,
+        progress: bool | None = False,
     ) -> ExtractionResult:
         """Extract memories from ``data`` (messages, conversations, texts or document paths).
 
@@ -342,6 +344,8 @@ class Extractor:
         raises `ExtractionFailure` (`memtrellis.extraction.failures`) on a timeout,
         an error or any reply that is not usable whole, so that the caller can try the
         whole turn again later: a turn is stored from whole replies only, or not at all.
+        ``progress``: a bar of the fine-mode windows on stderr (``None``: when stderr is
+        a terminal and the work lasts; see `memtrellis._progress`).
         """
         chosen, normalized, moment, scope = self._prepare(data, scope, mode, now)
         docs = self._doc_windows(normalized)
@@ -350,9 +354,13 @@ class Extractor:
                 normalized, docs, scope, moment, memory_type, tags, entities, metadata
             )
         windows = self._chat_windows(normalized) + docs
-        outcomes = [
-            self._drive(_fine_window(w, scope, moment, self.config), strict) for w in windows
-        ]
+        outcomes: list[FineResult] = []
+        with bar(progress, desc="extracting", total=len(windows), unit="window") as shown:
+            for window in windows:
+                outcomes.append(
+                    self._drive(_fine_window(window, scope, moment, self.config), strict)
+                )
+                shown.update(1)
         result = ExtractionResult([], chosen, normalized.skipped, len(windows))
         return self._finish(result, outcomes, tags, entities, metadata)
 
@@ -430,6 +438,7 @@ class Extractor:
         tags: Sequence[str] = (),
         entities: Sequence[str] = (),
         metadata: Mapping[str, Any] | None = None,
+        progress: bool | None = False,
     ) -> ExtractionResult:
         """Async [`extract`][memtrellis.extraction.Extractor.extract]: windows are extracted
         concurrently, the loop never blocks."""
@@ -444,11 +453,15 @@ class Extractor:
         windows = await asyncio.to_thread(self._chat_windows, normalized) + docs
         gate = asyncio.Semaphore(self.config.concurrency)
 
-        async def one(window: Window) -> FineResult:
-            async with gate:
-                return await self._adrive(_fine_window(window, scope, moment, self.config))
+        with bar(progress, desc="extracting", total=len(windows), unit="window") as shown:
 
-        outcomes = await asyncio.gather(*(one(w) for w in windows))
+            async def one(window: Window) -> FineResult:
+                async with gate:
+                    done = await self._adrive(_fine_window(window, scope, moment, self.config))
+                shown.update(1)
+                return done
+
+            outcomes = await asyncio.gather(*(one(w) for w in windows))
         result = ExtractionResult([], chosen, normalized.skipped, len(windows))
         return self._finish(result, outcomes, tags, entities, metadata)
 
