@@ -1,9 +1,9 @@
 """Export and import of memories as JSON lines, streamed entity by entity.
 
 One line per memory: ``{"memory": {...}, "history": [...], "edges": [...], "vector":
-{...}}``, where ``memory`` is the [`MemoryItem`][memtrellis.MemoryItem] as JSON (id, scope,
+{...}}``, where ``memory`` is the [`MemoryItem`][memtrellis.types.MemoryItem] as JSON (id, scope,
 provenance, validity, confidence, recall counts, ``superseded_by``...), ``history`` its
-[`HistoryEvent`][memtrellis.HistoryEvent]s oldest first, ``edges`` the typed edges out of
+[`HistoryEvent`][memtrellis.types.HistoryEvent]s oldest first, ``edges`` the typed edges out of
 it to other memories of its entity (``{"kind": "supersedes", "to": "<id>"}``; the
 ``mentions`` edges follow from ``memory.entities``) and ``vector`` its stored embedding
 (``{"model": "<embedder model id>", "f32": "<base64 of little-endian float32>"}``). An

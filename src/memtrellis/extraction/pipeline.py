@@ -89,7 +89,7 @@ class ExtractionConfig:
         prompt: A whole system prompt of the application's own instead of the built-in
             one; it must hold ``{reply_format}`` (memtrellis writes the reply format there)
             and no other placeholder (literal braces doubled). Checked here: an
-            [`InvalidInputError`][memtrellis.InvalidInputError] names what is wrong. See
+            [`InvalidInputError`][memtrellis.errors.InvalidInputError] names what is wrong. See
             `memtrellis.extraction.prompts.custom`.
 
     Examples:
