@@ -47,7 +47,7 @@ from memtrellis.embeddings.base import Embedder, as_embedder
 from memtrellis.errors import InvalidInputError
 from memtrellis.extraction.model import Mode
 from memtrellis.extraction.normalize import check_labels
-from memtrellis.extraction.pipeline import ExtractionConfig, ExtractionResult, Extractor
+from memtrellis.extraction.pipeline import ExtractionConfig, Extractor
 from memtrellis.extraction.refine import RefineReport
 from memtrellis.graph_export import ExportFormat
 from memtrellis.lifecycle import LifecycleConfig
@@ -55,7 +55,7 @@ from memtrellis.lifecycle.judge import llm_judge
 from memtrellis.llm import LLM
 from memtrellis.store import EmbedderInfo, Store
 from memtrellis.store.store import DEFAULT_RESIDENT_MEMORIES, DEFAULT_RESIDENT_SHARDS
-from memtrellis.transfer import ImportReport, PathOrFile, export_store, import_lines, opened
+from memtrellis.transfer import ImportReport, PathOrFile, export_to, import_from
 from memtrellis.types import (
     Health,
     HistoryEvent,
@@ -322,10 +322,6 @@ class Memory:
         memory_type: MemoryType | str | None,
     ) -> tuple[Scope, MemoryType | None]:
         return self._scope(entity_id, process_id, session_id), memory_type_arg(memory_type)
-
-    def _store_result(self, result: ExtractionResult, ids: str | None = None) -> list[MemoryItem]:
-        """Store what an extraction found; ``ids``: the capture id it came from, if any."""
-        return _writing.store_result(self, result, ids)
 
     # -- background capture ----------------------------------------------------------------
     def capture(
@@ -601,17 +597,10 @@ class Memory:
             'ana.graphml'
             >>> m.close()
         """
-        from memtrellis.graph_export import export_graph
+        from memtrellis.graph_export import export_store_graph
 
-        if not all_entities:
-            tenant = self._scope(entity_id, None, None).entity_id
-            self._store.refresh(tenant)
-            with self._store.reading(tenant) as shard:
-                return export_graph(
-                    shard.graph, path, format=format, tenant=tenant, max_memories=max_memories
-                )
-        combined = self._store.combined_graph()
-        return export_graph(combined, path, format=format, tenant=None, max_memories=max_memories)
+        tenant = None if all_entities else self._scope(entity_id, None, None).entity_id
+        return export_store_graph(self._store, path, format, tenant, max_memories)
 
     def export(
         self,
@@ -620,13 +609,13 @@ class Memory:
         entity_id: str | None = None,
         progress: bool | None = None,
     ) -> int:
-        """Write memories as JSON lines, with their history and edges; how many were written.
+        """Write memories as JSON lines (history, edges and vectors included), one entity's
+        shard at a time; how many were written.
 
-        ``entity_id=None`` exports every entity, one shard at a time (a backup of the
-        store); an id exports that entity alone. Superseded and expired memories are
-        written too. ``path_or_file``: a path, or a text file open for writing. The format
-        and what it keeps: [`memtrellis.transfer`][memtrellis.transfer]. ``progress``: a bar
-        on stderr (default: when stderr is a terminal).
+        ``entity_id=None`` exports every entity (a backup), an id that entity alone;
+        superseded and expired memories are written too. ``path_or_file``: a path or a text
+        file open for writing. Format: [`memtrellis.transfer`][memtrellis.transfer].
+        ``progress``: a bar on stderr (default: when it is a terminal).
 
         Examples:
             >>> import io, tempfile
@@ -637,15 +626,7 @@ class Memory:
             ...     m.export(io.StringIO()), m.export(io.StringIO(), entity_id="bob")
             (2, 1)
         """
-        tenant = self._scope(entity_id, None, None).entity_id if entity_id is not None else None
-        with opened(path_or_file, "w") as stream:
-            return export_store(
-                self._store,
-                stream,
-                entity_id=tenant,
-                progress=progress_arg(progress),
-                model_id=self.embedder.model_id,
-            )
+        return export_to(self._store, self.embedder, path_or_file, entity_id, progress)
 
     def import_(
         self,
@@ -658,14 +639,11 @@ class Memory:
     ) -> ImportReport:
         """Store the memories of an [`export`][memtrellis.Memory.export] exactly as they were.
 
-        Ids, scopes, sources, validity, confidence, recall counts, history, edges and, with
-        the same embedder, vectors are restored (the lifecycle does not run; a memory whose
-        id is there already is replaced); each memory's history gains an ``imported``
-        event. The file is read a line at a time; every ``batch_size`` memories are
-        committed with one commit per entity, those without a vector of this embedder
-        embedded in one call. ``entity_id`` / ``process_id`` store every
-        memory under that entity / process instead of the recorded one. Invalid lines are
-        skipped and reported by line number in the returned report.
+        Ids, scopes, sources, validity, recall counts, history, edges and (same embedder)
+        vectors are restored, without the lifecycle; a memory already there is replaced.
+        The file is read a line at a time; every ``batch_size`` memories are one commit
+        per entity and at most one embedding call. ``entity_id`` / ``process_id`` store
+        every memory under that entity / process. Invalid lines are skipped and reported.
 
         Examples:
             >>> import io, tempfile
@@ -676,18 +654,9 @@ class Memory:
             ...     report.imported, m.get("n1", entity_id="robert").text
             (1, 'Bob is vegan')
         """
-        tenant = self._scope(entity_id, None, None).entity_id if entity_id is not None else None
-        process = make_scope("x", process_id, None).process_id
-        with opened(path_or_file, "r") as stream:
-            return import_lines(
-                self._store,
-                self.embedder,
-                stream,
-                entity_id=tenant,
-                process_id=process,
-                batch_size=batch_size,
-                progress=progress_arg(progress),
-            )
+        return import_from(
+            self._store, self.embedder, path_or_file, progress, entity_id, process_id, batch_size
+        )
 
     def register(
         self,

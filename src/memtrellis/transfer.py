@@ -44,7 +44,7 @@ from typing import IO, NamedTuple, Union
 import numpy as np
 from pydantic import ValidationError
 
-from memtrellis._progress import bar
+from memtrellis._progress import bar, progress_arg
 from memtrellis.embeddings.base import Embedder
 from memtrellis.errors import InvalidInputError
 from memtrellis.store import Store
@@ -451,3 +451,57 @@ def opened(target: PathOrFile, mode: str) -> Iterator[IO[str]]:
             f"not {type(target).__name__}"
         )
     yield target
+
+
+def _entity_arg(name: str, value: object) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{name} must be a str, not {type(value).__name__}")
+    try:
+        Scope(entity_id=value)  # the checks of a scope id
+    except ValidationError as exc:
+        raise InvalidInputError(f"invalid {name}: {reason(exc)}") from None
+    return value
+
+
+def export_to(
+    store: Store,
+    embedder: Embedder,
+    target: PathOrFile,
+    entity_id: str | None,
+    progress: bool | None,
+) -> int:
+    """[`Memory.export`][memtrellis.Memory.export]: its arguments checked, then `export_store`."""
+    tenant = _entity_arg("entity_id", entity_id)
+    shown = progress_arg(progress)
+    with opened(target, "w") as stream:
+        return export_store(
+            store, stream, entity_id=tenant, progress=shown, model_id=embedder.model_id
+        )
+
+
+def import_from(
+    store: Store,
+    embedder: Embedder,
+    source: PathOrFile,
+    progress: bool | None,
+    entity_id: str | None,
+    process_id: str | None,
+    batch_size: int,
+) -> ImportReport:
+    """[`Memory.import_`][memtrellis.Memory.import_]: its arguments checked, then
+    `import_lines` over the lines of ``source``."""
+    tenant = _entity_arg("entity_id", entity_id)
+    process = _entity_arg("process_id", process_id)
+    shown = progress_arg(progress)
+    with opened(source, "r") as stream:
+        return import_lines(
+            store,
+            embedder,
+            stream,
+            entity_id=tenant,
+            process_id=process,
+            batch_size=batch_size,
+            progress=shown,
+        )
