@@ -350,6 +350,30 @@ def test_import_rescope_moves_memories_to_the_entity(runner: CliRunner, tmp_path
     assert landed[0]["scope"]["entity_id"] == "ines"
 
 
+def test_export_all_writes_every_entity(runner: CliRunner, tmp_path: Path) -> None:
+    source, target = tmp_path / "a", tmp_path / "b"
+    _write_items(runner, source, 2)
+    assert cli(runner, source, "--entity", "bob", "add", "Bob is vegan").exit_code == 0
+    dump = tmp_path / "all.jsonl"
+    one = cli(runner, source, "export", str(tmp_path / "one.jsonl"))
+    assert one.exit_code == 0 and "Exported 2 memories of entity 'default'" in one.stdout
+    every = cli(runner, source, "export", "--all", str(dump))
+    assert every.exit_code == 0 and "Exported 3 memories of every entity" in every.stdout
+    assert cli(runner, target, "import", str(dump)).exit_code == 0
+    bob = json.loads(cli(runner, target, "--json", "--entity", "bob", "list").stdout)
+    assert [m["text"] for m in bob] == ["Bob is vegan"]
+
+
+def test_import_of_a_file_that_is_not_utf8_is_an_error(
+    runner: CliRunner, store: Path, tmp_path: Path
+) -> None:
+    dump = tmp_path / "latin1.jsonl"
+    dump.write_bytes(b"\xff\xfe not text\n")
+    result = cli(runner, store, "import", str(dump))
+    assert result.exit_code == 2
+    assert "is not UTF-8 text" in result.stderr
+
+
 def test_import_missing_file_is_an_error(runner: CliRunner, store: Path, tmp_path: Path) -> None:
     result = cli(runner, store, "import", str(tmp_path / "absent.jsonl"))
     assert result.exit_code == 2
