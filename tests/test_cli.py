@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from memtrellis.cli import app
 from memtrellis.cli._demo import load_sample
+from memtrellis.transfer import parse_line
 from memtrellis.types import MemoryItem
 
 SCRIPT = Path(sys.executable).with_name("memtrellis")
@@ -305,7 +306,7 @@ def test_export_to_stdout_and_import_from_stdin(runner: CliRunner, tmp_path: Pat
     assert exported.exit_code == 0, exported.output
     lines = exported.stdout.splitlines()
     assert len(lines) == 2
-    assert {MemoryItem.model_validate_json(line).id for line in lines} == {i["id"] for i in items}
+    assert {parse_line(line).item.id for line in lines} == {i["id"] for i in items}
 
     imported = cli(runner, target, "--json", "import", "-", input=exported.stdout)
     assert imported.exit_code == 0, imported.output
@@ -347,6 +348,30 @@ def test_import_rescope_moves_memories_to_the_entity(runner: CliRunner, tmp_path
     landed = json.loads(cli(runner, target, "--json", "--entity", "ines", "list").stdout)
     assert [i["id"] for i in landed] == [items[0]["id"]]
     assert landed[0]["scope"]["entity_id"] == "ines"
+
+
+def test_export_all_writes_every_entity(runner: CliRunner, tmp_path: Path) -> None:
+    source, target = tmp_path / "a", tmp_path / "b"
+    _write_items(runner, source, 2)
+    assert cli(runner, source, "--entity", "bob", "add", "Bob is vegan").exit_code == 0
+    dump = tmp_path / "all.jsonl"
+    one = cli(runner, source, "export", str(tmp_path / "one.jsonl"))
+    assert one.exit_code == 0 and "Exported 2 memories of entity 'default'" in one.stdout
+    every = cli(runner, source, "export", "--all", str(dump))
+    assert every.exit_code == 0 and "Exported 3 memories of every entity" in every.stdout
+    assert cli(runner, target, "import", str(dump)).exit_code == 0
+    bob = json.loads(cli(runner, target, "--json", "--entity", "bob", "list").stdout)
+    assert [m["text"] for m in bob] == ["Bob is vegan"]
+
+
+def test_import_of_a_file_that_is_not_utf8_is_an_error(
+    runner: CliRunner, store: Path, tmp_path: Path
+) -> None:
+    dump = tmp_path / "latin1.jsonl"
+    dump.write_bytes(b"\xff\xfe not text\n")
+    result = cli(runner, store, "import", str(dump))
+    assert result.exit_code == 2
+    assert "is not UTF-8 text" in result.stderr
 
 
 def test_import_missing_file_is_an_error(runner: CliRunner, store: Path, tmp_path: Path) -> None:
@@ -409,7 +434,7 @@ def test_script_export_import_round_trip(tmp_path: Path) -> None:
     assert json.loads(imported.stdout)["imported"] == 3
     listed = run_script(tmp_path, "--path", target, *base, "list")
     landed = {(i["id"], i["text"]) for i in json.loads(listed.stdout)}
-    original = {(i.id, i.text) for i in map(MemoryItem.model_validate_json, lines)}
+    original = {(e.item.id, e.item.text) for e in map(parse_line, lines)}
     assert landed == original
 
 

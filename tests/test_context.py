@@ -119,18 +119,89 @@ def test_extra_open_items_join_without_duplicates() -> None:
     assert context.memory_ids == (TODO.id, DECIDED.id)
 
 
+def _said(text: str, message_id: str, role: str, speaker: str | None = None) -> MemoryItem:
+    """A fast-mode memory: one message, kept as an episode."""
+    source = SourceRef(
+        kind=SourceKind.CHAT,
+        message_id=message_id,
+        role=role,
+        speaker=speaker,
+        content=text,
+        timestamp=NOW - timedelta(days=2),
+    )
+    return _item(text, memory_type=MemoryType.EPISODE, sources=[source])
+
+
 def test_a_fast_mode_memory_reads_as_a_message_without_repeating_its_source() -> None:
-    said = _item(
-        "I moved to Lyon",
-        sources=[
-            SourceRef(kind=SourceKind.CHAT, speaker="Ana", role="user", content="I moved to Lyon")
-        ],
+    said = _said("I moved to Lyon", "m1", "user", speaker="Ana")
+
+    context = build_context(_result(said), now=NOW)
+
+    assert _section(context.text, "From earlier conversations:") == [
+        "- [2026-03-08 12:00, Ana] I moved to Lyon"
+    ]
+    assert "Facts:" not in context.text and "Sources:" not in context.text
+    assert (context.facts, context.messages, context.memory_ids) == (0, 1, (said.id,))
+
+
+def test_questions_and_replies_are_not_facts_and_shared_sources_show_once() -> None:
+    """Bug 11: fast-mode questions and assistant replies were listed under "Facts:", and
+    an excerpt two facts rest on was listed twice under "Sources:"."""
+    question = _said("Where should I travel in May?", "m1", "user")
+    reply = _said("Lisbon is lovely in May.", "m2", "assistant")
+    window = SourceRef(
+        kind=SourceKind.CHAT,
+        role="user",
+        message_id="m3",
+        content="I booked Lisbon for May, and my sister Clara comes along",
+        timestamp=NOW - timedelta(days=1),
+    )
+    trip = _item("Alice travels to Lisbon in May", confidence=0.9, sources=[window])
+    clara = _item("Clara travels with Alice", confidence=0.9, sources=[window])
+
+    context = build_context(_result(question, trip, reply, clara), token_budget=500, now=NOW)
+
+    text = context.text
+    assert _section(text, "Facts:") == [
+        "- Alice travels to Lisbon in May (confidence 0.90, 2026-03-09)",
+        "- Clara travels with Alice (confidence 0.90, 2026-03-09)",
+    ]
+    assert _section(text, "From earlier conversations:") == [
+        "- [2026-03-08 12:00, user] Where should I travel in May?",
+        "- [2026-03-08 12:00, assistant] Lisbon is lovely in May.",
+    ]
+    assert _section(text, "Sources:") == [
+        "- [2026-03-09 12:00, user] I booked Lisbon for May, and my sister Clara comes along"
+    ]
+    assert context.memory_ids == (trip.id, clara.id, question.id, reply.id)
+    assert (context.facts, context.messages, context.excerpts) == (2, 2, 1)
+    assert context.tokens == count_tokens(text)
+
+
+def test_a_message_stored_as_a_fact_stays_a_fact() -> None:
+    vouched = _item(
+        "I keep bees",
+        sources=[SourceRef(kind=SourceKind.CHAT, role="user", content="I keep bees")],
     )
 
-    text = build_context(_result(said), now=NOW).text
+    text = build_context(_result(vouched), now=NOW).text
 
-    assert _section(text, "Facts:")[0].startswith("- Ana: I moved to Lyon (")
-    assert "Sources:" not in text
+    assert _section(text, "Facts:")[0].startswith("- user: I keep bees (")
+
+
+def test_recalled_facts_and_messages_share_one_ranking_under_the_budget() -> None:
+    items = [
+        _said(f"I asked about museum number {n} in Porto", f"m{n}", "user")
+        if n % 2
+        else _item(f"Alice visited museum number {n} in Porto")
+        for n in range(40)
+    ]
+    context = build_context(_result(*items), token_budget=200, now=NOW)
+
+    kept = len(context.memory_ids)
+    assert context.truncated and 0 < kept < len(items)
+    assert set(context.memory_ids) == {i.id for i in items[:kept]}  # a prefix of the ranking
+    assert context.facts + context.messages == kept
 
 
 @pytest.mark.parametrize(
@@ -290,3 +361,26 @@ def test_facts_show_the_confidence_recall_ranked_by(tmp_path: object) -> None:
     assert hit.explanation.confidence == pytest.approx(0.8 * 0.5, abs=1e-3)  # decayed to floor
     context = build_context(result, token_budget=300)
     assert "confidence 0.40" in context.text and "confidence 0.80" not in context.text
+
+
+def test_a_fast_mode_conversation_renders_as_said_by_whom(tmp_path: object) -> None:
+    from pathlib import Path
+
+    from memtrellis.testing import HashingEmbedder
+
+    with Memory(Path(str(tmp_path)), entity_id="alice", embedder=HashingEmbedder()) as memory:
+        memory.add(
+            [
+                {"role": "user", "content": "Which bakery sells rye bread?", "id": "q"},
+                {"role": "assistant", "content": "The bakery on Rua Augusta sells rye.", "id": "a"},
+            ],
+            mode="fast",
+        )
+        text = build_context(memory.recall("rye bread bakery"), token_budget=400).text
+    said = _section(text, "From earlier conversations:")
+    assert "Facts:" not in text and "Sources:" not in text
+    assert sorted(line.split("] ", 1)[1] for line in said) == [
+        "The bakery on Rua Augusta sells rye.",
+        "Which bakery sells rye bread?",
+    ]
+    assert {line.split(", ", 1)[1].split("]")[0] for line in said} == {"user", "assistant"}

@@ -95,6 +95,7 @@ def test_openai_sdk_client(tmp_path: Path) -> None:
     # the second request carried the captured turn in a system message
     assert lines[3] == "roles sent: ['system', 'user']"
     context = lines[lines.index("<memory_context>") : lines.index("</memory_context>")]
-    assert any(line.startswith("- user: I'm allergic to peanuts.") for line in context)
+    # a captured message, shown as said (time, speaker), not as a fact
+    assert any(line.endswith(", user] I'm allergic to peanuts.") for line in context)
     assert "reply: Try hummus with carrot sticks." in lines
     assert lines[-1] == "roles sent after unregister: ['user']"

@@ -48,9 +48,13 @@ def test_concepts_memory_context(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 
 def test_configuration_validity(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     printed = run_blocks("configuration.md", tmp_path, monkeypatch).splitlines()
-    assert printed == ["2025-09-08 10:00:00+00:00"]
+    assert printed == [
+        "prompt must contain the {reply_format} placeholder, where memtrellis writes the "
+        "reply format",
+        "2025-09-08 10:00:00+00:00",
+    ]
 
 
 def test_operations_change_embedder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     printed = run_blocks("operations.md", tmp_path, monkeypatch).splitlines()
-    assert printed == ["['Alice prefers green tea']"]
+    assert printed == ["2 ['alice', 'bob'] []", "['Alice prefers green tea']"]

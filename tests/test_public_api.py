@@ -21,6 +21,7 @@ import memtrellis.service
 import memtrellis.service.openapi
 import memtrellis.store
 import memtrellis.testing
+import memtrellis.transfer
 import memtrellis.types
 
 SRC = Path(memtrellis.__file__).parent
@@ -144,6 +145,17 @@ for _module in FACADE:
         "memtrellis.cli",
         "memtrellis.service",
     )
+# Export and import read and write the store (and embed), never the layers above it.
+LAYER_BANS["transfer.py"] = (
+    "memtrellis.recall",
+    *FACADE,
+    "memtrellis.cli",
+    "memtrellis.capture",
+    "memtrellis.extraction",
+    "memtrellis.service",
+)
+# Progress bars are a leaf every layer may use.
+LAYER_BANS["_progress.py"] = ("memtrellis.store", "memtrellis.recall", *FACADE, "memtrellis.cli")
 # The graph export is core: it reads types and the store, never the layers above them.
 for _module in ("graph_export.py", "_graph_view.py", "_graph_html.py", "_graph_png.py"):
     LAYER_BANS[_module] = (
@@ -207,6 +219,7 @@ def test_public_names_have_a_docstring_with_an_example() -> None:
         memtrellis.service.openapi,
         memtrellis.store,
         memtrellis.testing,
+        memtrellis.transfer,
         memtrellis.types,
     ]
     assert _lacking_examples(modules) == []

@@ -72,7 +72,7 @@ def test_messages_are_stored_with_provenance_and_recalled_with_context(
     assert explanation["final_score"] > 0 and "dense_score" in explanation
     context = result["context"]
     assert context.startswith("<memory_context>\n") and context.endswith("\n</memory_context>")
-    assert "- user: My sister Clara moved to Lisbon. (confidence " in context
+    assert "user] My sister Clara moved to Lisbon." in context  # a message, as said
     assert result["context_tokens"] > 0
 
 

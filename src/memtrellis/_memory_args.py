@@ -85,6 +85,27 @@ def memory_type_arg(memory_type: MemoryType | str | None) -> MemoryType | None:
         raise InvalidInputError(f"unknown memory_type {memory_type!r}") from exc
 
 
+def recall_filters(
+    memory_types: Any, tags: Any
+) -> tuple[frozenset[MemoryType] | None, frozenset[str] | None]:
+    """``recall()``'s ``memory_types`` and ``tags`` (any of each; ``None``: no filter)."""
+    kinds: frozenset[MemoryType] | None = None
+    if memory_types is not None:
+        if isinstance(memory_types, str) or not isinstance(
+            memory_types, (list, tuple, set, frozenset)
+        ):
+            raise InvalidInputError("memory_types must be a list of memory types")
+        kinds = frozenset(t for t in map(memory_type_arg, memory_types) if t is not None)
+    labels: frozenset[str] | None = None
+    if tags is not None:
+        if isinstance(tags, str) or not isinstance(tags, (list, tuple, set, frozenset)):
+            raise InvalidInputError("tags must be a list of tags")
+        if not all(isinstance(tag, str) for tag in tags):
+            raise InvalidInputError("tags must be strings")
+        labels = frozenset(_clean_text(tag).strip() for tag in tags)
+    return kinds, labels
+
+
 def list_filters(limit: Any, offset: Any, filters: Mapping[str, Any] | None) -> dict[str, Any]:
     """``list()``'s paging checked and its filters as a dict of known keys."""
     if not isinstance(limit, int) or not isinstance(offset, int) or limit < 0 or offset < 0:

@@ -101,6 +101,8 @@ def recall(
     include_expired: bool,
     as_of: datetime | None,
     graph_context: bool,
+    memory_types: frozenset[MemoryType] | None = None,
+    tags: frozenset[str] | None = None,
 ) -> RecallResult:
     """Hybrid recall with checked arguments, its latency recorded."""
     started = time.perf_counter()
@@ -121,6 +123,8 @@ def recall(
         now=as_of or utcnow(),
         graph_context=graph_context,
         lifecycle=memory.lifecycle,
+        memory_types=memory_types,
+        tags=tags,
     )
     items, tokens, truncated, skipped = hybrid_recall(memory._store, request)
     if items:

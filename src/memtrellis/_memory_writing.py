@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from memtrellis._progress import bar, shown
 from memtrellis.errors import InvalidInputError
 from memtrellis.extraction.fine import FALLBACK_TAG
 from memtrellis.extraction.model import Mode
@@ -58,8 +59,28 @@ def derive_ids(result: ExtractionResult, capture_id: str) -> None:
         item.id = uuid.uuid5(uuid.NAMESPACE_URL, f"{capture_id}:{number}").hex
 
 
+#: Texts embedded per call while a progress bar counts them.
+EMBED_CHUNK = 128
+
+
+def embed_texts(memory: Memory, texts: list[str], progress: bool | None) -> list[list[float]]:
+    """One embedding call; in chunks counted by a bar when one can be seen."""
+    if len(texts) <= EMBED_CHUNK or not shown(progress):
+        return memory.embedder.embed_documents(texts)
+    vectors: list[list[float]] = []
+    with bar(progress, desc="embedding", total=len(texts), unit="memory") as counted:
+        for start in range(0, len(texts), EMBED_CHUNK):
+            chunk = texts[start : start + EMBED_CHUNK]
+            vectors.extend(memory.embedder.embed_documents(chunk))
+            counted.update(len(chunk))
+    return vectors
+
+
 def store_result(
-    memory: Memory, result: ExtractionResult, ids: str | None = None
+    memory: Memory,
+    result: ExtractionResult,
+    ids: str | None = None,
+    progress: bool | None = False,
 ) -> list[MemoryItem]:
     """Store what an extraction found; ``ids``: the capture id it came from, if any."""
     memory._stats.record_extraction(result.skipped, result.fallbacks)
@@ -67,7 +88,7 @@ def store_result(
         return []
     if ids is not None:
         derive_ids(result, ids)
-    embeddings = memory.embedder.embed_documents([item.search_text() for item in result.items])
+    embeddings = embed_texts(memory, [item.search_text() for item in result.items], progress)
     return commit_results(memory, [(result, ids)], embeddings)
 
 

@@ -40,12 +40,14 @@ from memtrellis._graph_view import Selection, flat_graph, select
 from memtrellis.errors import InvalidInputError
 from memtrellis.store._files import atomic_write_bytes
 from memtrellis.store.graph import MemoryGraph
+from memtrellis.store.store import Store
 
 __all__ = [
     "HTML_MAX_MEMORIES",
     "PNG_MAX_MEMORIES",
     "ExportFormat",
     "export_graph",
+    "export_store_graph",
     "node_link_data",
     "render_png",
 ]
@@ -203,3 +205,32 @@ def render_png(
     target = Path(path)
     atomic_write_bytes(target, png_bytes(graph, select(graph, tenant, limit)))
     return target
+
+
+def export_store_graph(
+    store: Store,
+    path: str | os.PathLike[str],
+    format: ExportFormat,
+    tenant: str | None,
+    max_memories: int | None = None,
+) -> Path:
+    """[`export_graph`][memtrellis.graph_export.export_graph] of one entity's shard of
+    ``store`` (held still while it is written), or of every entity's for ``tenant=None``.
+
+    Examples:
+        >>> import tempfile
+        >>> from memtrellis import Memory
+        >>> from memtrellis.testing import HashingEmbedder
+        >>> with Memory(tempfile.mkdtemp(), embedder=HashingEmbedder()) as m:
+        ...     _ = m.add("Ana moved to Porto", entity_id="ana")
+        ...     export_store_graph(m._store, m.path / "ana.json", "json", "ana").name
+        'ana.json'
+    """
+    if tenant is None:
+        combined = store.combined_graph()
+        return export_graph(combined, path, format=format, tenant=None, max_memories=max_memories)
+    store.refresh(tenant)
+    with store.reading(tenant) as shard:
+        return export_graph(
+            shard.graph, path, format=format, tenant=tenant, max_memories=max_memories
+        )

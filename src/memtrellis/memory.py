@@ -36,16 +36,18 @@ from memtrellis._memory_args import (
     memory_type_arg,
     ready_item,
     recall_args,
+    recall_filters,
     store_path,
 )
 from memtrellis._memory_args import given as _given
 from memtrellis._memory_async import in_thread as _in_thread
+from memtrellis._progress import progress_arg
 from memtrellis.clients.patch import uninstall
 from memtrellis.embeddings.base import Embedder, as_embedder
 from memtrellis.errors import InvalidInputError
 from memtrellis.extraction.model import Mode
 from memtrellis.extraction.normalize import check_labels
-from memtrellis.extraction.pipeline import ExtractionConfig, ExtractionResult, Extractor
+from memtrellis.extraction.pipeline import ExtractionConfig, Extractor
 from memtrellis.extraction.refine import RefineReport
 from memtrellis.graph_export import ExportFormat
 from memtrellis.lifecycle import LifecycleConfig
@@ -53,6 +55,7 @@ from memtrellis.lifecycle.judge import llm_judge
 from memtrellis.llm import LLM
 from memtrellis.store import EmbedderInfo, Store
 from memtrellis.store.store import DEFAULT_RESIDENT_MEMORIES, DEFAULT_RESIDENT_SHARDS
+from memtrellis.transfer import ImportReport, PathOrFile, export_to, import_from
 from memtrellis.types import (
     Health,
     HistoryEvent,
@@ -73,8 +76,9 @@ class Memory:
     The methods that read or write memories have an async form, named with an ``a`` prefix
     and taking the same arguments: `aadd` (LLM calls awaited concurrently) and `acapture`
     (it only queues) are coroutines of their own; `astore`, `aupdate`, `aforget`, `aget`,
-    `ahistory`, `aversions`, `alist`, `aentities`, `arecall`, `ahealth`, `aflush`, `arefine`
-    and `aclose` run the sync method in a worker thread, so the loop never blocks. `async with
+    `ahistory`, `aversions`, `alist`, `aentities`, `arecall`, `ahealth`, `aflush`, `arefine`,
+    `aexport`, `aimport_` and `aclose` run the sync method in a worker thread, so the loop
+    never blocks. `async with
     Memory(...)` closes the store on exit.
 
     Args:
@@ -248,6 +252,7 @@ class Memory:
         entities: Sequence[str] = (),
         metadata: Mapping[str, Any] | None = None,
         mode: Mode | str | None = None,
+        progress: bool | None = None,
     ) -> list[MemoryItem]:
         """Remember messages, conversations, text or documents; returns the stored items.
 
@@ -257,7 +262,9 @@ class Memory:
         with the ``documents`` extra). ``mode="fine"`` distils memories with the LLM given
         to ``Memory(llm=...)`` (the default when there is one); ``mode="fast"`` stores
         each message as a memory. Messages with an unknown role or no text are skipped
-        and counted in [`health`][memtrellis.Memory.health].
+        and counted in [`health`][memtrellis.Memory.health]. A long input shows progress
+        on stderr (windows extracted, memories embedded) when stderr is a terminal;
+        ``progress=False`` never, ``True`` always.
 
         Examples:
             >>> import tempfile
@@ -270,6 +277,7 @@ class Memory:
         """
         scope, kind = self._add_args(entity_id, process_id, session_id, memory_type)
         tags, entities, metadata = check_labels(tags, entities, metadata)
+        shown = progress_arg(progress)
         result = self.extractor.extract(
             data,
             scope,
@@ -278,8 +286,9 @@ class Memory:
             tags=tags,
             entities=entities,
             metadata=metadata,
+            progress=shown,
         )
-        return self._store_result(result)
+        return _writing.store_result(self, result, progress=shown)
 
     async def aadd(
         self,
@@ -293,11 +302,13 @@ class Memory:
         entities: Sequence[str] = (),
         metadata: Mapping[str, Any] | None = None,
         mode: Mode | str | None = None,
+        progress: bool | None = None,
     ) -> list[MemoryItem]:
         """Async [`add`][memtrellis.Memory.add]: fine-mode windows are extracted concurrently
         through the LLM's native ``acomplete`` when it has one; storing runs in a worker thread."""
         scope, kind = self._add_args(entity_id, process_id, session_id, memory_type)
         tags, entities, metadata = check_labels(tags, entities, metadata)
+        shown = progress_arg(progress)
         result = await self.extractor.aextract(
             data,
             scope,
@@ -306,8 +317,9 @@ class Memory:
             tags=tags,
             entities=entities,
             metadata=metadata,
+            progress=shown,
         )
-        return await asyncio.to_thread(self._store_result, result)
+        return await asyncio.to_thread(_writing.store_result, self, result, None, shown)
 
     def _add_args(
         self,
@@ -317,10 +329,6 @@ class Memory:
         memory_type: MemoryType | str | None,
     ) -> tuple[Scope, MemoryType | None]:
         return self._scope(entity_id, process_id, session_id), memory_type_arg(memory_type)
-
-    def _store_result(self, result: ExtractionResult, ids: str | None = None) -> list[MemoryItem]:
-        """Store what an extraction found; ``ids``: the capture id it came from, if any."""
-        return _writing.store_result(self, result, ids)
 
     # -- background capture ----------------------------------------------------------------
     def capture(
@@ -550,6 +558,8 @@ class Memory:
         include_expired: bool = False,
         as_of: datetime | None = None,
         graph_context: bool = True,
+        memory_types: Sequence[MemoryType | str] | None = None,
+        tags: Sequence[str] | None = None,
     ) -> RecallResult:
         """The memories most relevant to ``query``, each with an explanation.
 
@@ -558,9 +568,21 @@ class Memory:
         and to memories sharing an entity (see `memtrellis.recall.hybrid`). Expired,
         superseded and not-yet-valid memories (at ``as_of``, default now) are left out
         unless asked for. ``token_budget`` (tiktoken ``o200k_base``) stops the list
-        before its rendered lines would exceed the budget.
+        before its rendered lines would exceed the budget. ``memory_types`` and ``tags``
+        keep only memories of one of those types / with one of those tags; the searches
+        run among those alone, so ``k`` come back whenever ``k`` match.
+
+        Examples:
+            >>> import tempfile
+            >>> from memtrellis.testing import HashingEmbedder
+            >>> with Memory(tempfile.mkdtemp(), embedder=HashingEmbedder()) as m:
+            ...     _ = m.add("Ana likes green tea", memory_type="preference", tags=["drinks"])
+            ...     _ = m.add("Ana drank green tea in Kyoto", memory_type="event")
+            ...     [h.memory.text for h in m.recall("tea", memory_types=["preference"]).items]
+            ['Ana likes green tea']
         """
         query, as_of = recall_args(query, k, token_budget, as_of)
+        kinds, labels = recall_filters(memory_types, tags)
         return _reading.recall(
             self,
             query,
@@ -573,6 +595,8 @@ class Memory:
             include_expired=include_expired,
             as_of=as_of,
             graph_context=graph_context,
+            memory_types=kinds,
+            tags=labels,
         )
 
     def export_graph(
@@ -600,17 +624,66 @@ class Memory:
             'ana.graphml'
             >>> m.close()
         """
-        from memtrellis.graph_export import export_graph
+        from memtrellis.graph_export import export_store_graph
 
-        if not all_entities:
-            tenant = self._scope(entity_id, None, None).entity_id
-            self._store.refresh(tenant)
-            with self._store.reading(tenant) as shard:
-                return export_graph(
-                    shard.graph, path, format=format, tenant=tenant, max_memories=max_memories
-                )
-        combined = self._store.combined_graph()
-        return export_graph(combined, path, format=format, tenant=None, max_memories=max_memories)
+        tenant = None if all_entities else self._scope(entity_id, None, None).entity_id
+        return export_store_graph(self._store, path, format, tenant, max_memories)
+
+    def export(
+        self,
+        path_or_file: PathOrFile,
+        *,
+        entity_id: str | None = None,
+        progress: bool | None = None,
+    ) -> int:
+        """Write memories as JSON lines (history, edges and vectors included), one entity's
+        shard at a time; how many were written.
+
+        ``entity_id=None`` exports every entity (a backup), an id that entity alone;
+        superseded and expired memories are written too. ``path_or_file``: a path or a text
+        file open for writing. Format: [`memtrellis.transfer`][memtrellis.transfer].
+        ``progress``: a bar on stderr (default: when it is a terminal).
+
+        Examples:
+            >>> import io, tempfile
+            >>> from memtrellis.testing import HashingEmbedder
+            >>> with Memory(tempfile.mkdtemp(), embedder=HashingEmbedder()) as m:
+            ...     _ = m.add("Ana moved to Porto", entity_id="ana")
+            ...     _ = m.add("Bob is vegan", entity_id="bob")
+            ...     m.export(io.StringIO()), m.export(io.StringIO(), entity_id="bob")
+            (2, 1)
+        """
+        return export_to(self._store, self.embedder, path_or_file, entity_id, progress)
+
+    def import_(
+        self,
+        path_or_file: PathOrFile,
+        *,
+        entity_id: str | None = None,
+        process_id: str | None = None,
+        batch_size: int = 256,
+        progress: bool | None = None,
+    ) -> ImportReport:
+        """Store the memories of an [`export`][memtrellis.Memory.export] exactly as they were.
+
+        Ids, scopes, sources, validity, recall counts, history, edges and (same embedder)
+        vectors are restored, without the lifecycle; a memory already there is replaced.
+        The file is read a line at a time; every ``batch_size`` memories are one commit
+        per entity and at most one embedding call. ``entity_id`` / ``process_id`` store
+        every memory under that entity / process. Invalid lines are skipped and reported.
+
+        Examples:
+            >>> import io, tempfile
+            >>> from memtrellis.testing import HashingEmbedder
+            >>> with Memory(tempfile.mkdtemp(), embedder=HashingEmbedder()) as m:
+            ...     line = '{"id": "n1", "text": "Bob is vegan", "scope": {"entity_id": "bob"}}'
+            ...     report = m.import_(io.StringIO(line + "\\n"), entity_id="robert")
+            ...     report.imported, m.get("n1", entity_id="robert").text
+            (1, 'Bob is vegan')
+        """
+        return import_from(
+            self._store, self.embedder, path_or_file, progress, entity_id, process_id, batch_size
+        )
 
     def register(
         self,
@@ -796,3 +869,5 @@ class Memory:
     aclose = _in_thread(close)
     aflush = _in_thread(flush)
     arefine = _in_thread(refine)
+    aexport = _in_thread(export)
+    aimport_ = _in_thread(import_)

@@ -1,18 +1,23 @@
 """Staged memory context from a recall result, within a token budget.
 
-The block has up to four sections, rendered in this order:
+The block has up to five sections, rendered in this order:
 
 1. **Facts**: the recalled memories as one-line statements with confidence and date.
-2. **Sources**: excerpts of the messages the facts rest on, with their timestamps.
-3. **Open decisions and action items**: recalled ``decision``/``action_item`` memories
+2. **From earlier conversations**: recalled episodes that are one message as it was
+   said (what fast mode stores: the user's questions and statements, the assistant's
+   replies), each with its time and speaker, so that no question or reply reads as a fact.
+3. **Sources**: excerpts of the messages the facts rest on, with their timestamps; an
+   excerpt several facts share is shown once.
+4. **Open decisions and action items**: recalled ``decision``/``action_item`` memories
    that have not expired, with their deadlines (``valid_until``).
-4. **Recent conversation**: the session's latest messages, when the caller passes them.
+5. **Recent conversation**: the session's latest messages, when the caller passes them.
 
-The budget (tiktoken ``o200k_base``, the whole block counted) is filled facts first,
-then open items, then recent conversation, then source excerpts, and each section keeps
-a prefix of its ranking. Excerpts come only when every fact and open item fitted: an
-excerpt supports a fact that is already there, so it is the first thing to leave when
-space runs out, while an open action item is news of its own.
+The budget (tiktoken ``o200k_base``, the whole block counted) is filled with the
+recalled facts and messages first (in recall's order), then open items, then recent
+conversation, then source excerpts, and each section keeps a prefix of its ranking.
+Excerpts come only when every fact, message and open item fitted: an excerpt supports a
+fact that is already there, so it is the first thing to leave when space runs out, while
+an open action item is news of its own.
 
 Examples:
     >>> from memtrellis.types import MemoryItem, RecallResult, RecalledMemory
@@ -51,12 +56,14 @@ _PREAMBLE = (
 _OPEN_TYPES = frozenset({MemoryType.DECISION, MemoryType.ACTION_ITEM})
 _HEADINGS = {
     "facts": "Facts:",
+    "said": "From earlier conversations:",
     "sources": "Sources:",
     "open": "Open decisions and action items:",
     "recent": "Recent conversation:",
 }
-_ORDER = ("facts", "sources", "open", "recent")
-_GIVE_UP = ("sources", "recent", "open", "facts")  # the oldest recent message goes first
+_ORDER = ("facts", "said", "sources", "open", "recent")
+# The oldest recent message goes first; then the lowest-ranked recalled line.
+_GIVE_UP = ("sources", "recent", "open", "said", "facts")
 
 
 @dataclass(frozen=True)
@@ -67,12 +74,13 @@ class MemoryContext:
         text: The block, ``""`` when nothing fitted or nothing was recalled.
         tokens: Its length in ``o200k_base`` tokens.
         token_budget: The budget it was built for.
-        memory_ids: Memories rendered as facts or open items, in order.
+        memory_ids: Memories rendered as facts, messages or open items, in order.
         facts: Lines in the facts section.
         excerpts: Lines in the sources section.
         open_items: Lines in the open decisions and action items section.
         recent: Lines in the recent-conversation section.
         truncated: Something was left out to stay within the budget.
+        messages: Lines in the "From earlier conversations" section (recalled messages).
 
     Examples:
         >>> from memtrellis.context import build_context
@@ -90,6 +98,7 @@ class MemoryContext:
     open_items: int = 0
     recent: int = 0
     truncated: bool = False
+    messages: int = 0
 
     @property
     def empty(self) -> bool:
@@ -113,6 +122,15 @@ def _is_message(item: MemoryItem) -> bool:
     )
 
 
+def _is_said(item: MemoryItem) -> bool:
+    """A message kept as an episode (what fast mode stores): shown as said, not as a fact.
+
+    A message stored with another type (``add(..., memory_type="fact")``) is a fact its
+    caller vouched for and stays one.
+    """
+    return item.memory_type is MemoryType.EPISODE and _is_message(item)
+
+
 def _statement(item: MemoryItem) -> str:
     # A memory that is one chat message reads as that message, with who said it.
     who = (item.sources[0].speaker or item.sources[0].role) if _is_message(item) else None
@@ -124,6 +142,18 @@ def _fact_line(item: MemoryItem, now: datetime, confidence: float) -> str:
     if item.valid_until is not None and item.valid_until <= now:
         notes.append(f"expired {item.valid_until.date().isoformat()}")
     return f"- {_statement(item)} ({', '.join(notes)})"
+
+
+def _when(source_time: datetime | None) -> str:
+    return source_time.strftime("%Y-%m-%d %H:%M") if source_time else "undated"
+
+
+def _said_line(item: MemoryItem, now: datetime, confidence: float) -> str:
+    # One message as it was said: a question or a reply is not a fact, so it is shown
+    # as a message, with when and by whom.
+    source = item.sources[0]
+    who = escape_line(source.speaker or source.role or "unknown")
+    return f"- [{_when(source.timestamp or item.created_at)}, {who}] {escape_line(item.text)}"
 
 
 def _open_line(item: MemoryItem, now: datetime, confidence: float) -> str:
@@ -141,7 +171,7 @@ def _excerpt_lines(item: MemoryItem, excerpt_chars: int) -> list[str]:
             continue
         if len(content) > excerpt_chars:
             content = content[: excerpt_chars - 1].rstrip() + "…"
-        when = source.timestamp.strftime("%Y-%m-%d %H:%M") if source.timestamp else "undated"
+        when = _when(source.timestamp)
         who = source.speaker or source.role or source.document or source.kind.value
         lines.append(f"- [{when}, {escape_line(who)}] {escape_line(content)}")
     return lines
@@ -274,11 +304,16 @@ def build_context(
     shown_recent = [m for m in recent if m.id not in seen]
 
     budget = _Budget(token_budget)
-    admitted: dict[str, list[str]] = {"facts": [], "open": []}  # memory ids, line by line
+    admitted: dict[str, list[str]] = {"facts": [], "said": [], "open": []}  # ids, line by line
     # Each section keeps a prefix of its ranking: a lower-ranked line never takes the
-    # place of a higher-ranked one that did not fit.
-    for section, items, line_of in (("facts", facts, _fact_line), ("open", pending, _open_line)):
-        for item in items:
+    # place of a higher-ranked one that did not fit. Facts and messages share recall's
+    # ranking, so the first of them that does not fit ends both.
+    recalled_lines = [
+        ("said", item, _said_line) if _is_said(item) else ("facts", item, _fact_line)
+        for item in facts
+    ]
+    for stage in (recalled_lines, [("open", item, _open_line) for item in pending]):
+        for section, item, line_of in stage:
             confidence = weighed.get(item.id, item.confidence)
             if not budget.admit(section, line_of(item, moment, confidence)):
                 break
@@ -289,10 +324,14 @@ def build_context(
             break
     budget.sections["recent"].reverse()
     if complete:  # supporting excerpts only once every fact and open item is in
+        shown: set[str] = set()  # an excerpt several facts rest on is shown once
         lines = (line for item in facts for line in _excerpt_lines(item, excerpt_chars))
         for line in lines:
+            if line in shown:
+                continue
             if not budget.admit("sources", line):
                 break
+            shown.add(line)
 
     rendered = budget.text()
     if rendered is None:
@@ -302,6 +341,7 @@ def build_context(
     # Lines only ever leave a section from its end, so what is left is a prefix.
     ids = (
         *admitted["facts"][: len(sections["facts"])],
+        *admitted["said"][: len(sections["said"])],
         *admitted["open"][: len(sections["open"])],
     )
     return MemoryContext(
@@ -314,4 +354,5 @@ def build_context(
         open_items=len(sections["open"]),
         recent=len(sections["recent"]),
         truncated=budget.truncated,
+        messages=len(sections["said"]),
     )

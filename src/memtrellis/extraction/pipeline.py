@@ -27,6 +27,7 @@ from typing import Any
 
 from tenacity import AsyncRetrying, Retrying, stop_after_attempt, wait_exponential
 
+from memtrellis._progress import bar
 from memtrellis.errors import InvalidInputError
 from memtrellis.extraction.failures import (
     ExtractionFailure,
@@ -38,6 +39,7 @@ from memtrellis.extraction.fast import fast_items
 from memtrellis.extraction.fine import FineResult, items_from_reply
 from memtrellis.extraction.model import Mode, Normalized, Window
 from memtrellis.extraction.normalize import extractable, normalize
+from memtrellis.extraction.prompts.custom import check_prompt, system_prompt
 from memtrellis.extraction.prompts.extract import EXTRACTION_SCHEMA, build_extraction_messages
 from memtrellis.extraction.quality import (
     JUDGE_SCHEMA,
@@ -81,6 +83,14 @@ class ExtractionConfig:
         capture_backoff: Seconds before a captured turn is tried again; doubles each try.
         capture_max_backoff: Longest wait between two tries of a captured turn.
         concurrency: Windows extracted at once by the async driver.
+        instructions: The application's own instructions for fine-mode extraction,
+            appended to the built-in system prompt ("Only remember what matters for
+            cooking.").
+        prompt: A whole system prompt of the application's own instead of the built-in
+            one; it must hold ``{reply_format}`` (memtrellis writes the reply format there)
+            and no other placeholder (literal braces doubled). Checked here: an
+            [`InvalidInputError`][memtrellis.errors.InvalidInputError] names what is wrong. See
+            `memtrellis.extraction.prompts.custom`.
 
     Examples:
         >>> import tempfile
@@ -109,8 +119,16 @@ class ExtractionConfig:
     capture_backoff: float = 0.5
     capture_max_backoff: float = 30.0
     concurrency: int = 4  # windows extracted at once by the async driver
+    instructions: str | None = None
+    prompt: str | None = None
 
     def __post_init__(self) -> None:
+        for name in ("instructions", "prompt"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                raise InvalidInputError(f"{name} must be non-empty text or None")
+        if self.prompt is not None:
+            check_prompt(self.prompt)
         if self.llm_timeout is not None and self.llm_timeout <= 0:
             raise InvalidInputError("llm_timeout must be positive or None")
         if self.llm_attempts < 1 or self.capture_attempts < 1:
@@ -151,7 +169,12 @@ Step = Generator[LLMRequest, "str | None", FineResult]
 
 
 def _fine_window(window: Window, scope: Scope, now: datetime, config: ExtractionConfig) -> Step:
-    raw = yield LLMRequest(build_extraction_messages(window), EXTRACTION_SCHEMA, "extract")
+    system = None
+    if config.prompt is not None or config.instructions is not None:
+        system = system_prompt(
+            window.language, prompt=config.prompt, instructions=config.instructions
+        )
+    raw = yield LLMRequest(build_extraction_messages(window, system), EXTRACTION_SCHEMA, "extract")
     result = items_from_reply(raw, window, scope, now=now)
     if result.fallback or not result.items:
         return result
@@ -311,6 +334,7 @@ class Extractor:
         entities: Sequence[str] = (),
         metadata: Mapping[str, Any] | None = None,
         strict: bool = False,
+        progress: bool | None = False,
     ) -> ExtractionResult:
         """Extract memories from ``data`` (messages, conversations, texts or document paths).
 
@@ -320,6 +344,8 @@ class Extractor:
         raises `ExtractionFailure` (`memtrellis.extraction.failures`) on a timeout,
         an error or any reply that is not usable whole, so that the caller can try the
         whole turn again later: a turn is stored from whole replies only, or not at all.
+        ``progress``: a bar of the fine-mode windows on stderr (``None``: when stderr is
+        a terminal and the work lasts; see `memtrellis._progress`).
         """
         chosen, normalized, moment, scope = self._prepare(data, scope, mode, now)
         docs = self._doc_windows(normalized)
@@ -328,9 +354,13 @@ class Extractor:
                 normalized, docs, scope, moment, memory_type, tags, entities, metadata
             )
         windows = self._chat_windows(normalized) + docs
-        outcomes = [
-            self._drive(_fine_window(w, scope, moment, self.config), strict) for w in windows
-        ]
+        outcomes: list[FineResult] = []
+        with bar(progress, desc="extracting", total=len(windows), unit="window") as shown:
+            for window in windows:
+                outcomes.append(
+                    self._drive(_fine_window(window, scope, moment, self.config), strict)
+                )
+                shown.update(1)
         result = ExtractionResult([], chosen, normalized.skipped, len(windows))
         return self._finish(result, outcomes, tags, entities, metadata)
 
@@ -408,6 +438,7 @@ class Extractor:
         tags: Sequence[str] = (),
         entities: Sequence[str] = (),
         metadata: Mapping[str, Any] | None = None,
+        progress: bool | None = False,
     ) -> ExtractionResult:
         """Async [`extract`][memtrellis.extraction.Extractor.extract]: windows are extracted
         concurrently, the loop never blocks."""
@@ -422,11 +453,15 @@ class Extractor:
         windows = await asyncio.to_thread(self._chat_windows, normalized) + docs
         gate = asyncio.Semaphore(self.config.concurrency)
 
-        async def one(window: Window) -> FineResult:
-            async with gate:
-                return await self._adrive(_fine_window(window, scope, moment, self.config))
+        with bar(progress, desc="extracting", total=len(windows), unit="window") as shown:
 
-        outcomes = await asyncio.gather(*(one(w) for w in windows))
+            async def one(window: Window) -> FineResult:
+                async with gate:
+                    done = await self._adrive(_fine_window(window, scope, moment, self.config))
+                shown.update(1)
+                return done
+
+            outcomes = await asyncio.gather(*(one(w) for w in windows))
         result = ExtractionResult([], chosen, normalized.skipped, len(windows))
         return self._finish(result, outcomes, tags, entities, metadata)
 

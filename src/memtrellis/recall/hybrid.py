@@ -40,6 +40,7 @@ from memtrellis.tokens import count_tokens
 from memtrellis.types import (
     EdgeKind,
     MemoryItem,
+    MemoryType,
     RecalledMemory,
     RecallExplanation,
     SkippedMemory,
@@ -132,6 +133,20 @@ class RecallRequest:
     lifecycle: LifecycleConfig = field(default_factory=LifecycleConfig)
     #: Candidates taken from each search; ``None`` for ``max(4k, 100)``.
     fetch: int | None = None
+    #: Only memories of one of these types / with one of these tags (``None``: any).
+    memory_types: frozenset[MemoryType] | None = None
+    tags: frozenset[str] | None = None
+
+    @property
+    def filtered(self) -> bool:
+        """Whether types or tags narrow the memories searched."""
+        return self.memory_types is not None or self.tags is not None
+
+    def wanted(self, item: MemoryItem) -> bool:
+        """``item`` passes the type and tag filters."""
+        if self.memory_types is not None and item.memory_type not in self.memory_types:
+            return False
+        return self.tags is None or not self.tags.isdisjoint(item.tags)
 
 
 _SCOPE = "scope"
@@ -144,6 +159,8 @@ def _hidden(item: MemoryItem | None, req: RecallRequest) -> str | None:
     if req.process_id is not None and item.scope.process_id != req.process_id:
         return _SCOPE
     if req.session_id is not None and item.scope.session_id != req.session_id:
+        return _SCOPE
+    if req.filtered and not req.wanted(item):
         return _SCOPE
     ended = item.valid_until is not None and item.valid_until <= req.now
     # Superseded with no end date (replaced by a refined memory): out of date at any time.
@@ -254,12 +271,22 @@ def hybrid_recall(
     date)``.
     """
     fetch = req.fetch if req.fetch is not None else max(req.k * 4, _MIN_FETCH)
-    dense = store.vectors.query(
-        req.entity_id,
-        req.embedding,
-        fetch,
-        process_id=req.process_id,
-        session_id=req.session_id,
+    among: list[str] | None = None  # with types or tags: the only memories searched
+    if req.filtered:
+        with store.reading(req.entity_id) as shard:
+            graph = shard.graph
+            among = [m.id for m in graph.items(req.entity_id) if req.wanted(m)]
+    dense = (
+        store.vectors.query(
+            req.entity_id,
+            req.embedding,
+            fetch,
+            process_id=req.process_id,
+            session_id=req.session_id,
+            ids=among,
+        )
+        if among is None or among
+        else []
     )
     with store.reading(req.entity_id) as shard:
         graph = shard.graph
@@ -278,7 +305,9 @@ def hybrid_recall(
             scores[memory_id] = _Score(
                 dense=similarity, dense_rank=rank, fused=DENSE_WEIGHT * similarity
             )
-        keyword_hits = shard.keywords.search(req.entity_id, req.query, fetch * 2)
+        # Filtered: every hit, so that the ones that pass are not cut off by the others.
+        wanted_hits = fetch * 2 if among is None else len(shard.keywords) or 1
+        keyword_hits = shard.keywords.search(req.entity_id, req.query, wanted_hits)
         keyword = [(i, s) for i, s in keyword_hits if visible(i)]
         best = keyword[0][1] if keyword else 1.0
         for rank, (memory_id, score) in enumerate(keyword, start=1):

@@ -244,6 +244,8 @@ async def recall(body: RecallRequest, caller: Caller, state: State) -> Any:
         include_superseded=body.include_superseded,
         include_expired=body.include_expired,
         graph_context=body.graph_context,
+        memory_types=body.memory_types,
+        tags=body.tags,
     )
     answer = RecallResponse.of(result, token_budget=body.token_budget)
     # The hot path: serialise once with pydantic-core rather than validate and encode again.

@@ -179,6 +179,12 @@ class RecallRequest(_Body):
     include_superseded: StrictBool = False
     include_expired: StrictBool = False
     graph_context: StrictBool = True
+    memory_types: list[MemoryType] | None = Field(
+        default=None, max_length=20, description="Only memories of one of these types."
+    )
+    tags: list[Label] | None = Field(
+        default=None, max_length=50, description="Only memories with one of these tags."
+    )
 
 
 class RecallResponse(RecallResult):

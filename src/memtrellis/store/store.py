@@ -75,6 +75,9 @@ class Change:
     embedding: Sequence[float] | None
     action: str
     detail: dict[str, Any] = field(default_factory=dict)
+    #: Events recorded before ``action``, oldest first: a memory's past, when an import
+    #: restores it (each is logged as a ``put`` of the item carrying that event).
+    history: tuple[HistoryEvent, ...] = ()
 
 
 class Store:
@@ -406,17 +409,20 @@ class Store:
         self, entity_id: str, changes: list[Change], edges: list[tuple[str, str, EdgeKind]]
     ) -> None:
         at = utcnow()
-        records: list[dict[str, Any]] = [
-            {
-                "op": "put",
-                "item": change.item.model_dump(mode="json"),
-                "event": HistoryEvent(at=at, action=change.action, detail=change.detail).model_dump(
-                    mode="json"
-                ),
-                "reembed": change.embedding is not None,
-            }
-            for change in changes
-        ]
+        records: list[dict[str, Any]] = []
+        for change in changes:
+            item = change.item.model_dump(mode="json")
+            reembed = change.embedding is not None
+            event = HistoryEvent(at=at, action=change.action, detail=change.detail)
+            for past in (*change.history, event):
+                records.append(
+                    {
+                        "op": "put",
+                        "item": item,
+                        "event": past.model_dump(mode="json"),
+                        "reembed": reembed,
+                    }
+                )
         records.extend(
             {"op": "edge", "src": src, "dst": dst, "kind": kind.value} for src, dst, kind in edges
         )

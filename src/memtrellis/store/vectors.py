@@ -514,8 +514,10 @@ class VectorIndex:
         *,
         process_id: str | None = None,
         session_id: str | None = None,
+        ids: Sequence[str] | None = None,
     ) -> list[tuple[str, float]]:
-        """Nearest memories as ``(id, cosine similarity)``, best first."""
+        """Nearest memories as ``(id, cosine similarity)``, best first; ``ids``: among
+        those memories only."""
         with self._client_in_use():
             collection = self._collection(entity_id, create=False)
             if collection is None:
@@ -536,6 +538,7 @@ class VectorIndex:
                 query_embeddings=[list(embedding)],
                 n_results=n,
                 where=where,
+                ids=list(ids) if ids is not None else None,
                 include=["distances"],
             )
             ids = result["ids"][0]

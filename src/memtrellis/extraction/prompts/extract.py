@@ -325,11 +325,12 @@ class ExtractionAnswer(BaseModel):
 EXTRACTION_SCHEMA: dict[str, Any] = ExtractionAnswer.model_json_schema()
 
 
-def build_extraction_messages(window: Window) -> list[dict[str, str]]:
+def build_extraction_messages(window: Window, system: str | None = None) -> list[dict[str, str]]:
     """The system and user messages asking for the memories of ``window``.
 
     The language follows ``window.language``; the user message carries the window's
     time span (UTC, with weekdays), the ids the model may cite, and the text fenced as data.
+    ``system``: another system prompt (an application's, see `prompts.custom`).
 
     Examples:
         >>> from memtrellis.extraction.model import Window
@@ -352,6 +353,6 @@ def build_extraction_messages(window: Window) -> list[dict[str, str]]:
         header=header, ids=ids, tag=tag, text=fence(window.text, tag)
     )
     return [
-        {"role": "system", "content": SYSTEM_ZH if zh else SYSTEM_EN},
+        {"role": "system", "content": system or (SYSTEM_ZH if zh else SYSTEM_EN)},
         {"role": "user", "content": user},
     ]
