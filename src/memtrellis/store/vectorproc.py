@@ -252,8 +252,10 @@ class VectorProcess:
         *,
         process_id: str | None = None,
         session_id: str | None = None,
+        ids: Sequence[str] | None = None,
     ) -> list[tuple[str, float]]:
-        """Nearest memories as ``(id, cosine similarity)``, best first."""
+        """Nearest memories as ``(id, cosine similarity)``, best first; ``ids``: among
+        those memories only."""
         return list(
             self._call(
                 "query",
@@ -262,6 +264,7 @@ class VectorProcess:
                 n,
                 process_id=process_id,
                 session_id=session_id,
+                ids=None if ids is None else list(ids),
             )
         )
 
