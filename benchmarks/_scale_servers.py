@@ -116,7 +116,7 @@ def probes(spec: dict[str, Any]) -> list[Any]:
     namespace = spec["namespace"]
     served = entity_name(SERVED, namespace)
     stream = UserStream(served.removeprefix(namespace), seed=spec["seed"])
-    skip = spec["per_entity"] + spec["adds"]
+    skip = spec["per_entity"] + spec.get("warmup", 0) + spec["adds"]
     return list(stream.take(skip + spec["writes"])[skip:])
 
 

@@ -17,7 +17,7 @@ from memtrellis.testing import HashingEmbedder
 
 SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "scale.py"
 TINY = ["--per-entity", "20", "--adds", "2", "--queries", "3", "--store-capture", "2"]
-TINY += ["--build-workers", "0"]
+TINY += ["--build-workers", "0", "--warmup", "1"]
 
 
 def run(*args: str, tmpdir: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -154,6 +154,7 @@ def test_postgres_mode_rows(tmp_path: Path, postgres_url: str, chroma_server: st
     for row in rows:
         assert 0 <= row["recall_hit_at_10"] <= 1
         assert row["visibility"]["writes"] == 3
+        assert row["add_warmup_p50_ms"] > 0 and row["recall_warmup_p50_ms"] > 0
         assert row["visible_p99_ms"] >= row["visible_p50_ms"] >= 0
     assert "visible_p50_ms" in data["ratios"][1]
     assert "commit to visibility" in done.stdout
@@ -167,8 +168,9 @@ def test_postgres_mode_rows(tmp_path: Path, postgres_url: str, chroma_server: st
     )
     try:
         assert len(memory.list(entity_id="n40-user-0001", limit=100)) == 20
-        # the served entity: 20 built, 2 added by the row, 3 by the visibility writes
-        assert len(memory.list(entity_id="n20-user-0000", limit=100)) == 25
+        # the served entity: 20 built, 1 + 2 added by the row (warm-up and timed), 3 by
+        # the visibility writes
+        assert len(memory.list(entity_id="n20-user-0000", limit=100)) == 26
     finally:
         memory.close()
 

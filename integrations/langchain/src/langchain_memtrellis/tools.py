@@ -1,9 +1,11 @@
 """Agent tools over memtrellis: save, search and forget a user's memories.
 
-The user is the tool's ``entity_id`` when one is given; else the run names it: the
-run's metadata or ``configurable`` ``memtrellis_entity_id``, LangGraph's runtime
-``context`` (a field or key named ``user_key``, default ``user_id``), or
-``config["configurable"][user_key]``, in that order. A call that names no user is
+The user is the tool's ``entity_id`` when one is given; else the run names it, read as
+every adapter of this package reads it (`langchain_memtrellis._bridge.scope_from`):
+``memtrellis_entity_id`` in the run's metadata, ``configurable`` or LangGraph runtime
+``context``, else ``user_key`` (default ``user_id``) in the context, the
+``configurable`` or the metadata. The session is read the same way
+(``memtrellis_session_id``, ``session_id``, ``thread_id``). A call that names no user is
 refused with ``InvalidInputError`` when ``require_user=True``; otherwise it falls to
 the memory's default entity, with a warning logged once per tool.
 """
@@ -12,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
 from typing import Any, Literal
 
 from langchain_core.runnables import RunnableConfig
@@ -20,6 +21,7 @@ from langchain_core.tools import BaseTool
 from memtrellis import InvalidInputError, Memory, MemoryItem, MemoryNotFoundError, MemoryType, Scope
 from pydantic import BaseModel, Field, PrivateAttr
 
+from langchain_memtrellis._bridge import scope_from
 from langchain_memtrellis._defaults import default_memory
 
 __all__ = ["SAVED_TAG", "ForgetMemoryTool", "SaveMemoryTool", "SearchMemoryTool", "memory_tools"]
@@ -29,7 +31,6 @@ log = logging.getLogger("langchain_memtrellis")
 SAVED_TAG = "agent:saved"
 """The tag of every memory the save tool stores."""
 
-_ENTITY_KEY = "memtrellis_entity_id"
 MemoryKind = Literal["fact", "preference", "event", "decision", "state", "skill"]
 
 
@@ -43,23 +44,23 @@ class _MemoryTool(BaseTool):
     require_user: bool = False
     _warned: bool = PrivateAttr(default=False)
 
+    def _named(self, config: RunnableConfig | None) -> dict[str, str]:
+        """The scope the run names, read as every adapter reads it (`scope_from`)."""
+        config = config or {}
+        return scope_from(
+            config.get("metadata"),
+            configurable=config.get("configurable"),
+            context=_context(),
+            user_keys=(self.user_key,),
+        )
+
     def _user(self, config: RunnableConfig | None) -> str:
         """The entity this call is for (see the module's docstring for the order)."""
         if self.entity_id is not None:
             return self.entity_id
-        config = config or {}
-        metadata: Mapping[str, Any] = config.get("metadata") or {}
-        configurable: Mapping[str, Any] = config.get("configurable") or {}
-        for found in (
-            metadata.get(_ENTITY_KEY),
-            configurable.get(_ENTITY_KEY),
-            _context_value(self.user_key),
-            configurable.get(self.user_key),
-        ):
-            if found is not None:
-                if not isinstance(found, str) or not found.strip():
-                    raise InvalidInputError(f"the run names its user as {found!r}, not as text")
-                return found
+        found = self._named(config).get("entity_id")
+        if found is not None:
+            return found
         if self.require_user:
             raise InvalidInputError(
                 f"the {self.name} tool needs a user: give it entity_id=, or run the agent "
@@ -81,30 +82,21 @@ class _MemoryTool(BaseTool):
             self.process_id if self.process_id is not None else self.memory.default_scope.process_id
         )
 
-    @staticmethod
-    def _session(config: RunnableConfig | None) -> str | None:
-        """The run's thread (LangGraph's ``thread_id``), recorded as the session."""
-        config = config or {}
-        for where in (config.get("configurable") or {}, config.get("metadata") or {}):
-            thread = where.get("memtrellis_session_id") or where.get("thread_id")
-            if isinstance(thread, str) and thread.strip():
-                return thread
-        return None
+    def _session(self, config: RunnableConfig | None) -> str | None:
+        """The run's session (its ``thread_id`` unless it names one)."""
+        return self._named(config).get("session_id")
 
 
-def _context_value(key: str) -> Any:
-    """``key`` of the current LangGraph run's ``context`` (a field or a key), if any."""
+def _context() -> Any:
+    """The current LangGraph run's ``context``, if any."""
     try:
         from langgraph.runtime import get_runtime
     except ImportError:  # langchain-core alone: no graph, no runtime
         return None
     try:
-        context = get_runtime().context
+        return get_runtime().context
     except (RuntimeError, AttributeError, KeyError):  # not inside a graph run
         return None
-    if isinstance(context, Mapping):
-        return context.get(key)
-    return getattr(context, key, None)
 
 
 def _line(item: MemoryItem) -> str:
