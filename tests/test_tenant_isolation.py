@@ -435,7 +435,7 @@ def test_cli_export_holds_only_the_entitys_memories(tmp_path: Path) -> None:
         lines = out.read_text(encoding="utf-8").splitlines()
         assert len(lines) == 4
         assert_no_leak(entity, "\n".join(lines), "cli export")
-        assert all(json.loads(line)["scope"]["entity_id"] == entity for line in lines)
+        assert all(json.loads(line)["memory"]["scope"]["entity_id"] == entity for line in lines)
 
 
 def test_a_memory_id_cannot_take_over_another_entitys_entity_node(tmp_path: Path) -> None:

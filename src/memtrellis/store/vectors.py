@@ -12,13 +12,13 @@ import hashlib
 import json
 import logging
 import shutil
-import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
 from memtrellis._offline import chroma_settings, prepare_offline_env
+from memtrellis.store._chroma_sql import ChromaSqlError, chroma_sql
 from memtrellis.store._corrupt import FROM_GRAPH, damaged
 from memtrellis.store._rwlock import SharedExclusiveLock
 from memtrellis.types import MemoryItem
@@ -167,26 +167,10 @@ def index_chroma_log(directory: Path | str) -> bool:
     if not database.exists():
         return False
     try:
-        # Read-only first: once the index exists, opening never takes a write lock.
-        with contextlib.closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True)) as ro:
-            names = {
-                str(row[0])
-                for row in ro.execute(
-                    "SELECT name FROM sqlite_master WHERE name IN (?, 'embeddings_queue')",
-                    (_LOG_INDEX,),
-                )
-            }
-        if _LOG_INDEX in names:
-            return True
-        if "embeddings_queue" not in names:
-            return False
-        with contextlib.closing(sqlite3.connect(database, timeout=30)) as db:
-            db.execute(
-                f"CREATE INDEX IF NOT EXISTS {_LOG_INDEX} ON embeddings_queue (topic, seq_id)"
-            )
-            db.commit()
-        return True
-    except sqlite3.Error:
+        # In a child process: a Chroma of this process may have the file open (see
+        # _chroma_sql). Read-only first there, so an existing index takes no write lock.
+        return bool(chroma_sql("index_log", database, _LOG_INDEX))
+    except ChromaSqlError:
         log.warning("could not index Chroma's write log in %s; writes may slow", database)
         return False
 
@@ -262,6 +246,7 @@ class VectorIndex:
         self._collections: dict[str, Any] = {}
         self._client: Any = None
         self.stale = False
+        self._log_indexed = False
         self._connect()
 
     @property
@@ -303,8 +288,9 @@ class VectorIndex:
         self.stale = False
 
     def _index_the_log(self) -> None:
-        if self.mode == "embedded":
-            index_chroma_log(self.directory)
+        # Once made, the index stays: reopening the client (refresh) need not look again.
+        if self.mode == "embedded" and not self._log_indexed:
+            self._log_indexed = index_chroma_log(self.directory)
 
     def refresh(self) -> None:
         """Reopen the embedded client so it sees what other processes wrote.
@@ -430,23 +416,13 @@ class VectorIndex:
         except _missing():
             collection_id = None
         try:
-            with contextlib.closing(
-                sqlite3.connect(f"file:{self._sqlite_path}?mode=ro", uri=True)
-            ) as db:
-                if collection_id is None:
-                    rows = db.execute(
-                        "SELECT s.id FROM segments s JOIN collections c ON s.collection = c.id"
-                        " WHERE c.name = ?",
-                        (name,),
-                    ).fetchall()
-                else:
-                    rows = db.execute(
-                        "SELECT id FROM segments WHERE collection = ?", (collection_id,)
-                    ).fetchall()
-        except sqlite3.Error:
+            found = chroma_sql(
+                "segments", self._sqlite_path, {"name": name, "collection_id": collection_id}
+            )
+        except ChromaSqlError:
             log.warning("could not list the Chroma segments of %s; its files may remain", name)
             return []
-        return [self.directory / str(row[0]) for row in rows]
+        return [self.directory / str(segment) for segment in found]
 
     def _scrub(self, segments: list[Path]) -> None:
         """Remove a dropped collection's segment files and the freed SQLite pages."""
@@ -458,11 +434,10 @@ class VectorIndex:
             return
         try:
             # VACUUM rewrites the database without its free pages (where the deleted
-            # rows' bytes still sit); it costs one copy of chroma.sqlite3.
-            with contextlib.closing(sqlite3.connect(self._sqlite_path, timeout=30)) as db:
-                db.isolation_level = None
-                db.execute("VACUUM")
-        except sqlite3.Error:
+            # rows' bytes still sit); it costs one copy of chroma.sqlite3. In a child
+            # process, never beside Chroma's own SQLite in this one (see _chroma_sql).
+            chroma_sql("vacuum", self._sqlite_path)
+        except ChromaSqlError:
             log.warning("could not compact %s after dropping a collection", self._sqlite_path)
 
     def has(self, entity_id: str, ids: Sequence[str]) -> set[str]:
