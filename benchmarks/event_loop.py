@@ -31,9 +31,13 @@ another thread): Chroma 1.5's ``upsert``, ``update`` and ``delete`` hold the GIL
 whole write (Chroma frees it for reads only, chroma-core/chroma#3873), about 17 ms for one
 vector and 58 ms for 50 on an idle 2-core machine, so the loop waits out any write that is
 running when its timer fires. One write per captured turn made that 200 waits in the
-scenario; batching makes it one per entity per batch (about 45). A graph snapshot
-(``Store._compact``, JSON of the whole graph, 50-120 ms) runs inside one commit. With
-``--chroma-url`` (writes over HTTP, GIL free) the net p99 fell from about 60 to 10-15 ms.
+scenario; batching makes it one per entity per batch (about 45). ``--modes`` runs the
+scenario with the index in this process and with ``Memory(vector_process=True)``, where a
+child process owns the embedded Chroma and a write costs this process a socket wait;
+both are measured in one run by default. What stalls the loop after that: the reads' own
+Python work in their worker threads (async reads run in a pool of two threads, see
+``memtrellis/_memory_async.py``) and, once or twice a run, a full collection of Python's
+garbage collector over the whole process (68-76 ms here).
 """
 
 from __future__ import annotations
