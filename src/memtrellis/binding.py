@@ -350,13 +350,19 @@ class Binding:
             return None
 
     def render(
-        self, result: RecallResult | None, *, exclude: Collection[str] = ()
+        self,
+        result: RecallResult | None,
+        *,
+        exclude: Collection[str] = (),
+        token_budget: int | None = None,
     ) -> MemoryContext:
-        """The memory-context block for ``result`` within ``token_budget``.
+        """The memory-context block for ``result`` within ``token_budget`` (default: the
+        options'; a smaller one re-renders a block that must shrink).
 
         Memories whose text is one of ``exclude`` (messages already in the prompt) are
         left out. An empty block when there is nothing to place or rendering failed.
         """
+        budget = self.options.token_budget if token_budget is None else token_budget
         if result is None:
             return EMPTY
         try:
@@ -364,7 +370,7 @@ class Binding:
                 kept = [hit for hit in result.items if hit.memory.text not in exclude]
                 if len(kept) < len(result.items):
                     result = result.model_copy(update={"items": kept})
-            context = build_context(result, token_budget=self.options.token_budget)
+            context = build_context(result, token_budget=budget)
         except Exception as exc:
             self.failed("context", exc)
             return EMPTY
