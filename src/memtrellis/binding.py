@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -84,7 +84,17 @@ EMPTY = MemoryContext("", 0, 0)
 
 
 class MemoryDoors(Protocol):
-    """The public ``Memory`` methods a binding uses (``Memory`` has them all)."""
+    """The public ``Memory`` methods a binding uses (``Memory`` has them all).
+
+    Examples:
+        >>> import tempfile
+        >>> from memtrellis import Memory
+        >>> from memtrellis.testing import HashingEmbedder
+        >>> with Memory(tempfile.mkdtemp(), embedder=HashingEmbedder()) as memory:
+        ...     doors: MemoryDoors = memory
+        ...     doors.call_scope()
+        {}
+    """
 
     @property
     def default_scope(self) -> Scope:
@@ -93,17 +103,21 @@ class MemoryDoors(Protocol):
     def call_scope(self) -> dict[str, str]:
         """What an active ``Memory.scope`` block sets for this thread or task."""
 
-    def recall(self, query: str, **options: Any) -> RecallResult:
-        """Recall memories for ``query``."""
+    @property
+    def recall(self) -> Callable[..., RecallResult]:
+        """``Memory.recall``."""
 
-    async def arecall(self, query: str, **options: Any) -> RecallResult:
-        """Async `recall`."""
+    @property
+    def arecall(self) -> Callable[..., Awaitable[RecallResult]]:
+        """``Memory.arecall``."""
 
-    def capture(self, data: Any, **options: Any) -> str:
-        """Queue a turn for extraction; returns its capture id."""
+    @property
+    def capture(self) -> Callable[..., str]:
+        """``Memory.capture``: queue a turn; returns its capture id."""
 
-    async def acapture(self, data: Any, **options: Any) -> str:
-        """Async `capture`."""
+    @property
+    def acapture(self) -> Callable[..., Awaitable[str]]:
+        """``Memory.acapture``."""
 
     def report_failure(
         self, what: Step, *, source: str, error: BaseException | None = None

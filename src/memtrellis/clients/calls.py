@@ -16,13 +16,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from memtrellis.binding import DEFAULT_K, DEFAULT_TOKEN_BUDGET, AdapterOptions, Binding, Step
 from memtrellis.clients.payload import Reply, capture_metadata, given
 from memtrellis.clients.streams import (
     AsyncCapturingManager,
     CapturingManager,
     wrap_stream,
 )
-from memtrellis.binding import DEFAULT_K, DEFAULT_TOKEN_BUDGET, AdapterOptions, Binding, Step
 from memtrellis.context import MemoryContext
 from memtrellis.types import RecallResult, utcnow
 
@@ -87,7 +87,9 @@ class Settings:
     def binding(self) -> Binding:
         """The adapter binding of this registration (counted as source ``"client"``)."""
         options = AdapterOptions(
-            **self.scope,
+            entity_id=self.scope.get("entity_id"),
+            process_id=self.scope.get("process_id"),
+            session_id=self.scope.get("session_id"),
             k=self.k,
             token_budget=self.token_budget,
             capture_mode=self.capture_mode,

@@ -179,8 +179,7 @@ def place_context(
     if not text:
         return out
     views = [
-        {"role": "system" if m.role == MessageRole.SYSTEM else "other", "content": ""}
-        for m in out
+        {"role": "system" if m.role == MessageRole.SYSTEM else "other", "content": ""} for m in out
     ]
     placed = place_in_messages(views, text, position=position)
     if placed.index is None:

@@ -8,7 +8,6 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from memtrellis import Memory, RecalledMemory, RecallResult
-
 from memtrellis.binding import AdapterStats
 
 from llama_index.memory.memtrellis._settings import binding_for
