@@ -8,7 +8,7 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from memtrellis import Memory, RecalledMemory, RecallResult
-from memtrellis.binding import AdapterStats
+from memtrellis.binding import DEFAULT_K, AdapterStats
 
 from llama_index.memory.memtrellis._settings import binding_for
 
@@ -90,7 +90,7 @@ class MemoryRetriever(BaseRetriever):
         self,
         memory: Memory,
         *,
-        k: int = 8,
+        k: int = DEFAULT_K,
         entity_id: str | None = None,
         process_id: str | None = None,
         session_id: str | None = None,
