@@ -9,6 +9,7 @@ from pathlib import Path
 from types import ModuleType
 
 import memtrellis
+import memtrellis.binding
 import memtrellis.clients
 import memtrellis.context
 import memtrellis.embeddings
@@ -139,6 +140,19 @@ LAYER_BANS = {
         *FACADE[1:],  # the facade's private modules
     ),
 }
+# The adapter binding: context, types and errors; memory only through the Memory it gets.
+LAYER_BANS["binding.py"] = (
+    "memtrellis.store",
+    "memtrellis.recall",
+    "memtrellis.extraction",
+    "memtrellis.lifecycle",
+    "memtrellis.capture",
+    "memtrellis.clients",
+    "memtrellis.cli",
+    "memtrellis.service",
+    "memtrellis._health",
+    *FACADE,
+)
 # The facade may import every core layer, never the CLI or the service built on it.
 for _module in FACADE:
     LAYER_BANS[f"{_module.removeprefix('memtrellis.')}.py"] = (
@@ -207,6 +221,7 @@ def test_public_names_have_a_docstring_with_an_example() -> None:
     every public method of ``Memory`` has a docstring."""
     modules = [
         memtrellis,
+        memtrellis.binding,
         memtrellis.clients,
         memtrellis.context,
         memtrellis.embeddings,

@@ -11,18 +11,28 @@ from typing import Any
 from memtrellis.store import Store
 from memtrellis.types import EdgeKind, utcnow
 
-__all__ = ["ADAPTER_KINDS", "CLIENT_COUNTERS", "FacadeStats", "store_figures"]
+__all__ = ["ADAPTER_EVENTS", "ADAPTER_KINDS", "CLIENT_COUNTERS", "FacadeStats", "store_figures"]
 
 log = logging.getLogger("memtrellis")
 
 #: Counters of registered SDK clients, as named in
-#: [`memtrellis.types.Health`][memtrellis.types.Health].
+#: [`memtrellis.types.Health`][memtrellis.types.Health]: read from the one adapter family
+#: (source ``"client"``), kept under these names for compatibility.
 CLIENT_COUNTERS = (
     "client_calls",
     "client_captures",
     "client_recall_failures",
     "client_capture_failures",
 )
+#: What each client counter sums, as ``source.kind`` keys of the adapter counters.
+_CLIENT_KEYS = {
+    "client_calls": ("client.call",),
+    "client_captures": ("client.capture",),
+    "client_recall_failures": ("client.recall", "client.context"),
+    "client_capture_failures": ("client.capture",),
+}
+#: What adapters count besides failures (``Memory.count_adapter``).
+ADAPTER_EVENTS = ("call", "capture")
 
 #: What an adapter's failure broke, as ``Memory.report_failure`` takes it; each has its
 #: ``adapter_<kind>_failures`` figure. Anything else is counted as ``"other"``.
@@ -42,10 +52,10 @@ class FacadeStats:
     latency_total: float = 0.0
     skipped: int = 0
     fallbacks: int = 0
-    #: Calls, captures and fail-open failures of SDK clients given to ``Memory.register``.
-    clients: dict[str, int] = field(default_factory=lambda: dict.fromkeys(CLIENT_COUNTERS, 0))
     #: Fail-open failures adapters reported, by ``source.kind``.
     adapters: dict[str, int] = field(default_factory=dict)
+    #: Calls and captures adapters made, by ``source.event`` (SDK clients are ``client``).
+    events: dict[str, int] = field(default_factory=dict)
 
     def record_recall(self, latency_ms: float) -> None:
         """Count one recall and its latency."""
@@ -61,9 +71,22 @@ class FacadeStats:
             self.fallbacks += fallbacks
 
     def count(self, counter: str) -> None:
-        """Add one to a client counter (one of `CLIENT_COUNTERS`)."""
+        """Add one to a client counter (one of `CLIENT_COUNTERS`), in the adapter family."""
+        key = _CLIENT_KEYS[counter][0]
+        if counter.endswith("_failures"):
+            self.count_adapter_failure(key.rpartition(".")[2], "client")
+        else:
+            self.count_adapter_event(key.rpartition(".")[2], "client")
+
+    def count_adapter_event(self, event: object, source: object) -> None:
+        """Add one ``event`` (a call or a capture) of ``source``; odd values are tolerated."""
+        kind = event if isinstance(event, str) and event in ADAPTER_EVENTS else "other"
+        name = source.strip()[:_MAX_SOURCE_CHARS] if isinstance(source, str) else ""
+        key = f"{name or 'unknown'}.{kind}"
         with self.lock:
-            self.clients[counter] += 1
+            if key not in self.events and len(self.events) >= _MAX_ADAPTER_KEYS:
+                key = f"other.{kind}"
+            self.events[key] = self.events.get(key, 0) + 1
 
     def count_adapter_failure(self, what: object, source: object) -> None:
         """Add one adapter failure of kind ``what`` from ``source``; odd values are tolerated.
@@ -88,9 +111,18 @@ class FacadeStats:
             kind = key.rpartition(".")[2]
             if kind in totals:
                 totals[kind] += count
+        clients = {
+            name: sum(
+                (self.adapters if name.endswith("_failures") else self.events).get(key, 0)
+                for key in keys
+            )
+            for name, keys in _CLIENT_KEYS.items()
+        }
         return {
             **{f"adapter_{kind}_failures": count for kind, count in totals.items()},
             "adapter_failures": dict(sorted(self.adapters.items())),
+            "adapter_counts": dict(sorted(self.events.items())),
+            **clients,
         }
 
     def figures(self) -> dict[str, Any]:
@@ -105,7 +137,6 @@ class FacadeStats:
                 "recall_latency_p95_ms": round(p95, 3),
                 "skipped_inputs": self.skipped,
                 "extraction_fallbacks": self.fallbacks,
-                **self.clients,
                 **self._adapter_figures(),
             }
 

@@ -856,6 +856,48 @@ class Memory:
     async def __aexit__(self, *exc: object) -> None:
         await asyncio.to_thread(self.close)
 
+    # -- adapter doors (issue 18) --
+    def call_scope(self) -> dict[str, str]:
+        """What the innermost active [`scope`][memtrellis.Memory.scope] block sets, by name.
+
+        For adapters (``memtrellis.binding``): the per-call scope of the current thread or
+        task, over an adapter's own defaults. Empty outside a ``scope`` block.
+
+        Examples:
+            >>> import tempfile
+            >>> from memtrellis.testing import HashingEmbedder
+            >>> memory = Memory(tempfile.mkdtemp(), embedder=HashingEmbedder())
+            >>> with memory.scope(entity_id="bob"):
+            ...     memory.call_scope()
+            {'entity_id': 'bob'}
+            >>> memory.call_scope()
+            {}
+            >>> memory.close()
+        """
+        return self._scope_overrides()
+
+    def count_adapter(self, event: Literal["call", "capture"], *, source: str) -> None:
+        """Count a model call or a captured turn of an adapter, so that health shows it.
+
+        The successes beside [`report_failure`][memtrellis.Memory.report_failure]'s
+        failures, in one family: [`health`][memtrellis.Memory.health] reports them as
+        ``adapter_counts`` by ``"source.event"`` (SDK clients are the source
+        ``"client"``, read as ``client_calls`` and ``client_captures`` too). Never raises.
+
+        Examples:
+            >>> import tempfile
+            >>> from memtrellis.testing import HashingEmbedder
+            >>> memory = Memory(tempfile.mkdtemp(), embedder=HashingEmbedder())
+            >>> memory.count_adapter("call", source="client")
+            >>> memory.health().adapter_counts, memory.health().client_calls
+            ({'client.call': 1}, 1)
+            >>> memory.close()
+        """
+        try:
+            self._stats.count_adapter_event(event, source)
+        except Exception:  # never let counting break the call it runs in
+            log.debug("memtrellis: count_adapter could not count an event", exc_info=True)
+
     astore = _in_thread(store)
     aupdate = _in_thread(update)
     aforget = _in_thread(forget)

@@ -480,6 +480,10 @@ class Health(_Model):
     adapter_capture_failures: int = 0
     adapter_context_failures: int = 0
     adapter_failures: dict[str, int] = Field(default_factory=dict)
+    #: Calls and captures adapters made (through ``memtrellis.binding``), by
+    #: ``"source.event"`` (``{"langchain.capture": 3, "client.call": 5}``); the
+    #: ``client_*`` figures above read the ``client`` source of this one family.
+    adapter_counts: dict[str, int] = Field(default_factory=dict)
     pending_index_writes: int
     repaired_on_open: int
     size_on_disk_bytes: int

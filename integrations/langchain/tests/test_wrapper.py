@@ -264,7 +264,7 @@ def test_a_failed_recall_or_capture_shows_in_memory_health(
 def test_a_failed_context_rendering_shows_in_memory_health(
     remembered: Memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("langchain_memtrellis._bridge.build_context", _broken)
+    monkeypatch.setattr("memtrellis.binding.build_context", _broken)  # the one renderer
     chat = ChatMemoryWrapper(FakeChat(messages=iter(["still here"])), memory=remembered)
 
     assert chat.invoke("Any allergies?").content == "still here"

@@ -60,7 +60,7 @@ async def test_the_blocks_failed_recall_capture_and_truncate_show_in_health(
     block = MemtrellisMemoryBlock(memory=memory, priority=1)
     rendered = await block.aget(ASKED)
     assert rendered
-    monkeypatch.setattr("llama_index.memory.memtrellis.block.build_context", _broken)
+    monkeypatch.setattr("memtrellis.binding.build_context", _broken)  # the one renderer
     assert await block.atruncate(rendered, 5) is None
     monkeypatch.setattr(memory, "arecall", _abroken)
     monkeypatch.setattr(memory, "acapture", _abroken)

@@ -4,26 +4,26 @@ The steps are written once (`Call`); a sync and an async method differ only in
 the recall they run (``Memory.recall`` or ``Memory.arecall``). A whole response is
 captured at once; a stream is handed back wrapped (`memtrellis.clients.streams`)
 and captured when it ends. Every memory failure is counted in ``Memory.health()`` and
-logged, and the user's call goes on without memory, unless the registration is strict.
+logged, and the user's call goes on without memory, unless the registration is strict:
+the adapter binding's steps and fail-open (`memtrellis.binding`), as every adapter has.
 """
 
 from __future__ import annotations
 
 import functools
-import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from memtrellis.binding import DEFAULT_K, DEFAULT_TOKEN_BUDGET, AdapterOptions, Binding, Step
 from memtrellis.clients.payload import Reply, capture_metadata, given
 from memtrellis.clients.streams import (
     AsyncCapturingManager,
     CapturingManager,
     wrap_stream,
 )
-from memtrellis.context import DEFAULT_TOKEN_BUDGET, MemoryContext, build_context
-from memtrellis.context.turn import last_user_text, new_turn
+from memtrellis.context import MemoryContext
 from memtrellis.types import RecallResult, utcnow
 
 if TYPE_CHECKING:
@@ -31,7 +31,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Api", "Call", "Collector", "Kind", "Settings", "patched_method"]
 
-log = logging.getLogger("memtrellis")
 
 #: ``call``: returns a response or a ``stream=True`` stream; ``manager``: returns a
 #: stream manager (a context manager that opens the stream), like Anthropic's ``stream``.
@@ -79,94 +78,82 @@ class Settings:
 
     memory: Memory
     scope: dict[str, str] = field(default_factory=dict)
-    k: int = 8
+    k: int = DEFAULT_K
     token_budget: int = DEFAULT_TOKEN_BUDGET
     capture_mode: str | None = None
     strict: bool = False
 
+    @functools.cached_property
+    def binding(self) -> Binding:
+        """The adapter binding of this registration (counted as source ``"client"``)."""
+        options = AdapterOptions(
+            entity_id=self.scope.get("entity_id"),
+            process_id=self.scope.get("process_id"),
+            session_id=self.scope.get("session_id"),
+            k=self.k,
+            token_budget=self.token_budget,
+            capture_mode=self.capture_mode,
+            strict=self.strict,
+        )
+        return Binding(self.memory, options, source="client")
+
 
 class Call:
-    """The memory steps of one call of a patched method (no I/O of its own)."""
+    """The memory steps of one call of a patched method (no I/O of its own).
+
+    The steps are the adapter binding's (`memtrellis.binding.Binding`); this class
+    only reads the SDK's request and reply (`Api`).
+    """
 
     def __init__(
         self, settings: Settings, api: Api, client: Any, kwargs: dict[str, Any], stream: bool
     ) -> None:
         self.settings = settings
         self.memory = settings.memory
+        self.binding = settings.binding
         self.api = api
         self.client = client
         self.kwargs = kwargs
         self.stream = stream
         # Per call (Memory.scope) over per registration; the memory's defaults under both.
-        self.scope = {**settings.scope, **self.memory._scope_overrides()}
+        self.scope = self.binding.scope(self.memory.call_scope())
         self.started_at = utcnow()
         self._started = time.perf_counter()
-        self.memory._stats.count("client_calls")
+        self.binding.count("call")
         try:
             self.conversation = api.conversation(kwargs)
         except Exception as exc:
             self.conversation = []
             self.failed("recall", exc)
 
-    def failed(self, what: Literal["recall", "capture"], exc: BaseException) -> None:
+    def failed(self, what: Step, exc: BaseException) -> None:
         """Count and log a memory failure; raise it instead when the registration is strict."""
-        self.memory._stats.count(f"client_{what}_failures")
-        if self.settings.strict:
-            raise exc
-        log.warning(
-            "memtrellis %s for %s.%s failed; the call goes on without it: %r",
-            what,
-            self.api.provider,
-            self.api.name,
-            exc,
-        )
+        self.binding.failed(what, exc, what=f"{what} for {self.api.provider}.{self.api.name}")
 
     # -- before the call -----------------------------------------------------------------
     def recall_args(self) -> dict[str, Any] | None:
         """Arguments of the recall for this call; None when there is no user text."""
-        query = last_user_text(self.conversation)
-        if query is None:
-            return None
-        where = {k: v for k, v in self.scope.items() if k != "session_id"}  # spans sessions
-        return {
-            "query": query,
-            "k": self.settings.k,
-            "token_budget": self.settings.token_budget,
-            **where,
-        }
+        return self.binding.recall_args(self.binding.query(self.conversation), self.scope)
 
     def placed(self, result: RecallResult | None) -> dict[str, Any]:
         """The keyword arguments to send: memory context placed when there is any."""
-        if result is None:
+        context = self.binding.render(result)
+        if context.empty:
             return self.kwargs
         try:
-            context = build_context(result, token_budget=self.settings.token_budget)
-            return self.kwargs if context.empty else self.api.place(self.kwargs, context)
+            return self.api.place(self.kwargs, context)
         except Exception as exc:
-            self.failed("recall", exc)
+            self.failed("context", exc)
             return self.kwargs
 
     def prepare(self) -> dict[str, Any]:
         """Recall (``Memory.recall``) and place."""
-        args = self.recall_args()
-        result = None
-        if args is not None:
-            try:
-                result = self.memory.recall(**args)
-            except Exception as exc:
-                self.failed("recall", exc)
-        return self.placed(result)
+        return self.placed(self.binding.recall(self.binding.query(self.conversation), self.scope))
 
     async def aprepare(self) -> dict[str, Any]:
         """Async `prepare`: recall runs off the event loop (``Memory.arecall``)."""
-        args = self.recall_args()
-        result = None
-        if args is not None:
-            try:
-                result = await self.memory.arecall(**args)
-            except Exception as exc:
-                self.failed("recall", exc)
-        return self.placed(result)
+        query = self.binding.query(self.conversation)
+        return self.placed(await self.binding.arecall(query, self.scope))
 
     # -- after the call ------------------------------------------------------------------
     def finish(self, response: Any) -> Any:
@@ -199,7 +186,7 @@ class Call:
         reply = reply or Reply()
         try:
             answer = {"role": "assistant", "content": reply.text} if reply.text else None
-            turn = new_turn(self.conversation, answer)
+            turn = self.binding.turn(self.conversation, answer)
             if not turn:
                 return
             metadata = capture_metadata(
@@ -212,13 +199,11 @@ class Call:
                 latency_ms=(time.perf_counter() - self._started) * 1000.0,
                 stream=self.stream,
             )
-            self.memory.capture(
-                turn, mode=self.settings.capture_mode, metadata=metadata, **self.scope
-            )
         except Exception as exc:
             self.failed("capture", exc)
             return
-        self.memory._stats.count("client_captures")
+        what = f"capture for {self.api.provider}.{self.api.name}"
+        self.binding.capture(turn, self.scope, metadata=metadata, what=what)
 
 
 def patched_method(

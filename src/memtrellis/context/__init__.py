@@ -29,7 +29,13 @@ from memtrellis.context.place import (
     strip_content,
     strip_messages,
 )
-from memtrellis.context.render import DEFAULT_TOKEN_BUDGET, MemoryContext, build_context
+from memtrellis.context.render import (
+    DEFAULT_TOKEN_BUDGET,
+    MemoryContext,
+    build_context,
+    line_tokens,
+    memory_line,
+)
 from memtrellis.context.turn import last_user_text, new_turn
 
 __all__ = [
@@ -44,6 +50,8 @@ __all__ = [
     "escape_line",
     "has_block",
     "last_user_text",
+    "line_tokens",
+    "memory_line",
     "new_turn",
     "place_in_anthropic_system",
     "place_in_instructions",

@@ -46,7 +46,7 @@ from memtrellis.errors import InvalidInputError
 from memtrellis.tokens import count_tokens
 from memtrellis.types import MemoryItem, MemoryType, RecallResult, SourceKind, utcnow
 
-__all__ = ["DEFAULT_TOKEN_BUDGET", "MemoryContext", "build_context"]
+__all__ = ["DEFAULT_TOKEN_BUDGET", "MemoryContext", "build_context", "line_tokens", "memory_line"]
 
 #: Tokens a block may take when the caller does not say.
 DEFAULT_TOKEN_BUDGET = 600
@@ -191,6 +191,48 @@ def _is_open(item: MemoryItem, now: datetime) -> bool:
     )
 
 
+def memory_line(
+    item: MemoryItem, *, confidence: float | None = None, now: datetime | None = None
+) -> str:
+    """The line ``item`` takes in a memory-context block, as the model reads it.
+
+    A recalled fact, a message as it was said, or an open decision or action item (the
+    form `build_context` gives it); recall's token budget counts this same line, so what
+    recall counts is what the model is shown.
+
+    Args:
+        item: The memory.
+        confidence: The confidence to show (recall's weighed one); default the stored one.
+        now: The time that decides what has expired (default: now, UTC).
+
+    Examples:
+        >>> from datetime import datetime, timezone
+        >>> from memtrellis.types import MemoryItem, Scope
+        >>> when = datetime(2026, 1, 2, tzinfo=timezone.utc)
+        >>> item = MemoryItem(text="Bob likes jazz", scope=Scope(entity_id="b"), confidence=0.8,
+        ...                   valid_from=when)
+        >>> memory_line(item)
+        '- Bob likes jazz (confidence 0.80, 2026-01-02)'
+    """
+    moment = now or utcnow()
+    weight = item.confidence if confidence is None else confidence
+    if _is_open(item, moment):
+        return _open_line(item, moment, weight)
+    if _is_said(item):
+        return _said_line(item, moment, weight)
+    return _fact_line(item, moment, weight)
+
+
+def line_tokens(line: str) -> int:
+    """The tokens one line of a block costs in a budget (the line and its newline).
+
+    Examples:
+        >>> line_tokens("- Bob likes jazz") > 0
+        True
+    """
+    return count_tokens(line + "\n")
+
+
 class _Budget:
     """Lines per section, admitted while the whole block stays within the budget."""
 
@@ -211,7 +253,7 @@ class _Budget:
 
     def admit(self, section: str, line: str) -> bool:
         # Per-line counts plus a newline each; the final text is counted exactly after.
-        cost = count_tokens(line + "\n")
+        cost = line_tokens(line)
         if not self.sections[section]:
             cost += count_tokens(_HEADINGS[section] + "\n")
         if self.used + cost > self.budget:

@@ -33,10 +33,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from memtrellis.context.render import line_tokens
+from memtrellis.context.render import memory_line as context_line
 from memtrellis.lifecycle.confidence import effective_confidence, heat, weight_basis
 from memtrellis.lifecycle.config import LifecycleConfig
 from memtrellis.store import MemoryGraph, Store
-from memtrellis.tokens import count_tokens
 from memtrellis.types import (
     EdgeKind,
     MemoryItem,
@@ -63,10 +64,10 @@ _MIN_FETCH = 100
 MAX_SKIPPED = 20
 
 
-def memory_line(item: MemoryItem) -> str:
-    """The one-line form a memory takes in a budgeted list (and is counted in)."""
-    when = item.valid_from or item.created_at
-    return f"- {item.text.strip()} ({item.memory_type.value}, {when.date().isoformat()})"
+def memory_line(item: MemoryItem, confidence: float | None = None) -> str:
+    """The line a memory takes in a budgeted list, and is counted in: the line the
+    memory-context block shows it in ([`memory_line`][memtrellis.context.memory_line])."""
+    return context_line(item, confidence=confidence)
 
 
 @dataclass(slots=True)
@@ -330,7 +331,7 @@ def hybrid_recall(
             explanation = scores[memory_id].explain()
             explanation.replaces = [s.id for s in skipped if s.superseded_by == memory_id]
             if req.token_budget is not None:
-                cost = count_tokens(memory_line(item)) + 1
+                cost = line_tokens(memory_line(item, explanation.confidence))
                 if used + cost > req.token_budget:
                     truncated = True
                     break
@@ -343,5 +344,7 @@ def hybrid_recall(
                 )
             )
         if req.token_budget is None:
-            used = sum(count_tokens(memory_line(r.memory)) + 1 for r in results)
+            used = sum(
+                line_tokens(memory_line(r.memory, r.explanation.confidence)) for r in results
+            )
     return results, used, truncated, skipped

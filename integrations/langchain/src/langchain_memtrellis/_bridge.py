@@ -1,21 +1,32 @@
-"""What every LangChain adapter does with memory, written once: scope, recall, render, capture.
+"""What every LangChain adapter does with memory: the core's adapter binding on LangChain
+messages, and the scope a run names.
 
 The wrapper, the LCEL middleware, the agent middleware and the callback handlers differ
 only in where they get messages from and where they put the context; they all call a
-`MemoryBridge`. Sync and async differ only in the memory call they await.
+`MemoryBridge`, which translates LangChain messages to the core's message dicts and runs
+the steps, fail-open and counting of [`memtrellis.binding`][memtrellis.binding] (the same
+ones the SDK clients and LlamaIndex run). Sync and async differ only in the memory call
+they await.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from langchain_core.messages import BaseMessage
 from memtrellis import InvalidInputError, Memory, RecallResult
-from memtrellis.context import DEFAULT_TOKEN_BUDGET, MemoryContext, build_context
+from memtrellis.binding import (
+    DEFAULT_K,
+    DEFAULT_TOKEN_BUDGET,
+    AdapterOptions,
+    AdapterStats,
+    Binding,
+    Step,
+)
+from memtrellis.context import MemoryContext
 
 from langchain_memtrellis._defaults import default_memory
 from langchain_memtrellis._messages import Position, last_user_text, new_turn, place
@@ -49,6 +60,8 @@ RUNTIME_KEY = "__pregel_runtime"
 #: The entity turns fall into when nobody names one (``Memory``'s own default).
 DEFAULT_ENTITY = "default"
 EMPTY = MemoryContext("", 0, 0)
+#: How ``Memory.health()`` counts this package's adapters.
+SOURCE = "langchain"
 
 
 def _named(source: Any, key: str) -> str | None:
@@ -113,48 +126,6 @@ def scope_from(
     return scope
 
 
-@dataclass
-class AdapterStats:
-    """Counters of what an adapter did with memory; thread-safe.
-
-    Attributes:
-        recalls: Recalls run for a call.
-        placed: Calls that got a non-empty memory-context block.
-        captured: Turns handed to ``Memory.capture``.
-        recall_failures: Recalls that failed (the call went on without memory).
-        capture_failures: Captures that failed (the call's answer was still returned).
-
-    Examples:
-        >>> stats = AdapterStats()
-        >>> stats.count("captured")
-        >>> stats.as_dict()["captured"]
-        1
-    """
-
-    recalls: int = 0
-    placed: int = 0
-    captured: int = 0
-    recall_failures: int = 0
-    capture_failures: int = 0
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
-
-    def count(self, name: str) -> None:
-        """Add one to the counter ``name``."""
-        with self._lock:
-            setattr(self, name, getattr(self, name) + 1)
-
-    def as_dict(self) -> dict[str, int]:
-        """The counters by name."""
-        with self._lock:
-            return {
-                "recalls": self.recalls,
-                "placed": self.placed,
-                "captured": self.captured,
-                "recall_failures": self.recall_failures,
-                "capture_failures": self.capture_failures,
-            }
-
-
 @dataclass(frozen=True)
 class Prepared:
     """One call's messages with memory context placed, and what capture needs later.
@@ -199,7 +170,7 @@ class MemoryBridge:
         entity_id: str | None = None,
         process_id: str | None = None,
         session_id: str | None = None,
-        k: int = 8,
+        k: int = DEFAULT_K,
         token_budget: int = DEFAULT_TOKEN_BUDGET,
         position: Position = "append",
         capture_mode: str | None = None,
@@ -210,25 +181,62 @@ class MemoryBridge:
         require_user: bool = False,
     ) -> None:
         self.memory = memory if memory is not None else default_memory()
-        self.defaults = {
-            name: value
-            for name, value in (
-                ("entity_id", entity_id),
-                ("process_id", process_id),
-                ("session_id", session_id),
-            )
-            if value is not None
-        }
-        self.k = k
-        self.token_budget = token_budget
-        self.position: Position = position
-        self.capture_mode = capture_mode
-        self.strict = strict
-        self.stats = stats if stats is not None else AdapterStats()
+        options = AdapterOptions(
+            entity_id=entity_id,
+            process_id=process_id,
+            session_id=session_id,
+            k=k,
+            token_budget=token_budget,
+            position=position,
+            capture_mode=capture_mode,
+            strict=strict,
+        )
+        self.binding = Binding(self.memory, options, source=SOURCE, stats=stats, logger=log)
         self.user_keys = tuple(user_keys)
         self.session_keys = tuple(session_keys)
         self.require_user = require_user
         self._warned_default = False
+
+    # The options, read from the binding (one set of defaults: memtrellis.binding).
+    @property
+    def options(self) -> AdapterOptions:
+        """The adapter options (entity/process/session, ``k``, budget, position...)."""
+        return self.binding.options
+
+    @property
+    def defaults(self) -> dict[str, str]:
+        """The entity, process and session given to this adapter."""
+        return self.binding.options.scope
+
+    @property
+    def k(self) -> int:
+        """Memories recalled per call."""
+        return self.binding.options.k
+
+    @property
+    def token_budget(self) -> int:
+        """Tokens the memory-context block may take."""
+        return self.binding.options.token_budget
+
+    @property
+    def position(self) -> Position:
+        """Where the block goes in the messages."""
+        return self.binding.options.position
+
+    @property
+    def capture_mode(self) -> str | None:
+        """Extraction mode of captured turns."""
+        return self.binding.options.capture_mode
+
+    @property
+    def strict(self) -> bool:
+        """Whether memory failures raise."""
+        return self.binding.options.strict
+
+    @property
+    def stats(self) -> AdapterStats:
+        """What this adapter did with memory."""
+        return self.binding.stats
 
     def named(
         self,
@@ -290,23 +298,15 @@ class MemoryBridge:
         what: Literal["recall", "capture"],
         exc: BaseException,
         *,
-        kind: Literal["recall", "capture", "context"] | None = None,
+        kind: Step | None = None,
     ) -> None:
         """Count a memory failure here and in ``Memory.health()``; log it, or raise it when
         strict. ``kind``: what ``Memory.report_failure`` is told, when not ``what``."""
-        self.stats.count(f"{what}_failures")
-        self.memory.report_failure(kind or what, source="langchain", error=exc)
-        if self.strict:
-            raise exc
-        log.warning("memtrellis %s failed; the model call goes on without it: %r", what, exc)
+        self.binding.failed(kind or what, exc, what=what)
 
     # -- before the model ----------------------------------------------------------------
-    def _recall_args(self, messages: Sequence[BaseMessage], scope: dict[str, str]) -> Any:
-        query = last_user_text(messages)
-        if query is None:
-            return None
-        where = {k: v for k, v in scope.items() if k != "session_id"}  # recall spans sessions
-        return {"query": query, "k": self.k, "token_budget": self.token_budget, **where}
+    def _query(self, messages: Sequence[BaseMessage]) -> str | None:
+        return last_user_text(messages)
 
     def _placed(
         self,
@@ -315,14 +315,7 @@ class MemoryBridge:
         result: RecallResult | None,
         metadata: Mapping[str, Any] | None = None,
     ) -> Prepared:
-        context = EMPTY
-        if result is not None:
-            try:
-                context = build_context(result, token_budget=self.token_budget)
-            except Exception as exc:
-                self.failed("recall", exc, kind="context")
-        if not context.empty:
-            self.stats.count("placed")
+        context = self.binding.render(result)
         original = list(messages)
         placed = place(original, context, self.position)
         return Prepared(placed, original, context, scope, self.captures(metadata))
@@ -343,14 +336,7 @@ class MemoryBridge:
         """Recall for the last user message and place the memory context."""
         scope = self.scope(metadata) if scope is None else scope
         self.check_user(scope)
-        args = self._recall_args(messages, scope)
-        result = None
-        if args is not None:
-            self.stats.count("recalls")
-            try:
-                result = self.memory.recall(**args)
-            except Exception as exc:
-                self.failed("recall", exc)
+        result = self.binding.recall(self._query(messages), scope)
         return self._placed(messages, scope, result, metadata)
 
     async def aprepare(
@@ -363,24 +349,18 @@ class MemoryBridge:
         """Async `prepare`: recall runs off the event loop (``Memory.arecall``)."""
         scope = self.scope(metadata) if scope is None else scope
         self.check_user(scope)
-        args = self._recall_args(messages, scope)
-        result = None
-        if args is not None:
-            self.stats.count("recalls")
-            try:
-                result = await self.memory.arecall(**args)
-            except Exception as exc:
-                self.failed("recall", exc)
+        result = await self.binding.arecall(self._query(messages), scope)
         return self._placed(messages, scope, result, metadata)
 
     # -- after the model -----------------------------------------------------------------
-    def _capture_args(
-        self, messages: Sequence[BaseMessage], reply: BaseMessage | None, scope: dict[str, str]
-    ) -> dict[str, Any] | None:
-        turn = new_turn(messages, reply)
-        if not turn:
+    def _turn(
+        self, messages: Sequence[BaseMessage], reply: BaseMessage | None
+    ) -> list[dict[str, Any]] | None:
+        try:
+            return new_turn(messages, reply)
+        except Exception as exc:
+            self.failed("capture", exc)
             return None
-        return {"data": turn, "mode": self.capture_mode, **scope}
 
     def capture(
         self,
@@ -391,16 +371,8 @@ class MemoryBridge:
         """Queue the turn for the background worker; returns its capture id (or None)."""
         scope = self.scope() if scope is None else scope
         self.check_user(scope)
-        try:
-            args = self._capture_args(messages, reply, scope)
-            if args is None:
-                return None
-            capture_id = self.memory.capture(**args)
-        except Exception as exc:
-            self.failed("capture", exc)
-            return None
-        self.stats.count("captured")
-        return capture_id
+        turn = self._turn(messages, reply)
+        return self.binding.capture(turn, scope) if turn else None
 
     async def acapture(
         self,
@@ -411,13 +383,5 @@ class MemoryBridge:
         """Async `capture` (``Memory.acapture`` only spools, so it is quick)."""
         scope = self.scope() if scope is None else scope
         self.check_user(scope)
-        try:
-            args = self._capture_args(messages, reply, scope)
-            if args is None:
-                return None
-            capture_id = await self.memory.acapture(**args)
-        except Exception as exc:
-            self.failed("capture", exc)
-            return None
-        self.stats.count("captured")
-        return capture_id
+        turn = self._turn(messages, reply)
+        return await self.binding.acapture(turn, scope) if turn else None

@@ -14,7 +14,7 @@ from langchain.agents.middleware import AgentMiddleware, AgentState, ModelReques
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langgraph.runtime import Runtime
 from memtrellis import Memory
-from memtrellis.context import DEFAULT_TOKEN_BUDGET
+from memtrellis.binding import DEFAULT_K, DEFAULT_TOKEN_BUDGET
 
 from langchain_memtrellis._bridge import (
     SESSION_KEYS,
@@ -101,7 +101,7 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         entity_id: str | None = None,
         process_id: str | None = None,
         session_id: str | None = None,
-        k: int = 8,
+        k: int = DEFAULT_K,
         token_budget: int = DEFAULT_TOKEN_BUDGET,
         capture: bool = True,
         capture_mode: Literal["fast", "fine"] | None = None,

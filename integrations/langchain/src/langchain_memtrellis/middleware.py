@@ -9,7 +9,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, convert_to_messag
 from langchain_core.prompt_values import ChatPromptValue, PromptValue
 from langchain_core.runnables import Runnable, RunnableConfig
 from memtrellis import InvalidInputError, Memory
-from memtrellis.context import DEFAULT_TOKEN_BUDGET
+from memtrellis.binding import DEFAULT_K, DEFAULT_TOKEN_BUDGET
 
 from langchain_memtrellis._bridge import AdapterStats, MemoryBridge
 
@@ -70,7 +70,7 @@ class MemoryContextRunnable(Runnable[Any, Any]):
         *,
         entity_id: str | None = None,
         process_id: str | None = None,
-        k: int = 8,
+        k: int = DEFAULT_K,
         token_budget: int = DEFAULT_TOKEN_BUDGET,
         position: Literal["append", "insert"] = "append",
         strict: bool = False,

@@ -41,7 +41,7 @@ from langchain_core.runnables import Runnable, RunnableConfig, ensure_config
 from langchain_core.tools import BaseTool
 from langchain_core.tracers.base import AsyncBaseTracer, BaseTracer
 from memtrellis import InvalidInputError, Memory
-from memtrellis.context import DEFAULT_TOKEN_BUDGET
+from memtrellis.binding import DEFAULT_K, DEFAULT_TOKEN_BUDGET
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 from typing_extensions import Self
 
@@ -189,7 +189,7 @@ class ChatMemoryWrapper(BaseChatModel):
     entity_id: str | None = None
     process_id: str | None = None
     session_id: str | None = None
-    k: int = Field(default=8, ge=1, le=1000)
+    k: int = Field(default=DEFAULT_K, ge=1, le=1000)
     token_budget: int = Field(default=DEFAULT_TOKEN_BUDGET, ge=0)
     position: Literal["append", "insert"] = "append"
     capture: bool = True

@@ -3,18 +3,22 @@
 Memory context is data the adapters put into a prompt; it must never come back as
 something the user said. Every turn built here has its memory-context blocks stripped
 ([`strip_blocks`][memtrellis.context.strip_blocks]), and placement never changes the caller's
-messages.
+messages. What is new in a call and where the block goes are the core's rules
+([`new_turn`][memtrellis.context.new_turn],
+[`place_in_messages`][memtrellis.context.place_in_messages]), written once for every
+adapter: this module only reads LlamaIndex's messages as the core's message dicts
+(`said`) and writes the core's placement back into them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Literal
 
 from llama_index.core.base.llms.types import ChatMessage, ChatResponse, MessageRole, TextBlock
 from llama_index_instrumentation.dispatcher import active_instrument_tags, instrument_tags
-from memtrellis.context import strip_blocks
+from memtrellis.context import MemoryContext, place_in_messages, strip_blocks, turn
 
 __all__ = [
     "INTERNAL_TAG",
@@ -25,6 +29,7 @@ __all__ = [
     "new_turn",
     "place_context",
     "react_answer",
+    "said",
     "text_of",
 ]
 
@@ -98,72 +103,93 @@ def react_answer(text: str) -> str | None:
 
 def latest_query(messages: Sequence[ChatMessage] | None) -> str:
     """The text of the latest user message, the question recall should answer."""
-    for message in reversed(messages or ()):
-        if message.role == MessageRole.USER:
-            text = text_of(message)
-            if text:
-                return text
-    return ""
+    users = [
+        {"role": "user", "content": text}
+        for m in messages or ()
+        if m.role == MessageRole.USER and (text := text_of(m))
+    ]
+    return turn.last_user_text(users) or ""
 
 
 def _is_react_action(message: ChatMessage) -> bool:
     return message.role == MessageRole.ASSISTANT and react_answer(text_of(message)) == ""
 
 
+def said(messages: Sequence[ChatMessage]) -> list[dict[str, str]]:
+    """The messages as the core's dicts, with what people said in them only.
+
+    Kept: user messages and assistant messages with text (the replies). Left out:
+    system messages, tool results, an assistant message that only calls tools, and a
+    ``ReActAgent``'s reasoning step that acts ("Thought: … Action: …") with the
+    "Observation: …" message after it: none of them is what anyone said.
+
+    Examples:
+        >>> said([ChatMessage(role="system", content="Be brief."),
+        ...       ChatMessage(role="user", content="hi")])
+        [{'role': 'user', 'content': 'hi'}]
+    """
+    out: list[dict[str, str]] = []
+    for index, message in enumerate(messages):
+        text = text_of(message)
+        if not text:
+            continue
+        if message.role == MessageRole.ASSISTANT and not _is_react_action(message):
+            out.append({"role": "assistant", "content": text})
+        elif message.role == MessageRole.USER and not (
+            text.startswith("Observation:") and index and _is_react_action(messages[index - 1])
+        ):
+            out.append({"role": "user", "content": text})
+    return out
+
+
 def new_turn(messages: Sequence[ChatMessage], reply: str) -> list[dict[str, str]]:
     """What one LLM call adds to a conversation: the user's new messages and the reply.
 
-    The new messages are the user messages after the model's last reply with text; an
-    assistant message that only calls tools does not count as a reply, so an agent's
-    question, its tool calls and its final answer make one turn. A call whose reply has
-    no text (only tool calls) adds nothing yet: the turn is captured with the answer.
+    The core's [`new_turn`][memtrellis.context.new_turn] on `said`: the new messages are
+    the user messages after the model's last reply with text; an assistant message that
+    only calls tools does not count as a reply, so an agent's question, its tool calls
+    and its final answer make one turn. A call whose reply has no text (only tool
+    calls) adds nothing yet: the turn is captured with the answer.
 
     A ``ReActAgent``'s steps are read the same way: a reasoning step that acts ("Thought:
     … Action: …") is a tool call, the "Observation: …" message after it is a tool
     result (not the user's), and only the answer of the final step is the reply.
     """
     answer = react_answer(reply)
-    if answer is not None:
-        reply = answer
-    if not reply.strip():
+    text = strip_blocks(answer if answer is not None else reply).strip()
+    if not text:
         return []
-    start = 0
-    for index, message in enumerate(messages):
-        if (
-            message.role == MessageRole.ASSISTANT
-            and text_of(message)
-            and not _is_react_action(message)
-        ):
-            start = index + 1
-    turn = [
-        {"role": "user", "content": text}
-        for index, message in enumerate(messages)
-        if index >= start
-        and message.role == MessageRole.USER
-        and (text := text_of(message))
-        and not (
-            text.startswith("Observation:") and index and _is_react_action(messages[index - 1])
-        )
-    ]
-    turn.append({"role": "assistant", "content": strip_blocks(reply).strip() or reply})
-    return turn
+    return turn.new_turn(said(messages), {"role": "assistant", "content": text})
 
 
-def place_context(messages: Sequence[ChatMessage], block: str) -> list[ChatMessage]:
+def place_context(
+    messages: Sequence[ChatMessage],
+    block: MemoryContext | str,
+    position: Literal["append", "insert"] = "append",
+) -> list[ChatMessage]:
     """A copy of ``messages`` with the memory-context ``block`` in the system message.
 
-    The block is appended to the first message when it is a system message, else a
-    system message holding it is inserted first. An empty block changes nothing.
+    Where it goes is [`place_in_messages`][memtrellis.context.place_in_messages]'
+    rule: appended to the first message when it is a system message (``"append"``),
+    else a system message holding it is inserted (first, or after the leading system
+    messages with ``"insert"``). An empty block changes nothing.
     """
     out = list(messages)
-    if not block:
+    text = block.text if isinstance(block, MemoryContext) else block
+    if not text:
         return out
-    if out and out[0].role == MessageRole.SYSTEM:
-        first = out[0].model_copy(deep=True)
-        first.blocks = [*first.blocks, TextBlock(text="\n\n" + block)]
-        out[0] = first
+    views = [
+        {"role": "system" if m.role == MessageRole.SYSTEM else "other", "content": ""} for m in out
+    ]
+    placed = place_in_messages(views, text, position=position)
+    if placed.index is None:
+        return out
+    if placed.inserted:
+        out.insert(placed.index, ChatMessage(role=MessageRole.SYSTEM, content=text))
     else:
-        out.insert(0, ChatMessage(role=MessageRole.SYSTEM, content=block))
+        first = out[placed.index].model_copy(deep=True)
+        first.blocks = [*first.blocks, TextBlock(text="\n\n" + text)]
+        out[placed.index] = first
     return out
 
 

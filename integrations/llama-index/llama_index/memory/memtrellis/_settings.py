@@ -1,17 +1,42 @@
-"""The settings every adapter shares: which memory, whose scope, and the failure counter."""
+"""The settings every adapter shares (which memory, whose scope), on the core's binding.
+
+Each adapter's memory steps, fail-open and counting are the core's adapter binding
+([`memtrellis.binding`][memtrellis.binding]), built from these fields; this package only
+translates LlamaIndex's messages to and from the core's message dicts.
+"""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from llama_index.core.bridge.pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 from memtrellis import Memory
-from memtrellis.context import DEFAULT_TOKEN_BUDGET
+from memtrellis.binding import (
+    DEFAULT_K,
+    DEFAULT_TOKEN_BUDGET,
+    AdapterOptions,
+    AdapterStats,
+    Binding,
+)
 
-from llama_index.memory.memtrellis._failopen import FailOpen
-from llama_index.memory.memtrellis._recall import RecallSettings
+__all__ = ["SOURCE", "CaptureFields", "RecallFields", "binding_for"]
 
-__all__ = ["CaptureFields", "RecallFields"]
+log = logging.getLogger("llama_index.memory.memtrellis")
+#: How ``Memory.health()`` counts this package's adapters.
+SOURCE = "llama_index"
+#: Tag of every memory captured by this package.
+TAGS = ("llama_index",)
+
+
+def binding_for(memory: Memory, stats: AdapterStats, **options: Any) -> Binding:
+    """The core binding of one adapter of this package."""
+    return Binding(memory, AdapterOptions(**options), source=SOURCE, stats=stats, logger=log)
+
+
+def given(**scope: object) -> dict[str, str]:
+    """The scope names given a value (None and ``""`` left out: the memory's default)."""
+    return {name: str(value) for name, value in scope.items() if value}
 
 
 class CaptureFields(BaseModel):
@@ -24,32 +49,45 @@ class CaptureFields(BaseModel):
     process_id: str | None = Field(default=None, description="Which app or agent.")
     mode: str | None = Field(default=None, description="Extraction mode of captured turns.")
 
-    _guard: FailOpen = PrivateAttr()
+    _stats: AdapterStats = PrivateAttr(default_factory=AdapterStats)
 
     def model_post_init(self, context: Any, /) -> None:
-        """Set up the failure counter."""
+        """Check the options (the binding's rules)."""
         super().model_post_init(context)
-        self._guard = FailOpen(
-            type(self).__name__,
-            strict=bool(getattr(self, "strict", False)),
-            memory=self.memory,
-        )
+        self._options()
+
+    def _options(self) -> dict[str, Any]:
+        return {
+            "entity_id": self.entity_id or None,
+            "process_id": self.process_id or None,
+            "capture_mode": self.mode,
+            "strict": bool(getattr(self, "strict", False)),
+        }
+
+    @property
+    def _binding(self) -> Binding:
+        # Built from the fields as they are now (pydantic fields may be reassigned); the
+        # counters are the adapter's own and kept.
+        return binding_for(self.memory, self._stats, **self._options())
+
+    def _scope(self, **named: object) -> dict[str, str]:
+        """The adapter's scope, overridden by what a call names."""
+        return self._binding.scope(given(**named))
 
     @property
     def failures(self) -> int:
         """Memory failures so far (logged; raised only when ``strict``)."""
-        return self._guard.failures
+        return self._stats.failures
 
 
 class RecallFields(CaptureFields):
     """Fields of an adapter that also places memory context."""
 
-    k: int = Field(default=8, ge=1, le=1000, description="Most memories recalled per read.")
+    k: int = Field(default=DEFAULT_K, ge=1, le=1000, description="Most memories recalled per read.")
     token_budget: int = Field(
         default=DEFAULT_TOKEN_BUDGET, ge=0, description="Most tokens of memory context."
     )
     strict: bool = Field(default=False, description="Raise memory failures.")
 
-    @property
-    def _settings(self) -> RecallSettings:
-        return RecallSettings(self.entity_id, self.process_id, self.k, self.token_budget)
+    def _options(self) -> dict[str, Any]:
+        return {**super()._options(), "k": self.k, "token_budget": self.token_budget}

@@ -11,11 +11,11 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.memory import BaseMemory
 from llama_index.core.memory import Memory as ChatMemory
 from memtrellis import Memory
+from memtrellis.context import MemoryContext
 
 from llama_index.memory.memtrellis._messages import latest_query, place_context
 from llama_index.memory.memtrellis._react import ReactCheck
-from llama_index.memory.memtrellis._recall import Recalled, arecall_context, recall_context
-from llama_index.memory.memtrellis._settings import RecallFields
+from llama_index.memory.memtrellis._settings import TAGS, RecallFields, given
 from llama_index.memory.memtrellis._transcript import conversation
 
 __all__ = ["MemtrellisMemory"]
@@ -148,11 +148,14 @@ class MemtrellisMemory(RecallFields, BaseMemory):
             return latest_query([input])
         return latest_query(history)
 
-    def _placed(self, history: list[ChatMessage], recalled: Recalled | None) -> list[ChatMessage]:
-        text = recalled[1].text if recalled is not None else ""
-        if self.insert_method == "user":
-            return _place_in_user(history, text)
-        return place_context(history, text)
+    def _placed(self, history: list[ChatMessage], context: MemoryContext) -> list[ChatMessage]:
+        if context.empty:
+            return history
+        with self._binding.guard("context"):
+            if self.insert_method == "user":
+                return _place_in_user(history, context.text)
+            return place_context(history, context, self._binding.options.position)
+        return history
 
     def get(self, input: str | None = None, **kwargs: Any) -> list[ChatMessage]:
         """The chat history with memory context for ``input`` (a message about to be
@@ -160,27 +163,19 @@ class MemtrellisMemory(RecallFields, BaseMemory):
         message."""
         self._react.check(self.insert_method == "system")
         history = self.primary_memory.get(input=input, **kwargs)
-        recalled: Recalled | None = None
-        query = self._query(history, input)
-        if query:
-            with self._guard.guard("recall"):
-                recalled = recall_context(
-                    self.memory, query, self._settings, exclude=self._in(history)
-                )
-        return self._placed(history, recalled)
+        query = self._query(history, input) or None
+        binding = self._binding
+        context = binding.context(query, binding.scope(), exclude=self._in(history))
+        return self._placed(history, context)
 
     async def aget(self, input: str | None = None, **kwargs: Any) -> list[ChatMessage]:
         """Async `get`: recall runs off the event loop."""
         self._react.check(self.insert_method == "system")
         history = await self.primary_memory.aget(input=input, **kwargs)
-        recalled: Recalled | None = None
-        query = self._query(history, input)
-        if query:
-            with self._guard.guard("recall"):
-                recalled = await arecall_context(
-                    self.memory, query, self._settings, exclude=self._in(history)
-                )
-        return self._placed(history, recalled)
+        query = self._query(history, input) or None
+        binding = self._binding
+        context = await binding.acontext(query, binding.scope(), exclude=self._in(history))
+        return self._placed(history, context)
 
     @staticmethod
     def _in(history: list[ChatMessage]) -> set[str]:
@@ -224,15 +219,8 @@ class MemtrellisMemory(RecallFields, BaseMemory):
         for turn in turns:
             if not turn:
                 continue
-            with self._guard.guard("capture"):
-                self.memory.capture(
-                    turn,
-                    entity_id=self.entity_id,
-                    process_id=self.process_id,
-                    session_id=self._session(),
-                    mode=self.mode,
-                    tags=["llama_index"],
-                )
+            binding = self._binding
+            binding.capture(turn, binding.scope(given(session_id=self._session())), tags=TAGS)
 
     def put(self, message: ChatMessage) -> None:
         """Add a message to the chat history; a reply captures its turn."""

@@ -9,12 +9,10 @@ from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.memory.memory import BaseMemoryBlock
 from memtrellis import RecallResult
-from memtrellis.context import build_context
 
 from llama_index.memory.memtrellis._messages import latest_query
 from llama_index.memory.memtrellis._react import ReactCheck
-from llama_index.memory.memtrellis._recall import arecall_context
-from llama_index.memory.memtrellis._settings import RecallFields
+from llama_index.memory.memtrellis._settings import TAGS, RecallFields, given
 from llama_index.memory.memtrellis._transcript import Transcripts, conversation
 from llama_index.memory.memtrellis.events import handler_captures_into
 
@@ -104,9 +102,11 @@ class MemtrellisMemoryBlock(RecallFields, BaseMemoryBlock[str]):
 
     _transcripts: Transcripts = PrivateAttr(default_factory=Transcripts)
     _react: ReactCheck = PrivateAttr(default_factory=ReactCheck)
-    # Recent renderings (text -> what was recalled, its tokens), so that atruncate can
-    # render the same recall again within fewer tokens.
-    _rendered: OrderedDict[str, tuple[RecallResult, int]] = PrivateAttr(default_factory=OrderedDict)
+    # Recent renderings (text -> what was recalled, left out, its tokens), so that
+    # atruncate can render the same recall again within fewer tokens.
+    _rendered: OrderedDict[str, tuple[RecallResult, frozenset[str], int]] = PrivateAttr(
+        default_factory=OrderedDict
+    )
 
     async def _aget(self, messages: list[ChatMessage] | None = None, **block_kwargs: Any) -> str:
         self._react.check()
@@ -121,17 +121,15 @@ class MemtrellisMemoryBlock(RecallFields, BaseMemoryBlock[str]):
         query = latest_query(messages)
         if not query:
             return ""
-        in_history = {m["content"] for m in conversation(messages)}
-        with self._guard.guard("recall"):
-            result, context = await arecall_context(
-                self.memory, query, self._settings, exclude=in_history
-            )
-            if context.text:
-                self._rendered[context.text] = (result, context.tokens)
-                while len(self._rendered) > _KEEP_RENDERED:
-                    self._rendered.popitem(last=False)
-            return context.text
-        return ""
+        in_history = frozenset(m["content"] for m in conversation(messages))
+        binding = self._binding
+        result = await binding.arecall(query, binding.scope())
+        context = binding.render(result, exclude=in_history)
+        if result is not None and context.text:
+            self._rendered[context.text] = (result, in_history, context.tokens)
+            while len(self._rendered) > _KEEP_RENDERED:
+                self._rendered.popitem(last=False)
+        return context.text
 
     async def aput(
         self,
@@ -163,15 +161,8 @@ class MemtrellisMemoryBlock(RecallFields, BaseMemoryBlock[str]):
     async def _capture(self, turn: list[dict[str, str]], session: object) -> None:
         if not turn or handler_captures_into(self.memory):
             return
-        with self._guard.guard("capture"):
-            await self.memory.acapture(
-                turn,
-                entity_id=self.entity_id,
-                process_id=self.process_id,
-                session_id=str(session) if session else None,
-                mode=self.mode,
-                tags=["llama_index"],
-            )
+        binding = self._binding
+        await binding.acapture(turn, binding.scope(given(session_id=session)), tags=TAGS)
 
     async def atruncate(self, content: str, tokens_to_truncate: int) -> str | None:
         """The block rendered again within fewer tokens, or ``None`` to drop it.
@@ -182,8 +173,7 @@ class MemtrellisMemoryBlock(RecallFields, BaseMemoryBlock[str]):
         rendered = self._rendered.get(content)
         if rendered is None:
             return None
-        result, tokens = rendered
-        with self._guard.guard("truncate"):
-            budget = max(0, tokens - max(tokens_to_truncate, 1))
-            return build_context(result, token_budget=budget).text or None
-        return None
+        result, in_history, tokens = rendered
+        budget = max(0, tokens - max(tokens_to_truncate, 1))
+        context = self._binding.render(result, exclude=in_history, token_budget=budget)
+        return context.text or None

@@ -28,7 +28,7 @@ from llama_index.memory.memtrellis._messages import (
     is_internal,
     new_turn,
 )
-from llama_index.memory.memtrellis._settings import CaptureFields
+from llama_index.memory.memtrellis._settings import TAGS, CaptureFields, given
 
 __all__ = [
     "ENTITY_TAG",
@@ -205,14 +205,14 @@ class MemtrellisEventHandler(CaptureFields, BaseEventHandler):
         if not turn:
             return
         tags = {**(call.tags if call else {}), **event.tags}
-        with self._guard.guard("capture"):
-            self.memory.capture(
-                turn,
+        binding = self._binding
+        scope = binding.scope(
+            given(
                 entity_id=tags.get(ENTITY_TAG, self.entity_id),
                 process_id=tags.get(PROCESS_TAG, self.process_id),
                 session_id=tags.get(SESSION_TAG, self.session_id),
-                mode=self.mode,
-                tags=["llama_index"],
             )
+        )
+        if binding.capture(turn, scope, tags=TAGS) is not None:
             with self._lock:
                 self._captured += 1

@@ -19,6 +19,8 @@ from llama_index.core.bridge.pydantic import Field, SerializeAsAny
 from llama_index.core.llms.function_calling import FunctionCallingLLM
 from llama_index.core.llms.llm import LLM, ToolSelection
 from memtrellis import InvalidInputError
+from memtrellis.binding import Binding
+from memtrellis.context import MemoryContext
 
 from llama_index.memory.memtrellis._messages import (
     StreamedReply,
@@ -28,8 +30,7 @@ from llama_index.memory.memtrellis._messages import (
     place_context,
     text_of,
 )
-from llama_index.memory.memtrellis._recall import arecall_context, recall_context
-from llama_index.memory.memtrellis._settings import RecallFields
+from llama_index.memory.memtrellis._settings import TAGS, RecallFields
 
 if TYPE_CHECKING:
     from llama_index.core.tools.types import BaseTool
@@ -97,34 +98,39 @@ class MemtrellisLLM(RecallFields, FunctionCallingLLM):
         return self.llm.metadata
 
     # -- memory in and out ------------------------------------------------------------------
+    def _options(self) -> dict[str, Any]:
+        return {**super()._options(), "session_id": self.session_id or None}
+
     def _place(self, messages: Sequence[ChatMessage]) -> list[ChatMessage]:
         query = latest_query(messages) if self.recall else ""
-        if query:
-            with self._guard.guard("recall"):
-                _, context = recall_context(self.memory, query, self._settings)
-                return place_context(messages, context.text)
-        return list(messages)
+        if not query:
+            return list(messages)
+        binding = self._binding
+        return self._placed(binding, messages, binding.context(query, binding.scope()))
 
     async def _aplace(self, messages: Sequence[ChatMessage]) -> list[ChatMessage]:
         query = latest_query(messages) if self.recall else ""
-        if query:
-            with self._guard.guard("recall"):
-                _, context = await arecall_context(self.memory, query, self._settings)
-                return place_context(messages, context.text)
+        if not query:
+            return list(messages)
+        binding = self._binding
+        return self._placed(binding, messages, await binding.acontext(query, binding.scope()))
+
+    @staticmethod
+    def _placed(
+        binding: Binding, messages: Sequence[ChatMessage], context: MemoryContext
+    ) -> list[ChatMessage]:
+        with binding.guard("context"):
+            return place_context(messages, context, binding.options.position)
         return list(messages)
 
     def _capture(self, messages: Sequence[ChatMessage], reply: str) -> None:
-        turn = new_turn(messages, reply) if self.capture else []
-        if turn:
-            with self._guard.guard("capture"):
-                self.memory.capture(
-                    turn,
-                    entity_id=self.entity_id,
-                    process_id=self.process_id,
-                    session_id=self.session_id,
-                    mode=self.mode,
-                    tags=["llama_index"],
-                )
+        if not self.capture:
+            return
+        binding = self._binding
+        turn: list[dict[str, str]] = []
+        with binding.guard("capture"):
+            turn = new_turn(messages, reply)
+        binding.capture(turn, binding.scope(), tags=TAGS)
 
     # -- chat -------------------------------------------------------------------------------
     def chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:

@@ -8,8 +8,9 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from memtrellis import Memory, RecalledMemory, RecallResult
+from memtrellis.binding import DEFAULT_K, AdapterStats
 
-from llama_index.memory.memtrellis._failopen import FailOpen
+from llama_index.memory.memtrellis._settings import binding_for
 
 __all__ = ["MemoryRetriever", "to_node"]
 
@@ -89,7 +90,7 @@ class MemoryRetriever(BaseRetriever):
         self,
         memory: Memory,
         *,
-        k: int = 8,
+        k: int = DEFAULT_K,
         entity_id: str | None = None,
         process_id: str | None = None,
         session_id: str | None = None,
@@ -106,12 +107,15 @@ class MemoryRetriever(BaseRetriever):
         self.process_id = process_id
         self.session_id = session_id
         self.token_budget = token_budget
-        self._guard = FailOpen("MemoryRetriever", strict=strict, memory=memory)
+        self._stats = AdapterStats()
+        # The core binding's fail-open and counting (the retriever's k and budget are its own:
+        # it returns memories as nodes, not a rendered block).
+        self._binding = binding_for(memory, self._stats, strict=strict)
 
     @property
     def failures(self) -> int:
         """Memory failures so far (logged; raised only when ``strict``)."""
-        return self._guard.failures
+        return self._stats.failures
 
     def _recall_args(self) -> dict[str, Any]:
         return {
@@ -129,14 +133,14 @@ class MemoryRetriever(BaseRetriever):
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         if not query_bundle.query_str.strip():
             return []
-        with self._guard.guard("recall"):
+        with self._binding.guard("recall"):
             return self._nodes(self.memory.recall(query_bundle.query_str, **self._recall_args()))
         return []
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         if not query_bundle.query_str.strip():
             return []
-        with self._guard.guard("recall"):
+        with self._binding.guard("recall"):
             result = await self.memory.arecall(query_bundle.query_str, **self._recall_args())
             return self._nodes(result)
         return []

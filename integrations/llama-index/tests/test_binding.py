@@ -1,0 +1,71 @@
+"""The LlamaIndex adapters run the core's adapter binding: its defaults, its budget and its
+counters, with LlamaIndex messages read as the core's message dicts."""
+
+from __future__ import annotations
+
+from fakes import scripted_llm
+from llama_index.core.chat_engine import SimpleChatEngine
+from llama_index.core.llms import ChatMessage
+from memtrellis import Memory
+from memtrellis.binding import AdapterOptions
+from memtrellis.tokens import count_tokens
+
+from llama_index.memory.memtrellis import (
+    MemoryRetriever,
+    MemtrellisLLM,
+    MemtrellisMemory,
+    MemtrellisMemoryBlock,
+)
+
+
+def test_the_adapters_share_the_cores_defaults(memory: Memory) -> None:
+    defaults = AdapterOptions()
+    inner, _ = scripted_llm("ok")
+    for adapter in (
+        MemtrellisLLM(llm=inner, memory=memory),
+        MemtrellisMemoryBlock(memory=memory),
+        MemtrellisMemory.from_defaults(memory=memory),
+    ):
+        assert (adapter.k, adapter.token_budget) == (defaults.k, defaults.token_budget)
+        assert adapter.strict is defaults.strict
+    assert MemoryRetriever(memory).k == defaults.k
+
+
+def test_the_wrapped_llm_places_one_budgeted_block_and_counts_its_capture(
+    memory: Memory,
+) -> None:
+    for n in range(40):
+        memory.add(f"Alice likes snack number {n} with peanuts", entity_id="alice")
+    inner, script = scripted_llm("Bring the rice crackers.")
+    llm = MemtrellisLLM(llm=inner, memory=memory, entity_id="alice", k=40, token_budget=120)
+    engine = SimpleChatEngine.from_defaults(llm=llm, system_prompt="Be brief.")
+
+    assert str(engine.chat("Which snack should I bring for Alice?")) == ("Bring the rice crackers.")
+
+    system = script.system_text()
+    block = system[system.index("<memory_context>") :]
+    assert system.startswith("Be brief.") and count_tokens(block) <= 120
+    assert memory.health().adapter_counts == {"llama_index.capture": 1}
+    assert memory.flush(timeout=60)
+    said = [
+        (m.sources[0].role, m.text)
+        for m in memory.list(entity_id="alice", limit=1000)
+        if m.sources and m.sources[0].role in ("user", "assistant")
+    ]
+    assert sorted(said) == [
+        ("assistant", "Bring the rice crackers."),
+        ("user", "Which snack should I bring for Alice?"),
+    ]
+
+
+def test_a_tool_call_only_reply_captures_nothing_until_the_answer(memory: Memory) -> None:
+    from llama_index.memory.memtrellis._messages import new_turn
+
+    asked = [ChatMessage(role="user", content="Weather in Porto?")]
+    tool_step = ChatMessage(role="assistant", content="")
+    observed = ChatMessage(role="tool", content="sunny")
+    assert new_turn(asked, "") == []
+    assert new_turn([*asked, tool_step, observed], "It is sunny.") == [
+        {"role": "user", "content": "Weather in Porto?"},
+        {"role": "assistant", "content": "It is sunny."},
+    ]

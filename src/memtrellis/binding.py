@@ -1,0 +1,482 @@
+"""The adapter binding: what every framework adapter does with memory, written once.
+
+An adapter (an SDK client patch, LangChain, LlamaIndex, a third party's) puts memory
+into a model call the same way: recall for the last user message, render the recalled
+memories as a memory-context block within a token budget, place the block where the
+model reads instructions, and capture the turn after the reply. A memory failure on the
+way is counted and logged, and the call goes on without memory (fail-open), unless the
+adapter is strict. This module holds those steps on neutral message dicts
+(``{"role": ..., "content": ...}``); a framework package only translates its message
+types to and from them. It does no I/O of its own: every memory operation goes through
+the ``Memory`` it is given (sync and async twins), so the same steps serve sync and
+async calls.
+
+* `AdapterOptions`: whose memory (entity, process, session), how much of it (``k``,
+  ``token_budget``), where it goes (``position``), how turns are captured
+  (``capture_mode``) and whether failures raise (``strict``); the one set of defaults.
+* `AdapterStats`: what one adapter did (recalls, blocks placed, captures, failures).
+* `Binding`: the steps and the one fail-open rule, counting in ``Memory.health()``.
+
+One token budget: recall returns ranked memories (``k`` of them) and `build_context`
+alone budgets them, counting the lines the model is shown.
+
+Examples:
+    >>> import tempfile
+    >>> from memtrellis import Memory
+    >>> from memtrellis.testing import HashingEmbedder
+    >>> memory = Memory(tempfile.mkdtemp(), embedder=HashingEmbedder())
+    >>> _ = memory.add("Alice is allergic to peanuts", entity_id="alice")
+    >>> binding = Binding(memory, AdapterOptions(entity_id="alice"), source="demo")
+    >>> sent = [{"role": "user", "content": "A snack without peanuts?"}]
+    >>> context = binding.context(binding.query(sent), binding.scope())
+    >>> placed = binding.place(sent, context).messages
+    >>> placed[0]["role"], "allergic to peanuts" in placed[0]["content"]
+    ('system', True)
+    >>> turn = binding.turn(sent, {"role": "assistant", "content": "Try an apple."})
+    >>> binding.capture(turn, binding.scope()) is not None
+    True
+    >>> binding.stats.as_dict()["captured"], memory.health().adapter_counts["demo.capture"]
+    (1, 1)
+    >>> memory.close()
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from memtrellis.context import (
+    DEFAULT_TOKEN_BUDGET,
+    MemoryContext,
+    Placement,
+    build_context,
+    last_user_text,
+    new_turn,
+    place_in_messages,
+)
+from memtrellis.errors import InvalidInputError
+from memtrellis.types import RecallResult, Scope
+
+__all__ = [
+    "DEFAULT_K",
+    "DEFAULT_TOKEN_BUDGET",
+    "AdapterOptions",
+    "AdapterStats",
+    "Binding",
+    "MemoryDoors",
+    "Position",
+    "Step",
+]
+
+log = logging.getLogger("memtrellis")
+
+#: Memories recalled per model call when an adapter does not say.
+DEFAULT_K = 8
+Position = Literal["append", "insert"]
+#: What a failure broke: reading memories, handing a turn over, or rendering the block.
+Step = Literal["recall", "capture", "context"]
+_SCOPE_NAMES = ("entity_id", "process_id", "session_id")
+EMPTY = MemoryContext("", 0, 0)
+
+
+class MemoryDoors(Protocol):
+    """The public ``Memory`` methods a binding uses (``Memory`` has them all).
+
+    Examples:
+        >>> import tempfile
+        >>> from memtrellis import Memory
+        >>> from memtrellis.testing import HashingEmbedder
+        >>> with Memory(tempfile.mkdtemp(), embedder=HashingEmbedder()) as memory:
+        ...     doors: MemoryDoors = memory
+        ...     doors.call_scope()
+        {}
+    """
+
+    @property
+    def default_scope(self) -> Scope:
+        """The memory's own default scope."""
+
+    def call_scope(self) -> dict[str, str]:
+        """What an active ``Memory.scope`` block sets for this thread or task."""
+
+    @property
+    def recall(self) -> Callable[..., RecallResult]:
+        """``Memory.recall``."""
+
+    @property
+    def arecall(self) -> Callable[..., Awaitable[RecallResult]]:
+        """``Memory.arecall``."""
+
+    @property
+    def capture(self) -> Callable[..., str]:
+        """``Memory.capture``: queue a turn; returns its capture id."""
+
+    @property
+    def acapture(self) -> Callable[..., Awaitable[str]]:
+        """``Memory.acapture``."""
+
+    def report_failure(
+        self, what: Step, *, source: str, error: BaseException | None = None
+    ) -> None:
+        """Count a failure an adapter absorbed."""
+
+    def count_adapter(self, event: Literal["call", "capture"], *, source: str) -> None:
+        """Count a call or a capture an adapter made."""
+
+
+@dataclass(frozen=True)
+class AdapterOptions:
+    """What one adapter asks of memory; the defaults every adapter shares.
+
+    Attributes:
+        entity_id: Whose memory (None: the ``Memory``'s own, or what the call names).
+        process_id: Which app or agent (None: the ``Memory``'s own).
+        session_id: Session recorded on captured turns (recall spans sessions).
+        k: Most memories recalled per call (1 to 1000).
+        token_budget: Most ``o200k_base`` tokens of the memory-context block.
+        position: ``"append"`` the block to the leading system message, or ``"insert"``
+            a system message of its own.
+        capture_mode: Extraction mode of captured turns (``"fast"``/``"fine"``; None:
+            the memory's default).
+        strict: Raise memory failures (after counting them) instead of going on
+            without memory.
+
+    Raises:
+        InvalidInputError: A value is out of range or of the wrong type.
+
+    Examples:
+        >>> options = AdapterOptions(entity_id="alice", k=4)
+        >>> options.scope, options.token_budget, options.position
+        ({'entity_id': 'alice'}, 600, 'append')
+        >>> AdapterOptions(k=0)
+        Traceback (most recent call last):
+        ...
+        memtrellis.errors.InvalidInputError: k must be an integer from 1 to 1000
+    """
+
+    entity_id: str | None = None
+    process_id: str | None = None
+    session_id: str | None = None
+    k: int = DEFAULT_K
+    token_budget: int = DEFAULT_TOKEN_BUDGET
+    position: Position = "append"
+    capture_mode: str | None = None
+    strict: bool = False
+
+    def __post_init__(self) -> None:
+        for name in _SCOPE_NAMES:
+            value = getattr(self, name)
+            if value is not None and not (isinstance(value, str) and value.strip()):
+                raise InvalidInputError(f"{name} must be a non-empty string or None")
+        if isinstance(self.k, bool) or not isinstance(self.k, int) or not 1 <= self.k <= 1000:
+            raise InvalidInputError("k must be an integer from 1 to 1000")
+        budget = self.token_budget
+        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
+            raise InvalidInputError("token_budget must be a non-negative integer")
+        if self.position not in ("append", "insert"):
+            raise InvalidInputError(f"position must be 'append' or 'insert', not {self.position!r}")
+        if self.capture_mode not in (None, "fast", "fine"):
+            raise InvalidInputError("capture_mode must be 'fast', 'fine' or None")
+
+    @property
+    def scope(self) -> dict[str, str]:
+        """The entity, process and session given, by name (the others left out)."""
+        return {n: v for n in _SCOPE_NAMES if (v := getattr(self, n)) is not None}
+
+
+@dataclass
+class AdapterStats:
+    """Counters of what an adapter did with memory; thread-safe.
+
+    Attributes:
+        recalls: Recalls run for a call.
+        placed: Calls that got a non-empty memory-context block.
+        captured: Turns handed to ``Memory.capture``.
+        recall_failures: Recalls (and renderings) that failed; the call went on.
+        capture_failures: Captures that failed; the call's answer was still returned.
+        last_error: ``"step: Type: message"`` of the latest failure, if any.
+
+    Examples:
+        >>> stats = AdapterStats()
+        >>> stats.count("captured")
+        >>> stats.as_dict()["captured"], stats.failures
+        (1, 0)
+    """
+
+    recalls: int = 0
+    placed: int = 0
+    captured: int = 0
+    recall_failures: int = 0
+    capture_failures: int = 0
+    last_error: str | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def count(self, name: str) -> None:
+        """Add one to the counter ``name``."""
+        with self._lock:
+            setattr(self, name, getattr(self, name) + 1)
+
+    def failed(self, step: Step, exc: BaseException) -> None:
+        """Count one failure of ``step`` and remember it as the last error."""
+        with self._lock:
+            name = "capture_failures" if step == "capture" else "recall_failures"
+            setattr(self, name, getattr(self, name) + 1)
+            self.last_error = f"{step}: {type(exc).__name__}: {exc}"
+
+    @property
+    def failures(self) -> int:
+        """Every failure counted so far."""
+        with self._lock:
+            return self.recall_failures + self.capture_failures
+
+    def as_dict(self) -> dict[str, int]:
+        """The counters by name."""
+        with self._lock:
+            return {
+                "recalls": self.recalls,
+                "placed": self.placed,
+                "captured": self.captured,
+                "recall_failures": self.recall_failures,
+                "capture_failures": self.capture_failures,
+            }
+
+
+class Binding:
+    """Recall, render, place and capture for one adapter, failing open.
+
+    Args:
+        memory: The ``Memory`` (anything with the `MemoryDoors`).
+        options: The adapter's `AdapterOptions`.
+        source: The adapter's short stable name, as ``Memory.health()`` counts it
+            (``"client"``, ``"langchain"``, ``"llama_index"``...).
+        stats: Counters to share; a new `AdapterStats` when None.
+        logger: Where failures are logged (default: the ``memtrellis`` logger).
+
+    Examples:
+        >>> import tempfile
+        >>> from memtrellis import Memory
+        >>> from memtrellis.testing import HashingEmbedder
+        >>> memory = Memory(tempfile.mkdtemp(), embedder=HashingEmbedder())
+        >>> binding = Binding(memory, AdapterOptions(strict=False), source="demo")
+        >>> with binding.guard("recall"):
+        ...     raise TimeoutError("store offline")
+        >>> binding.stats.last_error, memory.health().adapter_failures
+        ('recall: TimeoutError: store offline', {'demo.recall': 1})
+        >>> memory.close()
+    """
+
+    def __init__(
+        self,
+        memory: MemoryDoors,
+        options: AdapterOptions | None = None,
+        *,
+        source: str,
+        stats: AdapterStats | None = None,
+        logger: logging.Logger | None = None,
+    ) -> None:
+        self.memory = memory
+        self.options = options if options is not None else AdapterOptions()
+        self.source = source
+        self.stats = stats if stats is not None else AdapterStats()
+        self.log = logger or log
+
+    # -- scope -------------------------------------------------------------------------
+    def scope(self, named: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The adapter's entity/process/session, overridden by what the call names."""
+        return {**self.options.scope, **(named or {})}
+
+    # -- counting and failing open --------------------------------------------------------
+    def count(self, event: Literal["call", "capture"]) -> None:
+        """Count a call or a capture in ``Memory.health().adapter_counts``."""
+        try:
+            self.memory.count_adapter(event, source=self.source)
+        except Exception:  # counting never breaks the user's call
+            self.log.debug("memtrellis: could not count an adapter %s", event, exc_info=True)
+
+    def failed(self, step: Step, exc: BaseException, *, what: str | None = None) -> None:
+        """Count a failure here and in ``Memory.health()``; log it, or raise it when strict.
+
+        ``what`` names the failed work in the log (default: the step).
+        """
+        self.stats.failed(step, exc)
+        self.memory.report_failure(step, source=self.source, error=exc)
+        if self.options.strict:
+            raise exc
+        self.log.warning(
+            "memtrellis %s failed (%s); the call goes on without memory: %r",
+            what or step,
+            self.source,
+            exc,
+            exc_info=self.log.isEnabledFor(logging.DEBUG),
+        )
+
+    @contextmanager
+    def guard(self, step: Step, *, what: str | None = None) -> Iterator[None]:
+        """Run the block; a failure in it is `failed` (raised again only when strict)."""
+        try:
+            yield
+        except Exception as exc:
+            self.failed(step, exc, what=what)
+
+    # -- before the model ---------------------------------------------------------------
+    @staticmethod
+    def query(messages: Sequence[Mapping[str, Any]]) -> str | None:
+        """What recall searches with: the last user message's text without memory context."""
+        return last_user_text(messages)
+
+    def recall_args(self, query: str | None, scope: Mapping[str, str]) -> dict[str, Any] | None:
+        """``Memory.recall`` arguments for ``query``; None without a query.
+
+        Recall spans sessions (the session is left out) and takes no token budget: it
+        returns ``k`` ranked memories and `render` alone budgets them.
+        """
+        if query is None or not query.strip():
+            return None
+        where = {n: v for n, v in scope.items() if n != "session_id"}
+        return {"query": query, "k": self.options.k, **where}
+
+    def recall(self, query: str | None, scope: Mapping[str, str]) -> RecallResult | None:
+        """Recall for ``query`` (None: no query, or recall failed open)."""
+        args = self.recall_args(query, scope)
+        if args is None:
+            return None
+        self.stats.count("recalls")
+        try:
+            return self.memory.recall(**args)
+        except Exception as exc:
+            self.failed("recall", exc)
+            return None
+
+    async def arecall(self, query: str | None, scope: Mapping[str, str]) -> RecallResult | None:
+        """Async `recall` (``Memory.arecall``: off the event loop)."""
+        args = self.recall_args(query, scope)
+        if args is None:
+            return None
+        self.stats.count("recalls")
+        try:
+            return await self.memory.arecall(**args)
+        except Exception as exc:
+            self.failed("recall", exc)
+            return None
+
+    def render(
+        self,
+        result: RecallResult | None,
+        *,
+        exclude: Collection[str] = (),
+        token_budget: int | None = None,
+    ) -> MemoryContext:
+        """The memory-context block for ``result`` within ``token_budget`` (default: the
+        options'; a smaller one re-renders a block that must shrink).
+
+        Memories whose text is one of ``exclude`` (messages already in the prompt) are
+        left out. An empty block when there is nothing to place or rendering failed.
+        """
+        budget = self.options.token_budget if token_budget is None else token_budget
+        if result is None:
+            return EMPTY
+        try:
+            if exclude:
+                kept = [hit for hit in result.items if hit.memory.text not in exclude]
+                if len(kept) < len(result.items):
+                    result = result.model_copy(update={"items": kept})
+            context = build_context(result, token_budget=budget)
+        except Exception as exc:
+            self.failed("context", exc)
+            return EMPTY
+        if not context.empty:
+            self.stats.count("placed")
+        return context
+
+    def context(
+        self, query: str | None, scope: Mapping[str, str], *, exclude: Collection[str] = ()
+    ) -> MemoryContext:
+        """`recall` then `render`."""
+        return self.render(self.recall(query, scope), exclude=exclude)
+
+    async def acontext(
+        self, query: str | None, scope: Mapping[str, str], *, exclude: Collection[str] = ()
+    ) -> MemoryContext:
+        """Async `context`."""
+        return self.render(await self.arecall(query, scope), exclude=exclude)
+
+    def place(self, messages: Sequence[Mapping[str, Any]], context: MemoryContext) -> Placement:
+        """``messages`` (dicts; not changed) with the block placed at ``position``."""
+        return place_in_messages(messages, context, position=self.options.position)
+
+    # -- after the model ----------------------------------------------------------------
+    @staticmethod
+    def turn(
+        messages: Sequence[Mapping[str, Any]], reply: Mapping[str, Any] | None
+    ) -> list[dict[str, Any]]:
+        """What the call added to the conversation, and the reply (`new_turn`)."""
+        return new_turn(messages, reply)
+
+    def capture_args(
+        self,
+        turn: Sequence[Mapping[str, Any]],
+        scope: Mapping[str, str],
+        *,
+        metadata: Mapping[str, Any] | None = None,
+        tags: Sequence[str] = (),
+    ) -> dict[str, Any]:
+        """``Memory.capture`` arguments for ``turn``."""
+        args: dict[str, Any] = {"data": list(turn), "mode": self.options.capture_mode, **scope}
+        if metadata is not None:
+            args["metadata"] = metadata
+        if tags:
+            args["tags"] = list(tags)
+        return args
+
+    def capture(
+        self,
+        turn: Sequence[Mapping[str, Any]],
+        scope: Mapping[str, str],
+        *,
+        metadata: Mapping[str, Any] | None = None,
+        tags: Sequence[str] = (),
+        what: str | None = None,
+    ) -> str | None:
+        """Queue ``turn`` for the background worker; its capture id, or None (an empty
+        turn, or capture failed open). ``what`` names the capture in a failure's log."""
+        if not turn:
+            return None
+        try:
+            capture_id = self.memory.capture(
+                **self.capture_args(turn, scope, metadata=metadata, tags=tags)
+            )
+        except Exception as exc:
+            self.failed("capture", exc, what=what)
+            return None
+        self._captured()
+        return capture_id
+
+    async def acapture(
+        self,
+        turn: Sequence[Mapping[str, Any]],
+        scope: Mapping[str, str],
+        *,
+        metadata: Mapping[str, Any] | None = None,
+        tags: Sequence[str] = (),
+        what: str | None = None,
+    ) -> str | None:
+        """Async `capture` (``Memory.acapture`` only spools, so it is quick)."""
+        if not turn:
+            return None
+        try:
+            capture_id = await self.memory.acapture(
+                **self.capture_args(turn, scope, metadata=metadata, tags=tags)
+            )
+        except Exception as exc:
+            self.failed("capture", exc, what=what)
+            return None
+        self._captured()
+        return capture_id
+
+    def _captured(self) -> None:
+        self.stats.count("captured")
+        self.count("capture")
