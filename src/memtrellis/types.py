@@ -16,7 +16,7 @@ import copy
 import uuid
 from datetime import datetime, timezone
 from enum import Enum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_core import to_json
@@ -325,12 +325,63 @@ class MemoryItem(_Model):
             return f"{self.sources[0].speaker}: {self.text}"
         return self.text
 
-    def is_valid_at(self, when: datetime) -> bool:
-        """Whether the memory's validity window contains ``when``."""
+    def invalid_reason(
+        self,
+        when: datetime,
+        *,
+        include_expired: bool = False,
+        include_superseded: bool = False,
+    ) -> Literal["not yet valid", "superseded", "expired"] | None:
+        """Why the memory is not valid at ``when``, or ``None`` when it is: the one rule
+        that recall and [`is_valid_at`][memtrellis.MemoryItem.is_valid_at] share.
+
+        A memory is valid from its ``valid_from`` (lacking one, from when it was stored)
+        until its ``valid_until`` (excluded). A superseded memory with no end date
+        (replaced by a refined memory) is out of date at any time; one superseded with an
+        end date stays valid before it (time travel with ``as_of``).
+        ``include_expired`` accepts memories outside their window (not yet valid or
+        expired), ``include_superseded`` superseded ones.
+
+        Examples:
+            >>> from datetime import datetime, timezone
+            >>> item = MemoryItem(text="Ana lives in Lyon", scope=Scope(entity_id="ana"),
+            ...                   created_at=datetime(2026, 1, 1, tzinfo=timezone.utc),
+            ...                   valid_until=datetime(2026, 3, 1, tzinfo=timezone.utc))
+            >>> item.invalid_reason(datetime(2025, 12, 1, tzinfo=timezone.utc))
+            'not yet valid'
+            >>> item.invalid_reason(datetime(2026, 3, 1, tzinfo=timezone.utc))
+            'expired'
+            >>> print(item.invalid_reason(datetime(2026, 2, 1, tzinfo=timezone.utc)))
+            None
+        """
         when = _aware(when) or when
-        if self.valid_from is not None and when < self.valid_from:
-            return False
-        return self.valid_until is None or when < self.valid_until
+        ended = self.valid_until is not None and self.valid_until <= when
+        replaced = self.superseded_by is not None and (self.valid_until is None or ended)
+        if include_expired:
+            return "superseded" if replaced and not include_superseded else None
+        if (self.valid_from or self.created_at) > when:
+            return "not yet valid"
+        if replaced and not include_superseded:
+            return "superseded"
+        if ended and self.superseded_by is None:
+            return "expired"
+        return None
+
+    def is_valid_at(self, when: datetime) -> bool:
+        """Whether the memory is valid at ``when``: what recall shows at ``as_of=when``
+        (see [`invalid_reason`][memtrellis.MemoryItem.invalid_reason]).
+
+        Examples:
+            >>> from datetime import datetime, timezone
+            >>> item = MemoryItem(text="Ana lives in Lyon", scope=Scope(entity_id="ana"),
+            ...                   valid_from=datetime(2026, 1, 1, tzinfo=timezone.utc))
+            >>> item.is_valid_at(datetime(2026, 2, 1, tzinfo=timezone.utc))
+            True
+            >>> item.model_copy(update={"superseded_by": "m2"}).is_valid_at(
+            ...     datetime(2026, 2, 1, tzinfo=timezone.utc))
+            False
+        """
+        return self.invalid_reason(when) is None
 
 
 class RecallExplanation(_Model):

@@ -162,21 +162,13 @@ def _hidden(item: MemoryItem | None, req: RecallRequest) -> str | None:
         return _SCOPE
     if req.filtered and not req.wanted(item):
         return _SCOPE
-    ended = item.valid_until is not None and item.valid_until <= req.now
-    # Superseded with no end date (replaced by a refined memory): out of date at any time.
-    # Superseded later: still valid before its ``valid_until`` (time travel with as_of).
-    replaced = item.superseded_by is not None and (item.valid_until is None or ended)
-    if req.include_expired:
-        return "superseded" if replaced and not req.include_superseded else None
-    # Valid from its stated start (or, lacking one, from when it was stored) until its end:
-    # with ``as_of`` in the past this is what was known and true then.
-    if (item.valid_from or item.created_at) > req.now:
-        return "not yet valid"
-    if replaced and not req.include_superseded:
-        return "superseded"
-    if ended and item.superseded_by is None:
-        return "expired"
-    return None
+    # The validity rule is the item's own (MemoryItem.invalid_reason), shared with
+    # MemoryItem.is_valid_at.
+    return item.invalid_reason(
+        req.now,
+        include_expired=req.include_expired,
+        include_superseded=req.include_superseded,
+    )
 
 
 def _lend_context(
