@@ -167,7 +167,7 @@ def test_a_batch_replayed_after_a_crash_replaces_what_it_stored(store_path: Path
         for entity in ("ana", "bo"):
             after = memory.list(entity_id=entity, limit=100)
             assert sorted(i.id for i in after) == sorted(i.id for i in before[entity])
-        assert len(memory._store.graph_of("bo").tenant_ids("bo")) == 10
+        assert len(memory._store.graph_of("bo").memory_ids("bo")) == 10
 
 
 def _read_spool(memory: Memory) -> list[dict[str, Any]]:

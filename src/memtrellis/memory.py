@@ -27,6 +27,7 @@ from memtrellis import _memory_capture as _capture
 from memtrellis import _memory_reading as _reading
 from memtrellis import _memory_registration as _registration
 from memtrellis import _memory_writing as _writing
+from memtrellis._deprecated import renamed
 from memtrellis._health import FacadeStats
 from memtrellis._memory_args import (
     call_scope,
@@ -51,7 +52,7 @@ from memtrellis.extraction.pipeline import ExtractionConfig, Extractor
 from memtrellis.extraction.refine import RefineReport
 from memtrellis.graph_export import ExportFormat
 from memtrellis.lifecycle import LifecycleConfig
-from memtrellis.lifecycle.judge import llm_judge
+from memtrellis.lifecycle.relation_judge import llm_relation_judge
 from memtrellis.llm import LLM
 from memtrellis.store import EmbedderInfo, Store
 from memtrellis.store.store import DEFAULT_RESIDENT_MEMORIES, DEFAULT_RESIDENT_SHARDS
@@ -160,7 +161,7 @@ class Memory:
         # protocol; the judge asks the same adapted model.
         chat = self.extractor.llm
         timeout = self.extractor.config.llm_timeout
-        self._judge = llm_judge(chat, timeout=timeout) if chat is not None else None
+        self._judge = llm_relation_judge(chat, timeout=timeout) if chat is not None else None
         if embedder is None:
             from memtrellis.embeddings import default_embedder
 
@@ -825,10 +826,16 @@ class Memory:
 
     # -- lifecycle -------------------------------------------------------------------------
     @property
+    def recovery_report(self) -> Any:
+        """What opening the store recovered after a crash (see
+        [`memtrellis.store.RecoveryReport`][memtrellis.store.RecoveryReport])."""
+        return self._store.recovery
+
+    @property
     def repair_report(self) -> Any:
-        """What opening the store repaired (see
-        [`memtrellis.store.RepairReport`][memtrellis.store.RepairReport])."""
-        return self._store.repair
+        """Deprecated: [`recovery_report`][memtrellis.Memory.recovery_report]."""
+        renamed("Memory.repair_report", "Memory.recovery_report")
+        return self._store.recovery
 
     def close(self) -> None:
         """Drain captured turns (up to ``drain_timeout``), flush and release the store.

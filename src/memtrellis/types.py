@@ -21,6 +21,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_core import to_json
 
+from memtrellis._deprecated import renamed, renamed_fields
+
 __all__ = [
     "EdgeKind",
     "Health",
@@ -333,7 +335,7 @@ class MemoryItem(_Model):
         include_superseded: bool = False,
     ) -> Literal["not yet valid", "superseded", "expired"] | None:
         """Why the memory is not valid at ``when``, or ``None`` when it is: the one rule
-        that recall and [`is_valid_at`][memtrellis.MemoryItem.is_valid_at] share.
+        that recall and `is_valid_at` share.
 
         A memory is valid from its ``valid_from`` (lacking one, from when it was stored)
         until its ``valid_until`` (excluded). A superseded memory with no end date
@@ -369,7 +371,7 @@ class MemoryItem(_Model):
 
     def is_valid_at(self, when: datetime) -> bool:
         """Whether the memory is valid at ``when``: what recall shows at ``as_of=when``
-        (see [`invalid_reason`][memtrellis.MemoryItem.invalid_reason]).
+        (see `invalid_reason`).
 
         Examples:
             >>> from datetime import datetime, timezone
@@ -390,8 +392,8 @@ class RecallExplanation(_Model):
     ``dense_score`` is the cosine similarity from the vector index, ``keyword_score`` the
     BM25 score, ``fused_score`` the two combined, ``graph_path`` the strongest graph hop
     that added to it (``[seed id, "follows", this id]`` from a neighbouring message, or
-    ``[seed id, "entity:<tenant>:<name>", this id]`` for a memory reached through an
-    entity), ``relevance`` the fused score plus what the graph lent.
+    ``[seed id, "subject:<entity_id>:<name>", this id]`` for a memory reached through a
+    shared subject), ``relevance`` the fused score plus what the graph lent.
 
     ``final_score = relevance * confidence * heat``: ``confidence`` is the effective
     confidence (stored confidence plus a capped bonus for ``supports`` edges and merged
@@ -486,6 +488,11 @@ class Health(_Model):
         >>> health.total_memories, health.vector_backend, health.capture_queue_depth
         (0, 'embedded', 0)
         >>> store.close()
+
+    Renamed fields (the old names still read and construct, with a ``DeprecationWarning``):
+    ``entities`` (subject nodes) is ``subjects``, ``tenants`` (entities holding memories)
+    is ``entities_with_memories``, ``judge_failures`` is ``relation_judge_failures`` and
+    ``repaired_on_open`` is ``recovered_on_open``.
     """
 
     path: str
@@ -496,8 +503,10 @@ class Health(_Model):
     active_memories: int
     expired: int
     superseded: int
-    entities: int
-    tenants: int
+    #: Subject nodes: the people, places and things the memories mention.
+    subjects: int
+    #: Entities (``entity_id``: whose memory) holding at least one memory.
+    entities_with_memories: int
     edges_by_kind: dict[str, int]
     recalls: int
     recall_latency_avg_ms: float
@@ -514,7 +523,9 @@ class Health(_Model):
     #: LLM calls still failing after their last try (timeouts and errors).
     llm_failures: int = 0
     merged_duplicates: int = 0
-    judge_failures: int = 0
+    #: Relation judge calls (the lifecycle's LLM opinion) that failed or answered nothing
+    #: usable; the rules decided instead.
+    relation_judge_failures: int = 0
     capture_queue_depth: int = 0
     capture_spooled: int = 0
     capture_retries: int = 0
@@ -532,7 +543,46 @@ class Health(_Model):
     adapter_context_failures: int = 0
     adapter_failures: dict[str, int] = Field(default_factory=dict)
     pending_index_writes: int
-    repaired_on_open: int
+    #: Interrupted changes rolled forward and torn log records dropped when this process
+    #: caught up with the store's logs (recovery, not a ``repair``).
+    recovered_on_open: int
     size_on_disk_bytes: int
     #: Entity shards loaded in this process now (see ``Memory(max_resident_shards=...)``).
     resident_shards: int = 0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, data: Any) -> Any:
+        return renamed_fields("Health", data, _HEALTH_RENAMES)
+
+    @property
+    def entities(self) -> int:
+        """Deprecated: ``subjects`` (it counted subject nodes, not entities)."""
+        renamed("Health.entities", "Health.subjects")
+        return self.subjects
+
+    @property
+    def tenants(self) -> int:
+        """Deprecated: ``entities_with_memories``."""
+        renamed("Health.tenants", "Health.entities_with_memories")
+        return self.entities_with_memories
+
+    @property
+    def judge_failures(self) -> int:
+        """Deprecated: ``relation_judge_failures``."""
+        renamed("Health.judge_failures", "Health.relation_judge_failures")
+        return self.relation_judge_failures
+
+    @property
+    def repaired_on_open(self) -> int:
+        """Deprecated: ``recovered_on_open``."""
+        renamed("Health.repaired_on_open", "Health.recovered_on_open")
+        return self.recovered_on_open
+
+
+_HEALTH_RENAMES = {
+    "entities": "subjects",
+    "tenants": "entities_with_memories",
+    "judge_failures": "relation_judge_failures",
+    "repaired_on_open": "recovered_on_open",
+}

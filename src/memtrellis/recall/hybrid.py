@@ -188,7 +188,7 @@ def _lend_context(
                 target.lend(share * entry.fused, [memory_id, "follows", other])
     reached = 0
     for memory_id, entry in by_fused[:k]:
-        for entity, other in graph.neighbours_by_entity(memory_id):
+        for entity, other in graph.neighbours_by_subject(memory_id):
             # Reach only: a memory the searches or a neighbour already brought in keeps
             # its score (boosting those pushed direct answers out of the top k). At most k
             # are reached, from the best seeds: more could not all rank, and each one

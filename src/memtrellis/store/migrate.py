@@ -295,7 +295,7 @@ def _roll_forward(
 def _shard_graph(graph: MemoryGraph, tenant: str, report: MigrationReport) -> MemoryGraph:
     """One entity's part of the 0.1 graph, sharing its item and history objects."""
     shard = MemoryGraph()
-    ids = graph.tenant_ids(tenant)
+    ids = graph.memory_ids(tenant)
     mentions = EdgeKind.MENTIONS.value
     nodes = graph.g.nodes
     succ = graph.g.succ
@@ -338,7 +338,7 @@ def _write_staging(root: Path, graph: MemoryGraph, report: MigrationReport) -> N
     with flushed_at_exit():
         catalog = SqliteCatalog(staging / CATALOG)
         try:
-            for tenant in graph.tenants():
+            for tenant in graph.entity_ids():
                 shard = _shard_graph(graph, tenant, report)
                 catalog.ensure(tenant)
                 _write_shard(staging, tenant, shard)

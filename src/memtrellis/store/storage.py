@@ -87,7 +87,7 @@ class EntityStats:
             memories=len(graph),
             superseded=superseded,
             merged_duplicates=merged,
-            entity_nodes=graph.entity_count(),
+            entity_nodes=graph.subject_count(),
             edges=graph.edge_counts(),
             validity=validity,
             generation=generation,
