@@ -43,6 +43,7 @@ from memtrellis._memory_args import (
 from memtrellis._memory_args import given as _given
 from memtrellis._memory_async import in_thread as _in_thread
 from memtrellis._progress import progress_arg
+from memtrellis.capture.config import CaptureConfig, resolve_capture_config
 from memtrellis.clients.patch import uninstall
 from memtrellis.embeddings.base import Embedder, as_embedder
 from memtrellis.errors import InvalidInputError
@@ -98,9 +99,12 @@ class Memory:
             so that app servers with no shared disk share one memory; needs
             ``chroma_url``. ``path`` then holds only this machine's capture spool.
         lock_timeout: Seconds to wait for another process's write before giving up.
-        llm: A chat model for fine-mode extraction and for judging how a new memory
-            relates to the closest existing ones: anything with ``complete(messages)``,
-            or a framework model an installed integration adapts (LangChain, LlamaIndex).
+        llm: A chat model for fine-mode extraction and for the relation judge (how a new
+            memory relates to the closest existing ones): anything with
+            ``complete(messages)``, or a framework model an installed integration adapts
+            (LangChain, LlamaIndex).
+        capture: How captured turns are retried
+            ([`CaptureConfig`][memtrellis.CaptureConfig]).
         lifecycle: Validity by kind, confidence, decay and matching thresholds
             ([`LifecycleConfig`][memtrellis.lifecycle.LifecycleConfig]).
         max_resident_shards: How many entities' shards (graph and keyword index) stay
@@ -136,6 +140,7 @@ class Memory:
         lock_timeout: float = 60.0,
         llm: LLM | Any | None = None,
         extraction: ExtractionConfig | None = None,
+        capture: CaptureConfig | None = None,
         drain_timeout: float = 60.0,
         lifecycle: LifecycleConfig | None = None,
         max_resident_shards: int = DEFAULT_RESIDENT_SHARDS,
@@ -154,6 +159,7 @@ class Memory:
         self._clients: weakref.WeakSet[Any] = weakref.WeakSet()
         # Everything that can reject an argument runs before the store takes its lock.
         self.extractor = Extractor(llm, extraction)
+        self.capture_config = resolve_capture_config(capture, self.extractor.config)
         if lifecycle is not None and not isinstance(lifecycle, LifecycleConfig):
             raise InvalidInputError("lifecycle must be a LifecycleConfig")
         self.lifecycle = lifecycle or LifecycleConfig()

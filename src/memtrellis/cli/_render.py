@@ -83,7 +83,9 @@ def memories_table(items: Iterable[MemoryItem], *, title: str | None = None) -> 
 def _graph_path(path: list[str]) -> str:
     if not path:
         return _NONE
-    return " → ".join(step if step.startswith(SUBJECT_NODE_PREFIX) else short_id(step) for step in path)
+    return " → ".join(
+        step if step.startswith(SUBJECT_NODE_PREFIX) else short_id(step) for step in path
+    )
 
 
 def explanation_text(explanation: RecallExplanation) -> Text:
