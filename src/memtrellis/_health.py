@@ -125,7 +125,7 @@ def store_figures(store: Store) -> dict[str, Any]:
         "superseded": sum(s.superseded for s in stats.values()),
         "merged_duplicates": sum(s.merged_duplicates for s in stats.values()),
         "active_memories": sum(s.active(now) for s in stats.values()),
-        "subjects": sum(s.entity_nodes for s in stats.values()),
+        "subjects": sum(s.subject_nodes for s in stats.values()),
         "edges_by_kind": edges,
         "entities_with_memories": sum(1 for s in stats.values() if s.memories),
         "pending_index_writes": store.pending_count,

@@ -4,7 +4,7 @@ Resolution maps a new name onto an entity the scope already has when they are th
 up to case and whitespace, a configured alias, a possessive (``Clara's``), or a close
 fuzzy match (rapidfuzz ``ratio``, a normalised edit distance: ``Clara Smith`` and ``Clara
 Smth`` are one, ``Mark`` and ``Market Street`` are not). It only ever looks at the one
-scope's names, so it cannot cross tenants.
+scope's names, so it cannot cross entities.
 
 Examples:
     >>> heuristic_entities('Met @dana_k and "Blue Fox" with Clara Smith in Porto today.')

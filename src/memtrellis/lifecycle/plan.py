@@ -129,16 +129,16 @@ class _Planner:
         self.names: dict[str, dict[str, str]] = {}
         self.replaced: dict[str, list[str]] = {}  # new id -> ids it superseded
 
-    def current(self, memory_id: str, tenant: str) -> MemoryItem | None:
+    def current(self, memory_id: str, entity_id: str) -> MemoryItem | None:
         if memory_id in self.pending:
             return self.pending[memory_id]
-        return self.store.graph_of(tenant).item(memory_id)
+        return self.store.graph_of(entity_id).item(memory_id)
 
     def prepare(self, item: MemoryItem, now: datetime) -> None:
-        tenant = item.scope.entity_id
-        if tenant not in self.names:
-            self.names[tenant] = self.store.graph_of(tenant).subject_names(tenant)
-        known = self.names[tenant]
+        entity_id = item.scope.entity_id
+        if entity_id not in self.names:
+            self.names[entity_id] = self.store.graph_of(entity_id).subject_names(entity_id)
+        known = self.names[entity_id]
         names = item.entities or heuristic_entities(item.text, known)
         resolved = resolve_entities(
             names, known, aliases=self.config.aliases, threshold=self.config.entity_match
@@ -154,31 +154,31 @@ class _Planner:
             item.confidence = source_prior(item, self.config)
 
     def candidates(self, item: MemoryItem, embedding: Sequence[float]) -> list[Candidate]:
-        tenant = item.scope.entity_id
-        graph = self.store.graph_of(tenant)
+        entity_id = item.scope.entity_id
+        graph = self.store.graph_of(entity_id)
         scores: dict[str, float] = {}
         for memory_id, similarity in self.store.vectors.query(
-            tenant, embedding, DENSE_CANDIDATES, process_id=item.scope.process_id
+            entity_id, embedding, DENSE_CANDIDATES, process_id=item.scope.process_id
         ):
             scores[memory_id] = similarity
         sharing: list[str] = []
         for name in item.entities:
-            for other in graph.mentioning(tenant, name, ENTITY_CANDIDATES):
+            for other in graph.mentioning(entity_id, name, ENTITY_CANDIDATES):
                 if other not in scores and other not in sharing:
                     sharing.append(other)
         if sharing:
-            stored = self.store.vectors.embeddings(tenant, sharing)
+            stored = self.store.vectors.embeddings(entity_id, sharing)
             scores.update({i: _cosine(embedding, v) for i, v in stored.items()})
         for earlier, vector in self.new:
-            if earlier.scope.entity_id == tenant:
+            if earlier.scope.entity_id == entity_id:
                 scores[earlier.id] = _cosine(embedding, vector)
         found: list[Candidate] = []
         for memory_id, similarity in scores.items():
-            old = self.current(memory_id, tenant)
+            old = self.current(memory_id, entity_id)
             if (
                 old is None
                 or old.id == item.id
-                or old.scope.entity_id != tenant
+                or old.scope.entity_id != entity_id
                 or old.scope.process_id != item.scope.process_id
                 or old.superseded_by is not None
                 or old.memory_type in RECORD_KINDS
