@@ -42,7 +42,7 @@ MEMORY_COLOURS: dict[str, str] = {
     MemoryType.EPISODE.value: "#999999",
     MemoryType.ACTION_ITEM.value: "#882255",
 }
-#: Entity nodes: one colour, drawn as squares.
+#: Subject nodes: one colour, drawn as squares.
 SUBJECT_COLOUR = "#44AA99"
 #: Stroke colour of an edge by its kind.
 EDGE_COLOURS: dict[str, str] = {

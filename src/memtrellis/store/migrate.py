@@ -299,7 +299,7 @@ def _shard_graph(graph: MemoryGraph, entity_id: str, report: MigrationReport) ->
     mentions = EdgeKind.MENTIONS.value
     nodes = graph.g.nodes
     succ = graph.g.succ
-    # Entity nodes first with their stored attributes (the name first stored for them),
+    # Subject nodes first with their stored attributes (the name first stored for them),
     # as MemoryGraph.load rebuilds a saved graph.
     for memory_id in ids:
         for node, keys in succ[memory_id].items():
