@@ -4,10 +4,10 @@ Two words, two things: an *entity* (``entity_id``) is whose memory it is; a *sub
 a person, place or thing a memory mentions (``MemoryItem.entities`` holds their names).
 Subject nodes are per entity (``subject:<entity_id>:<name>``) so that graph expansion can
 never walk from one entity's memory into another's. Graphs saved before the rename hold
-``entity:<entity_id>:<name>`` nodes of kind ``entity``; they are re-created under the
-current id when read, from the memories that mention them. The graph is saved as node-link JSON
-that a plain ``json.load`` reads and ``networkx.node_link_graph(data, edges="edges")``
-turns back into a graph.
+``entity:<entity_id>:<name>`` nodes of kind ``entity``; reading renames them to the
+current id and kind, their names kept. The graph is saved as node-link JSON that a plain
+``json.load`` reads and ``networkx.node_link_graph(data, edges="edges")`` turns back into
+a graph.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ HUB_MENTIONS = 64
 #: The ``kind`` of subject nodes (memory nodes are ``"memory"``).
 SUBJECT_KIND = "subject"
 _SUBJECT = SUBJECT_KIND
-#: The kind and id prefix of subject nodes saved before the rename (read, then re-created).
+#: The kind and id prefix of subject nodes saved before the rename (renamed as read).
 _OLD_SUBJECT = "entity"
 #: Subject node ids start with this; no memory id may, or it would take over the node.
 SUBJECT_NODE_PREFIX = "subject:"
