@@ -186,7 +186,7 @@ def split(memory: Any) -> dict[str, int]:
     shards = [store.shard(entity) for entity in store.entities()]
     for shard in shards:  # one walker: what shards share is counted once
         graph = shard.graph
-        ids = graph.tenant_ids(shard.entity_id)
+        ids = graph.memory_ids(shard.entity_id)
         items = [graph.item(i) for i in ids]
         sources = [item.sources for item in items]
         stop = {id(s) for s in sources}

@@ -10,7 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from memtrellis import ExtractionConfig, InvalidInputError, Memory, StoreClosedError
+from memtrellis import (
+    CaptureConfig,
+    ExtractionConfig,
+    InvalidInputError,
+    Memory,
+    StoreClosedError,
+)
 from memtrellis.testing import HashingEmbedder, ScriptedLLM
 
 TURN = [
@@ -81,9 +87,9 @@ def test_capture_rejects_bad_input_in_the_caller(store_path: Path) -> None:
 def test_failures_retry_then_fall_back_and_are_counted(store_path: Path) -> None:
     boom = RuntimeError("model overloaded")
     llm = ScriptedLLM([boom, boom, boom])
-    config = ExtractionConfig(capture_attempts=3, capture_backoff=0.01)
+    config = CaptureConfig(attempts=3, backoff=0.01)
     with Memory(
-        store_path, entity_id="u", embedder=HashingEmbedder(), llm=llm, extraction=config
+        store_path, entity_id="u", embedder=HashingEmbedder(), llm=llm, capture=config
     ) as memory:
         memory.capture([{"role": "user", "content": "My locker code is 4411", "id": "x"}])
         assert memory.flush(timeout=60)
@@ -151,3 +157,25 @@ async def test_async_capture_and_flush(store_path: Path) -> None:
         assert len(set(ids)) == 50
         assert await memory.aflush(30)
         assert len(await memory.alist(limit=100)) == 50
+
+
+def test_capture_settings_moved_to_capture_config_and_the_old_fields_still_work(
+    store_path: Path,
+) -> None:
+    """Capture's retries were set through ExtractionConfig(capture_*=...); they are
+    CaptureConfig's now (Memory(capture=...)), and the old fields still work and warn."""
+    with Memory(store_path, embedder=HashingEmbedder()) as memory:
+        assert memory.capture_config == CaptureConfig(attempts=4, backoff=0.5, max_backoff=30.0)
+    with pytest.warns(DeprecationWarning, match="capture_attempts is deprecated"):
+        old = ExtractionConfig(capture_attempts=2, capture_backoff=0.01)
+    assert (old.capture_attempts, old.capture_backoff, old.capture_max_backoff) == (2, 0.01, 30.0)
+    assert ExtractionConfig().capture_attempts == 4  # read as before
+    boom = RuntimeError("model overloaded")
+    llm = ScriptedLLM([boom, boom, boom])
+    with Memory(store_path, embedder=HashingEmbedder(), llm=llm, extraction=old) as memory:
+        assert memory.capture_config == CaptureConfig(attempts=2, backoff=0.01)
+        memory.capture("My locker code is 4411")
+        assert memory.flush(timeout=60)
+        assert len(llm.calls) == 2  # the old field still bounds the tries
+    with pytest.raises(InvalidInputError, match="not both"):
+        Memory(store_path, embedder=HashingEmbedder(), extraction=old, capture=CaptureConfig())

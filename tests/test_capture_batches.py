@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from memtrellis import ExtractionConfig, Memory
+from memtrellis import CaptureConfig, Memory
 from memtrellis import _memory_writing as writing
 from memtrellis._memory_capture import store_captured_batch
 from memtrellis.testing import HashingEmbedder, ScriptedLLM
@@ -97,8 +97,8 @@ def test_queued_turns_of_two_entities_are_stored_once_with_one_embedding_call(
 def test_a_turn_that_fails_in_a_batch_is_retried_alone_and_the_others_are_stored(
     store_path: Path,
 ) -> None:
-    config = ExtractionConfig(capture_backoff=0.01)
-    with Memory(store_path, embedder=HashingEmbedder(), extraction=config) as memory:
+    config = CaptureConfig(backoff=0.01)
+    with Memory(store_path, embedder=HashingEmbedder(), capture=config) as memory:
         extract = memory.extractor.extract
         failures = {"left": 1}
 
@@ -125,8 +125,8 @@ def test_a_turn_that_fails_in_a_batch_is_retried_alone_and_the_others_are_stored
 def test_a_failed_commit_of_one_entity_does_not_lose_the_other_entitys_turns(
     store_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    config = ExtractionConfig(capture_backoff=0.01)
-    with Memory(store_path, embedder=HashingEmbedder(), extraction=config) as memory:
+    config = CaptureConfig(backoff=0.01)
+    with Memory(store_path, embedder=HashingEmbedder(), capture=config) as memory:
         original = writing.store_additions
         failures = {"left": 1}
 
@@ -167,7 +167,7 @@ def test_a_batch_replayed_after_a_crash_replaces_what_it_stored(store_path: Path
         for entity in ("ana", "bo"):
             after = memory.list(entity_id=entity, limit=100)
             assert sorted(i.id for i in after) == sorted(i.id for i in before[entity])
-        assert len(memory._store.graph_of("bo").tenant_ids("bo")) == 10
+        assert len(memory._store.graph_of("bo").memory_ids("bo")) == 10
 
 
 def _read_spool(memory: Memory) -> list[dict[str, Any]]:

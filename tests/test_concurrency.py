@@ -46,7 +46,7 @@ def _check_agreement(memory: Memory, expected: dict[str, set[str]], seed: int) -
         store.refresh(entity)
     assert store.pending_count == 0, f"seed {seed}: changes missing from the vector index"
     for entity in ENTITIES:
-        in_graph = set(store.graph_of(entity).tenant_ids(entity))
+        in_graph = set(store.graph_of(entity).memory_ids(entity))
         copies, unreadable = store.vectors.item_copies(entity)
         assert unreadable == 0, f"seed {seed}, {entity}: unreadable index copies"
         in_index = set(copies)

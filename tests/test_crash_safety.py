@@ -178,8 +178,8 @@ def check_store(path: Path, expected: Expected, tally: Tally) -> None:
             # The first use of an entity loads its shard: catching up with its log, rolling
             # forward what was logged but not indexed, cutting a torn last record.
             with store.reading(entity) as shard:
-                in_graph = set(shard.graph.tenant_ids(entity))
-                assert shard.graph.tenants() in ([entity], []), "a shard holds another entity"
+                in_graph = set(shard.graph.memory_ids(entity))
+                assert shard.graph.entity_ids() in ([entity], []), "a shard holds another entity"
                 items.update({item.id: item for item in shard.graph.items()})
                 copies, unreadable = store.vectors.item_copies(entity)
                 assert unreadable == 0, f"{entity}: {unreadable} unreadable index copies"
@@ -192,8 +192,8 @@ def check_store(path: Path, expected: Expected, tally: Tally) -> None:
                 counts[entity] = len(in_graph)
         assert sorted(store.resident()) == sorted(ENTITIES)
         assert store.pending_count == 0, "a change is still missing from the vector index"
-        tally.rolled_forward += len(memory.repair_report.rolled_forward)
-        tally.torn_log_records += memory.repair_report.torn_records
+        tally.rolled_forward += len(memory.recovery_report.rolled_forward)
+        tally.torn_log_records += memory.recovery_report.torn_records
         texts = [item.text for item in items.values()]
         doubled = sorted({text for text in texts if texts.count(text) > 1})
         assert not doubled, f"stored twice: {doubled}"

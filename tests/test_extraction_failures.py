@@ -195,7 +195,7 @@ def test_a_hanging_lifecycle_judge_is_cut_off_by_the_same_timeout(store_path: Pa
             started = time.perf_counter()
             assert len(memory.add(TURN)) == 2
             assert time.perf_counter() - started < 5
-            assert memory.health().judge_failures >= 1
+            assert memory.health().relation_judge_failures >= 1
     finally:
         release.set()
 

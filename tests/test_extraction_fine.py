@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memtrellis.extraction import _jsonload
+from memtrellis.extraction import jsonload
 from memtrellis.extraction.fine import (
     FALLBACK_CONFIDENCE,
     FALLBACK_TAG,
@@ -297,7 +297,7 @@ def test_summary_alone_is_usable() -> None:
 def test_long_broken_reply_is_salvaged_object_by_object() -> None:
     memories = ", ".join(f'{{"value": "fact number {i}", "tags": ["t"],}}' for i in range(300))
     raw = f'{{"memories": [{memories}], "summary": "many facts",'
-    assert len(raw) > _jsonload.WHOLE_REPAIR_CHARS
+    assert len(raw) > jsonload.WHOLE_REPAIR_CHARS
     out = parse_answer(raw)
     assert len(out.drafts) == MAX_MEMORIES and out.drafts[0].value == "fact number 0"
     assert out.summary == "many facts" and out.salvaged
@@ -384,7 +384,7 @@ def test_decoded_garbage_never_raises(raw: Any) -> None:
 def test_inputs_that_make_json_repair_superlinear_stay_bounded(unit: str) -> None:
     # json-repair needs minutes for ~200k characters of '{"a": ["' (quadratic); it must
     # only ever see bounded pieces. Structural check: the call returns, with a fallback.
-    raw = "{" + unit * (_jsonload.MAX_INPUT_CHARS // len(unit))
+    raw = "{" + unit * (jsonload.MAX_INPUT_CHARS // len(unit))
     assert not parse_answer(raw).salvaged
     assert items_from_reply(raw, _window(), SCOPE).fallback
     items = _items("a")

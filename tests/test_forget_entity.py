@@ -132,15 +132,15 @@ def test_forget_entity_purges_graph_index_log_and_spool(tmp_path: Path) -> None:
         assert "A" not in reopened._store.entities()
         with reopened._store.reading("A") as shard:
             graph = shard.graph
-            assert len(graph) == 0 and graph.entity_count() == 0
-            assert not [n for n in graph.g.nodes if str(n).startswith("entity:A:")]
+            assert len(graph) == 0 and graph.subject_count() == 0
+            assert not [n for n in graph.g.nodes if str(n).startswith("subject:A:")]
             assert all(data.get("entity_id") != "A" for _, data in graph.g.nodes(data=True))
             assert shard.keywords.search("A", A_MARK, 10) == []
         assert "A" not in reopened._store.vectors.entity_ids()
         assert reopened._store.vectors.count("A") == 0
         b_items = reopened.list(entity_id="B")
         assert len(b_items) == 4 and all(B_MARK in i.text for i in b_items)
-        assert {"entity:B:paris", "entity:B:gym"} <= set(reopened._store.graph_of("B").g.nodes)
+        assert {"subject:B:paris", "subject:B:gym"} <= set(reopened._store.graph_of("B").g.nodes)
         assert reopened.recall(f"{B_MARK} locker 3", entity_id="B").items
     names = {p.name for p in (store / "chroma").iterdir()}
     assert collection_name("A") not in names

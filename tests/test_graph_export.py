@@ -80,9 +80,9 @@ def hostile_text(built: Built) -> str:
 def expected(memory: Memory, tenant: str) -> tuple[set[str], set[tuple[str, str, str]]]:
     """Every node and edge of one tenant, read straight from the store's graph."""
     g = memory._store.graph_of(tenant).g
-    nodes = set(memory._store.graph_of(tenant).tenant_ids(tenant))
+    nodes = set(memory._store.graph_of(tenant).memory_ids(tenant))
     nodes |= {
-        n for n, d in g.nodes(data=True) if d["kind"] == "entity" and d["entity_id"] == tenant
+        n for n, d in g.nodes(data=True) if d["kind"] == "subject" and d["entity_id"] == tenant
     }
     edges = {(s, t, k) for s, t, k in g.edges(keys=True) if s in nodes and t in nodes}
     return nodes, edges
@@ -93,7 +93,7 @@ def export(
 ) -> Path:
     store = built.memory._store
     graph = store.graph_of(tenant) if tenant is not None else store.combined_graph()
-    return export_graph(graph, tmp_path / f"graph.{fmt}", format=fmt, tenant=tenant, **kw)
+    return export_graph(graph, tmp_path / f"graph.{fmt}", format=fmt, entity_id=tenant, **kw)
 
 
 def page_json(page: str) -> dict[str, Any]:
@@ -126,7 +126,7 @@ def test_graphml_round_trips_nodes_edge_kinds_and_attributes(built: Built, tmp_p
     assert first["source_count"] == 1
     assert first["source_message_ids"] == "d1:1"
     assert first["source_speakers"] == "Alice"
-    assert g.nodes["entity:alice:paris"]["name"] == "Paris"
+    assert g.nodes["subject:alice:paris"]["name"] == "Paris"
     assert g.nodes[built.ids["hostile"]]["text"] == hostile_text(built)
 
 
@@ -164,7 +164,7 @@ def test_html_is_self_contained_and_carries_the_graph(built: Built, tmp_path: Pa
     nodes, edges = expected(built.memory, "alice")
     assert {node["id"] for node in data["nodes"]} == nodes
     assert {(e["source"], e["target"], e["kind"]) for e in data["edges"]} == edges
-    for memory_id in built.memory._store.graph_of("alice").tenant_ids("alice"):
+    for memory_id in built.memory._store.graph_of("alice").memory_ids("alice"):
         assert memory_id in page
     first = next(node for node in data["nodes"] if node["id"] == built.ids["first"])
     assert first["sources"][0]["message_id"] == "d1:1"
@@ -194,7 +194,7 @@ def test_html_escapes_a_hostile_entity_id(memory: Memory, tmp_path: Path) -> Non
     tenant = "<i>eve</i>&co"
     memory.add("Eve likes chess", entity_id=tenant)
     graph = memory._store.graph_of(tenant)
-    page = export_graph(graph, tmp_path / "e.html", format="html", tenant=tenant)
+    page = export_graph(graph, tmp_path / "e.html", format="html", entity_id=tenant)
     text = page.read_text(encoding="utf-8")
     assert "<i>" not in text
     assert "&lt;i&gt;eve&lt;/i&gt;&amp;co" in text
@@ -205,7 +205,7 @@ def test_html_caps_memories_and_says_how_many_were_left_out(built: Built, tmp_pa
     page = export(built, tmp_path, "html", max_memories=2).read_text(encoding="utf-8")
     data = page_json(page)
     graph = built.memory._store.graph_of("alice")
-    alice = graph.tenant_ids("alice")
+    alice = graph.memory_ids("alice")
     shown = {node["id"] for node in data["nodes"] if node["kind"] == "memory"}
     assert len(shown) == 2
     hidden = set(alice) - shown
@@ -219,7 +219,7 @@ def test_html_caps_memories_and_says_how_many_were_left_out(built: Built, tmp_pa
 
 def test_html_of_an_empty_scope(memory: Memory, tmp_path: Path) -> None:
     page = export_graph(
-        memory._store.graph_of("nobody"), tmp_path / "x.html", format="html", tenant="nobody"
+        memory._store.graph_of("nobody"), tmp_path / "x.html", format="html", entity_id="nobody"
     )
     text = page.read_text(encoding="utf-8")
     assert "No memories in this scope." in text
@@ -246,7 +246,7 @@ def test_another_tenants_memories_never_appear(
     content = export(built, tmp_path, fmt).read_text(encoding="utf-8")
     assert "vault" not in content
     assert built.ids["bob"] not in content
-    assert "entity:bob:" not in content
+    assert "subject:bob:" not in content
     # Not the bare digits "4417": random ids and timestamps in the file may contain them.
     assert "vault code is 4417" not in content
 
@@ -254,7 +254,7 @@ def test_another_tenants_memories_never_appear(
 def test_all_tenants_export_has_both(built: Built, tmp_path: Path) -> None:
     data = json.loads(export(built, tmp_path, "json", tenant=None).read_text(encoding="utf-8"))
     ids = {node["id"] for node in data["nodes"]}
-    assert {built.ids["bob"], built.ids["paris"], "entity:bob:alice", "entity:alice:alice"} <= ids
+    assert {built.ids["bob"], built.ids["paris"], "subject:bob:alice", "subject:alice:alice"} <= ids
     assert BOB_SECRET in {node.get("text") for node in data["nodes"]}
 
 
@@ -268,7 +268,7 @@ def test_png_is_a_png(built: Built, tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     memory = built.memory
     memory.add("Costs $x^2$ dollars", entities=["$weird_{name}$"])
-    path = render_png(memory._store.graph_of("alice"), tmp_path / "g.png", tenant="alice")
+    path = render_png(memory._store.graph_of("alice"), tmp_path / "g.png", entity_id="alice")
     assert path.read_bytes()[:8] == PNG_MAGIC
     assert path.stat().st_size > 5_000
 
@@ -306,7 +306,7 @@ def test_cli_graph_writes_every_format(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "Wrote the html graph of entity 'alice' (2 memories)" in result.output
     g = nx.read_graphml(out["graphml"], force_multigraph=True)
-    assert {items["old"].id, items["new"].id, "entity:alice:paris"} <= set(g.nodes)
+    assert {items["old"].id, items["new"].id, "subject:alice:paris"} <= set(g.nodes)
     assert (items["new"].id, items["old"].id, "supersedes") in set(g.edges(keys=True))
     for path in out.values():
         assert "vault" not in path.read_text(encoding="utf-8")
@@ -322,7 +322,7 @@ def test_cli_graph_of_the_global_entity_and_of_all(tmp_path: Path) -> None:
     result = runner.invoke(app, [*base, "--entity", "bob", "graph", "--json", str(tmp_path / "b")])
     assert result.exit_code == 0, result.output
     bob = json.loads((tmp_path / "b").read_text(encoding="utf-8"))
-    assert {node["id"] for node in bob["nodes"]} == {items["bob"].id, "entity:bob:vault"}
+    assert {node["id"] for node in bob["nodes"]} == {items["bob"].id, "subject:bob:vault"}
 
     everything = tmp_path / "all.json"
     result = runner.invoke(

@@ -79,13 +79,13 @@ def _built() -> tuple[MemoryGraph, dict[str, list[HistoryEvent]]]:
 
 def _plain(graph: MemoryGraph) -> dict[str, object]:
     """Everything the graph holds, as plain values."""
-    ids = [i for tenant in graph.tenants() for i in graph.tenant_ids(tenant)]
+    ids = [i for tenant in graph.entity_ids() for i in graph.memory_ids(tenant)]
     return {
         "items": {i: graph.item(i).model_dump(mode="json") for i in ids},  # type: ignore[union-attr]
         "history": {i: [e.model_dump(mode="json") for e in graph.history(i)] for i in ids},
         "edges": sorted(graph.g.edges(keys=True)),
         "nodes": sorted(graph.g.nodes(data="kind")),
-        "entities": {t: graph.entity_names(t) for t in graph.tenants()},
+        "entities": {t: graph.subject_names(t) for t in graph.entity_ids()},
     }
 
 
@@ -159,7 +159,7 @@ def test_edges_of_two_kinds_on_a_pair_come_and_go_separately() -> None:
     assert graph.edge_counts()["supports"] == 0
     # re-putting an item re-links its mentions without touching its other edges
     graph.put(_message(3).model_copy(update={"entities": ["Lisbon"]}))
-    assert [e for _, e in graph.neighbours_by_entity("ana-m3")] == []
+    assert [e for _, e in graph.neighbours_by_subject("ana-m3")] == []
     assert graph.mentioning("ana", "Lisbon", 5) == ["ana-m3"]
     assert graph.edges_of("ana-m3", EdgeKind.SUPERSEDES) == (["ana-m5"], [])
 

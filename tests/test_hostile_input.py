@@ -245,11 +245,11 @@ def _assert_healthy(memory: Memory, before: dict[str, dict[str, Any]], marker: s
 
 def _assert_reopens_agreeing(path: Path) -> None:
     with Memory(path, entity_id=KEEPER, embedder=HashingEmbedder()) as memory:
-        assert not memory.repair_report.repaired
+        assert not memory.recovery_report.recovered
         store = memory._store
         graph: dict[str, set[str]] = {}
         for entity in store.entities():
-            graph[entity] = set(store.graph_of(entity).tenant_ids(entity))
+            graph[entity] = set(store.graph_of(entity).memory_ids(entity))
         for entity, ids in graph.items():
             copies, unreadable = store.vectors.item_copies(entity)
             assert unreadable == 0, f"unreadable index copies for {entity!r}"

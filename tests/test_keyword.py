@@ -85,7 +85,7 @@ def test_tenants_are_separate_and_can_be_dropped() -> None:
     index.add("alice", "a1", "Clara lives in Lisbon")
     index.add("bob", "b1", "Clara lives in Porto")
     assert [m for m, _ in index.search("alice", "clara", 10)] == ["a1"]
-    index.drop_tenant("alice")
+    index.drop_entity("alice")
     assert index.search("alice", "clara", 10) == []
     assert [m for m, _ in index.search("bob", "clara", 10)] == ["b1"]
     assert len(index) == 1

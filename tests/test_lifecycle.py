@@ -217,8 +217,8 @@ def test_entity_resolution_stays_inside_its_scope(memory: Memory) -> None:
     [other] = memory.add("Lunch with Clara Smth on Friday", memory_type="fact", entity_id="bo")
     assert "Clara Smith" in a.entities and "Clara Smith" in typo.entities  # fuzzy, same scope
     assert "Clara Smth" in other.entities  # another tenant's names are never consulted
-    assert set(memory._store.graph_of("bo").entity_names("bo")) == {"clara smth"}
-    names = memory._store.graph_of("ana").entity_names("ana")
+    assert set(memory._store.graph_of("bo").subject_names("bo")) == {"clara smth"}
+    names = memory._store.graph_of("ana").subject_names("ana")
     assert resolve_entities(["CLARA  smith"], names) == ["Clara Smith"]
     assert resolve_entities(["Mark"], {"market street": "Market Street"}) == ["Mark"]
     assert resolve_entities(["Bobby"], {"robert": "Robert"}, aliases={"robert": "bobby"}) == [
@@ -282,7 +282,7 @@ def test_a_failing_judge_leaves_the_rules_in_charge(tmp_path: Path) -> None:
         [berlin] = m.add("Ana moved to Berlin", memory_type="fact", mode="fast")
         assert m.get(lyon.id).superseded_by == porto.id
         assert m.get(porto.id).superseded_by == berlin.id
-        assert m.health().judge_failures == 2
+        assert m.health().relation_judge_failures == 2
 
 
 def test_export_graph_shows_the_supersession(memory: Memory, tmp_path: Path) -> None:
@@ -321,8 +321,8 @@ def test_entity_resolution_never_crosses_scopes(
             graph = m._store.graph_of(tenant)
             for item in graph.items(tenant):
                 out, _ = graph.edges_of(item.id, EdgeKind.MENTIONS)
-                assert all(n.startswith(f"entity:{tenant}:") for n in out)
-            assert set(graph.entity_names(tenant)) <= said[tenant]
+                assert all(n.startswith(f"subject:{tenant}:") for n in out)
+            assert set(graph.subject_names(tenant)) <= said[tenant]
 
 
 @settings(

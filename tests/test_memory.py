@@ -165,7 +165,7 @@ def test_entity_hop_reaches_what_no_search_found(memory: Memory) -> None:
     items, _, _, _ = hybrid_recall(memory._store, request)
     reached = {r.memory.id: r for r in items}
     why = reached[job.id].explanation
-    assert why.graph_path == [band.id, "entity:alice:clara", job.id]
+    assert why.graph_path == [band.id, "subject:alice:clara", job.id]
     assert why.dense_score is None and why.keyword_score is None
     off, _, _, _ = hybrid_recall(memory._store, replace(request, graph_context=False))
     assert job.id not in {r.memory.id for r in off}
@@ -314,7 +314,7 @@ def test_graph_file_is_plain_node_link_json(store_path: Path) -> None:
         [item] = m.add("Clara lives in Lisbon", entities=["Clara"])
     data = json.loads((shard_dir(store_path, "alice") / "graph.json").read_text())
     graph = nx.node_link_graph(data, edges="edges")
-    assert graph.has_edge(item.id, "entity:alice:clara")
+    assert graph.has_edge(item.id, "subject:alice:clara")
     assert graph.nodes[item.id]["item"]["text"] == "Clara lives in Lisbon"
 
 
@@ -342,7 +342,7 @@ def test_health_figures(memory: Memory) -> None:
     memory.recall("Clara")
     health = memory.health()
     assert health.total_memories == 2 and health.expired == 1 and health.active_memories == 1
-    assert health.entities == 1 and health.edges_by_kind["mentions"] == 2
+    assert health.subjects == 1 and health.edges_by_kind["mentions"] == 2
     assert health.recalls == 1 and health.recall_latency_p95_ms > 0
     assert health.size_on_disk_bytes > 0 and health.vector_backend == "embedded"
 
@@ -493,10 +493,10 @@ def test_hub_entities_are_not_walked(memory: Memory, monkeypatch: pytest.MonkeyP
     [seed] = memory.add("Zed's favourite band is Radiohead", entities=["Zed", "Common"])
     [other] = memory.add("Zed's sister lives in Porto", entities=["Zed"])
     memory.add([f"filler {i}" for i in range(3)], entities=["Common"])
-    neighbours = {o for _, o in memory._store.graph_of("alice").neighbours_by_entity(seed.id)}
+    neighbours = {o for _, o in memory._store.graph_of("alice").neighbours_by_subject(seed.id)}
     assert other.id in neighbours and len(neighbours) == 4
     monkeypatch.setattr(graph_module, "HUB_MENTIONS", 2)
-    neighbours = {o for _, o in memory._store.graph_of("alice").neighbours_by_entity(seed.id)}
+    neighbours = {o for _, o in memory._store.graph_of("alice").neighbours_by_subject(seed.id)}
     assert neighbours == {other.id}  # "Common" (4 mentions) is a hub now; "Zed" (2) is not
 
 

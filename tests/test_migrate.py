@@ -171,8 +171,8 @@ def assert_migrated(path: Path, expected: dict[str, Any], chroma_url: str | None
             storage = FileShardStorage(path, entity)
             graph, generation = storage.load()
             assert generation == 1 and storage.generation() == 1
-            assert graph.tenants() == [entity]
-            assert graph.tenant_ids(entity) == held["ids"]  # stored order kept
+            assert graph.entity_ids() == [entity]
+            assert graph.memory_ids(entity) == held["ids"]  # stored order kept
             for memory_id in held["ids"]:
                 item = graph.item(memory_id)
                 assert item is not None
@@ -181,8 +181,10 @@ def assert_migrated(path: Path, expected: dict[str, Any], chroma_url: str | None
                 assert history == held["history"][memory_id]
                 assert versions(graph, memory_id) == held["versions"][memory_id]
             edges = sorted([s, t, k] for s, t, k in graph.g.edges(keys=True))
-            assert edges == held["edges"]
-            assert graph.entity_names(entity) == held["entity_names"]
+            # 0.1 named subject nodes ``entity:...``; read, they are ``subject:...``
+            renamed = [[s, _subject_id(t), k] for s, t, k in held["edges"]]
+            assert edges == sorted(renamed)
+            assert graph.subject_names(entity) == held["entity_names"]
             stats = catalog.get(entity)
             assert stats is not None and stats.generation == 1
             assert stats.memories == len(held["ids"])
@@ -503,3 +505,7 @@ def test_opening_a_0_1_store_migrates_it(v01: tuple[Path, dict[str, Any]]) -> No
         )
     assert not needs_migration(path)
     assert manifest(path)["schema_version"] == 2
+
+
+def _subject_id(node: str) -> str:
+    return "subject:" + node.removeprefix("entity:") if node.startswith("entity:") else node

@@ -121,7 +121,7 @@ def test_writers_of_one_entity_on_two_machines_lose_nothing(
         shard = c._store.shard(ana)
         copies, unreadable = c._store.vectors.item_copies(ana)
         assert unreadable == 0
-        assert set(copies) == set(shard.graph.tenant_ids(ana))  # graph and vectors agree
+        assert set(copies) == set(shard.graph.memory_ids(ana))  # graph and vectors agree
 
 
 def test_a_writer_killed_mid_commit_is_rolled_forward_by_the_next(
@@ -146,7 +146,7 @@ def test_a_writer_killed_mid_commit_is_rolled_forward_by_the_next(
     with _open(tmp_path / "b", chroma_server, postgres_url, ana) as b:
         texts = sorted(i.text for i in b.list())
         assert texts == ["first, complete", "second, cut off mid-commit"]
-        assert len(b.repair_report.rolled_forward) == 1
+        assert len(b.recovery_report.rolled_forward) == 1
         hits = b.recall("second cut off").items
         assert hits[0].memory.text == "second, cut off mid-commit"
         assert hits[0].explanation.dense_score is not None  # its vector was written

@@ -26,7 +26,7 @@ from memtrellis.errors import StoreCorruptError, StoreLockedError
 from memtrellis.store.graph import MemoryGraph
 from memtrellis.store.pgshard import PostgresShardStorage
 from memtrellis.store.postgres import PostgresBackend, PostgresCatalog
-from memtrellis.store.shard import RepairReport, Shard, ShardSettings
+from memtrellis.store.shard import RecoveryReport, Shard, ShardSettings
 from memtrellis.store.shardfiles import FileShardStorage
 from memtrellis.store.storage import Catalog, EntityStats, ShardStorage
 from memtrellis.store.vectors import VectorIndex
@@ -268,7 +268,7 @@ def test_a_snapshot_round_trips_and_matches_the_file_storage(
     with psycopg.connect(backend.url) as conn:
         row = conn.execute("SELECT graph FROM memtrellis_snapshots").fetchone()
     assert row is not None and bytes(row[0]) == (files.path / "graph.json").read_bytes()
-    assert loaded.history(next(iter(graph.tenant_ids("ana"))))[-1].action == "superseded"
+    assert loaded.history(next(iter(graph.memory_ids("ana"))))[-1].action == "superseded"
     storage.append(1, [{"op": "ok", "rid": "after"}], durable=True)
     with storage.lock(timeout=5):
         storage.save(loaded, 2)
@@ -283,7 +283,7 @@ def test_a_snapshot_round_trips_and_matches_the_file_storage(
 
 def test_an_unreadable_or_missing_snapshot_is_reported(backend: PostgresBackend) -> None:
     storage = backend.storage("ana")
-    assert storage.load()[0].tenants() == []
+    assert storage.load()[0].entity_ids() == []
     storage.save(sample_graph(), 1)
     with psycopg.connect(backend.url) as conn:
         conn.execute("UPDATE memtrellis_snapshots SET graph = 'not json'::bytea")
@@ -374,7 +374,7 @@ def test_store_shards_on_two_backends_share_one_memory(
 
     def settings(writer: str) -> ShardSettings:
         return ShardSettings(
-            vectors, embedder.embed_documents, writer=writer, repair=RepairReport()
+            vectors, embedder.embed_documents, writer=writer, recovery=RecoveryReport()
         )
 
     def put(text: str) -> tuple[MemoryItem, dict[str, Any]]:

@@ -1,10 +1,12 @@
-"""The curated public API and the layer rules of DESIGN.md."""
+"""The curated public API and the layer table of docs/architecture.md."""
 
 from __future__ import annotations
 
 import ast
 import inspect
+import re
 import runpy
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
@@ -37,6 +39,7 @@ def _lacking_examples(modules: list[ModuleType]) -> list[str]:
 def test_public_api_is_pinned() -> None:
     assert sorted(memtrellis.__all__) == sorted(
         [
+            "CaptureConfig",
             "EdgeKind",
             "EmbedderUnavailableError",
             "EmbeddingMismatchError",
@@ -87,115 +90,127 @@ def test_every_error_is_a_memtrellis_error() -> None:
         assert issubclass(getattr(errors, name), memtrellis.MemtrellisError)
 
 
+ARCHITECTURE = Path(__file__).resolve().parent.parent / "docs" / "architecture.md"
+FORBIDDEN_EVERYWHERE = ("langchain", "langchain_core", "llama_index", "openai", "anthropic")
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One row of the layer table in docs/architecture.md."""
+
+    name: str
+    modules: tuple[str, ...]  # dotted names; a trailing ``*`` matches a name prefix
+    may_import: frozenset[str]
+
+
+def layer_table(text: str) -> dict[str, Layer]:
+    """The rows of the table under ``## Layers``: layer, modules, may import, third-party."""
+    section = text.split("\n## Layers\n", 1)[1].split("\n## ", 1)[0]
+    lines = section.splitlines()
+    start = next(n for n, line in enumerate(lines) if line.startswith("| layer |"))
+    rows = []
+    for line in lines[start:]:  # the first table only: it ends at the first other line
+        if not line.startswith("|"):
+            break
+        if not line.startswith("|---"):
+            rows.append(line)
+    assert rows[0].split("|")[1:4] == [" layer ", " modules ", " may import "], rows[0]
+    layers: dict[str, Layer] = {}
+    for row in rows[1:]:
+        name, modules, allowed = (cell.strip() for cell in row.split("|")[1:4])
+        found = tuple(m for m in re.findall(r"`(memtrellis[\w.*]*)`", modules))
+        assert found, f"layer {name!r} names no module"
+        words = {w.strip() for w in allowed.split(",")} - {"—", ""}
+        layers[name] = Layer(name, found, frozenset(words))
+    for layer in layers.values():
+        unknown = layer.may_import - set(layers)
+        assert not unknown, f"layer {layer.name!r} may import unknown layers {unknown}"
+    return layers
+
+
+LAYERS = layer_table(ARCHITECTURE.read_text("utf-8"))
+
+
+def _matches(module: str, pattern: str) -> bool:
+    """``module`` is ``pattern`` or inside it (``memtrellis._memory_*`` is a prefix)."""
+    if pattern.endswith("*"):
+        return module.startswith(pattern[:-1])
+    if pattern == "memtrellis":
+        return module == "memtrellis"
+    return module == pattern or module.startswith(pattern + ".")
+
+
+def layer_of(module: str) -> str | None:
+    """The layer whose row names ``module`` (the longest name that matches wins)."""
+    best: tuple[int, str] | None = None
+    for layer in LAYERS.values():
+        for pattern in layer.modules:
+            if _matches(module, pattern) and (best is None or len(pattern) > best[0]):
+                best = (len(pattern), layer.name)
+    return best[1] if best else None
+
+
+def _module_name(path: Path) -> str:
+    parts = ["memtrellis", *path.relative_to(SRC).with_suffix("").parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
 def _imports(path: Path) -> set[str]:
+    """Every module ``path`` imports, at any depth (``TYPE_CHECKING`` and functions too);
+    ``from package import name`` counts as ``package.name`` when that is a module."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.add(node.module)
+        elif isinstance(node, ast.ImportFrom):
+            assert node.level == 0, f"{path}: relative import"
+            assert node.module is not None
+            where = SRC.parent.joinpath(*node.module.split("."))
+            for alias in node.names:
+                if (where / alias.name).is_dir() or (where / f"{alias.name}.py").exists():
+                    found.add(f"{node.module}.{alias.name}")  # a submodule
+                else:
+                    found.add(node.module)  # a name the module defines
     return found
 
 
-FORBIDDEN_EVERYWHERE = ("langchain", "langchain_core", "llama_index", "openai", "anthropic")
-# The facade: memory.py (Memory) and the private modules its methods' bodies live in.
-FACADE = ("memtrellis.memory", *(f"memtrellis.{p.stem}" for p in sorted(SRC.glob("_memory_*.py"))))
-_ABOVE_EXTRACTION = (
-    "memtrellis.store",
-    "memtrellis.recall",
-    *FACADE,
-    "memtrellis.cli",
-    "memtrellis.capture",
-)
-# layer -> top-level memtrellis modules it must not import (DESIGN.md, "Layers")
-LAYER_BANS = {
-    "types.py": ("memtrellis.store", "memtrellis.recall", *FACADE, "memtrellis.cli"),
-    "errors.py": ("memtrellis.",),
-    "store": ("memtrellis.recall", *FACADE, "memtrellis.cli", "memtrellis.lifecycle"),
-    "lifecycle": ("memtrellis.recall", *FACADE, "memtrellis.cli", "memtrellis.capture"),
-    "recall": (*FACADE, "memtrellis.cli"),
-    "extraction": _ABOVE_EXTRACTION,
-    "capture": ("memtrellis.recall", *FACADE, "memtrellis.cli"),
-    "llm.py": ("memtrellis.store", "memtrellis.recall", *FACADE),
-    # context: types, errors and tokens only (DESIGN.md) -- never the store, never recall
-    "context": (
-        *_ABOVE_EXTRACTION,
-        "memtrellis.extraction",
-        "memtrellis.embeddings",
-        "memtrellis.llm",
-        "memtrellis.registry",
-        "memtrellis.lifecycle",
-        "memtrellis.graph_export",
-    ),
-    "registry.py": (*_ABOVE_EXTRACTION, "memtrellis.extraction", "memtrellis.lifecycle"),
-    # SDK clients: context, types and the registry; memory only through the Memory they get
-    "clients": (
-        "memtrellis.store",
-        "memtrellis.recall",
-        "memtrellis.extraction",
-        "memtrellis.lifecycle",
-        "memtrellis.capture",
-        "memtrellis.cli",
-        "memtrellis._health",
-        *FACADE[1:],  # the facade's private modules
-    ),
-}
-# The adapter binding: context, types and errors; memory only through the Memory it gets.
-LAYER_BANS["binding.py"] = (
-    "memtrellis.store",
-    "memtrellis.recall",
-    "memtrellis.extraction",
-    "memtrellis.lifecycle",
-    "memtrellis.capture",
-    "memtrellis.clients",
-    "memtrellis.cli",
-    "memtrellis.service",
-    "memtrellis._health",
-    *FACADE,
-)
-# The facade may import every core layer, never the CLI or the service built on it.
-for _module in FACADE:
-    LAYER_BANS[f"{_module.removeprefix('memtrellis.')}.py"] = (
-        "memtrellis.cli",
-        "memtrellis.service",
-    )
-# Export and import read and write the store (and embed), never the layers above it.
-LAYER_BANS["transfer.py"] = (
-    "memtrellis.recall",
-    *FACADE,
-    "memtrellis.cli",
-    "memtrellis.capture",
-    "memtrellis.extraction",
-    "memtrellis.service",
-)
-# Progress bars are a leaf every layer may use.
-LAYER_BANS["_progress.py"] = ("memtrellis.store", "memtrellis.recall", *FACADE, "memtrellis.cli")
-# The graph export is core: it reads types and the store, never the layers above them.
-for _module in ("graph_export.py", "_graph_view.py", "_graph_html.py", "_graph_png.py"):
-    LAYER_BANS[_module] = (
-        "memtrellis.recall",
-        *FACADE,
-        "memtrellis.cli",
-        "memtrellis.capture",
-        "memtrellis.extraction",
-    )
-
-
-def _under(module: str, banned: str) -> bool:
-    """``module`` is ``banned`` or inside it (``memtrellis.cli`` is not ``memtrellis.clients``)."""
-    if banned.endswith("."):
-        return module.startswith(banned)
-    return module == banned or module.startswith(banned + ".")
+def test_the_layer_table_names_every_layer_and_every_module() -> None:
+    """DESIGN's layers, every one of them, as docs/architecture.md lists them."""
+    for name in ("lifecycle", "clients", "embeddings", "registry", "service", "cli"):
+        assert name in LAYERS, name
+    for name in ("tokens", "llm", "engine", "facade", "store", "recall", "extraction"):
+        assert name in LAYERS, name
+    assert layer_of("memtrellis._engine.writer") == "engine"
+    assert layer_of("memtrellis.memory") == "facade"
+    unnamed = [_module_name(p) for p in SRC.rglob("*.py") if layer_of(_module_name(p)) is None]
+    assert unnamed == []
 
 
 def test_core_never_imports_frameworks_and_layers_hold() -> None:
-    for path in SRC.rglob("*.py"):
-        imports = _imports(path)
-        for module in imports:
+    """Every import of every core module is of its own layer or of one its row allows."""
+    broken: list[str] = []
+    for path in sorted(SRC.rglob("*.py")):
+        me = layer_of(_module_name(path))
+        assert me is not None, path
+        allowed = LAYERS[me].may_import | {me}
+        for module in sorted(_imports(path)):
             assert module.split(".")[0] not in FORBIDDEN_EVERYWHERE, (path, module)
-        rel = path.relative_to(SRC).parts[0]
-        for banned in LAYER_BANS.get(rel, ()):
-            assert not any(_under(m, banned) for m in imports), (path, banned)
+            if module.split(".")[0] != "memtrellis":
+                continue
+            theirs = layer_of(module)
+            if theirs not in allowed:
+                broken.append(f"{path.relative_to(SRC)} ({me}) imports {module} ({theirs})")
+    assert broken == []
+
+
+def test_the_layer_check_catches_a_forbidden_import() -> None:
+    """The table is enforced, not only parsed: a lower layer importing a higher one fails."""
+    assert "facade" not in LAYERS["store"].may_import
+    assert layer_of("memtrellis.memory") == "facade"
+    assert "lifecycle" not in LAYERS["store"].may_import
+    assert "facade" not in LAYERS["engine"].may_import  # nothing below imports Memory
+    for below in ("store", "recall", "extraction", "lifecycle", "context", "capture"):
+        assert not LAYERS[below].may_import & {"facade", "engine", "clients", "cli"}, below
 
 
 def test_lacking_examples_finds_a_missing_example() -> None:

@@ -26,7 +26,7 @@ from typer.testing import CliRunner
 from memtrellis import Memory, StoreCorruptError, repair_store
 from memtrellis.cli import app
 from memtrellis.store import EmbedderInfo
-from memtrellis.store.repair import rebuild_store
+from memtrellis.store.repair import repair_files
 from memtrellis.store.shardfiles import shard_dir
 from memtrellis.testing import HashingEmbedder
 
@@ -112,9 +112,9 @@ def _state(
         for tenant in tenants:
             with store.reading(tenant) as shard:
                 graph = shard.graph
-                assert graph.tenants() == [tenant]  # one entity per shard
+                assert graph.entity_ids() == [tenant]  # one entity per shard
                 graph_items = {i.id: i.model_dump(mode="json") for i in graph.items(tenant)}
-                entities += graph.entity_count()
+                entities += graph.subject_count()
                 for kind, count in graph.edge_counts().items():
                     edges[kind] = edges.get(kind, 0) + count
                 if exact_catalog:
@@ -343,8 +343,10 @@ def test_damage_names_path_and_command_and_repair_restores_everything(
     n = len(before.items)
     n_ana = len(before.by_tenant["ana"])
     assert report["memories"] == n
-    assert report["tenants"] == len(TENANTS) == report["shards"]
-    assert report["entities"] == before.entities
+    assert report["entities_with_memories"] == len(TENANTS) == report["shards"]
+    assert report["subjects"] == before.entities
+    # the old --json keys stay for one release
+    assert (report["tenants"], report["entities"]) == (len(TENANTS), before.entities)
     assert report["edges"] == after.edges
     assert target in report["damaged"]
     assert report["vectors_written"] == (n if damage.index_rebuilt else 0)
@@ -393,7 +395,7 @@ def test_dry_run_reports_the_same_and_writes_nothing(
     assert _files(store) == files
     out = result.stdout
     assert "dry run: nothing written" in out
-    assert f"would restore: {len(healthy[1].items)} memories of 2 entities" in out
+    assert f"would repair: {len(healthy[1].items)} memories of 2 entities" in out
     assert "lost: supports, contradicts, extends and follows edges" in out
     with pytest.raises(StoreCorruptError):
         _use(store)
@@ -422,7 +424,7 @@ def test_index_copies_the_graph_lacks_are_restored_not_dropped(
         with shard._locked():
             shard.graph.remove(extra.id)
             shard._compact()
-    report = rebuild_store(store, embedder=info, embed=embedder.embed_documents)
+    report = repair_files(store, embedder=info, embed=embedder.embed_documents)
     assert report.damaged == {} and report.from_index == 1 and report.shards_repaired == 1
     assert report.memories == len(before.items) + 1
     after = _state(store)

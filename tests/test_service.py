@@ -266,6 +266,10 @@ def test_health_and_metrics_need_a_monitor_key(service: Running, client: httpx.C
     assert_error(client.get("/v1/memories", headers=auth(monitor)), 403, "forbidden")
     health = client.get("/health", headers=auth(monitor)).json()
     assert health["total_memories"] == 1 and health["recalls"] == 1
+    # fields renamed in 0.2 are sent under both names for one release
+    assert health["entities_with_memories"] == health["tenants"] == 1
+    assert health["subjects"] == health["entities"]
+    assert health["recovered_on_open"] == health["repaired_on_open"] == 0
     metrics = client.get("/metrics", headers=auth(monitor))
     assert metrics.headers["content-type"].startswith("text/plain")
     text = metrics.text

@@ -61,7 +61,7 @@ def test_crash_between_graph_and_index_is_rolled_forward(store_path: Path) -> No
     with Memory(store_path, entity_id="alice", embedder=HashingEmbedder()) as m:
         # The shard is read, and repaired, on the entity's first use.
         texts = {i.text for i in m.list()}
-        assert len(m.repair_report.rolled_forward) == 1
+        assert len(m.recovery_report.rolled_forward) == 1
         assert m.health().repaired_on_open == 1
         assert texts == {"survives the crash", "written to the log, not yet to the index"}
         ids = {i.id for i in m.list()}
@@ -69,7 +69,7 @@ def test_crash_between_graph_and_index_is_rolled_forward(store_path: Path) -> No
         assert m.recall("not yet index").items[0].memory.text.startswith("written to the log")
     with Memory(store_path, entity_id="alice", embedder=HashingEmbedder()) as m:
         assert len(m.list()) == 2
-        assert m.repair_report.rolled_forward == []  # repaired once, for good
+        assert m.recovery_report.rolled_forward == []  # repaired once, for good
 
 
 def test_crash_during_forget_is_rolled_forward(store_path: Path) -> None:
@@ -98,7 +98,7 @@ def test_torn_log_tail_is_dropped(store_path: Path) -> None:
         handle.write(b'{"op":"put","item":{"te')  # a crash mid-append
     with Memory(store_path, entity_id="alice", embedder=HashingEmbedder()) as m:
         assert [i.text for i in m.list()] == ["complete"]
-        assert m.repair_report.torn_records == 1
+        assert m.recovery_report.torn_records == 1
         m.add("after repair")
     with Memory(store_path, entity_id="alice", embedder=HashingEmbedder()) as m:
         assert [i.text for i in m.list()] == ["complete", "after repair"]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -37,7 +38,6 @@ from memtrellis.cli import app
 from memtrellis.cli._state import EVERYTHING, PAGE_SIZE
 from memtrellis.context import build_context
 from memtrellis.errors import InvalidInputError
-from memtrellis.store.shardfiles import shard_dir
 from memtrellis.testing import HashingEmbedder
 from memtrellis.types import MemoryItem, MemoryType, Scope
 
@@ -439,20 +439,22 @@ def test_cli_export_holds_only_the_entitys_memories(tmp_path: Path) -> None:
 
 
 def test_a_memory_id_cannot_take_over_another_entitys_entity_node(tmp_path: Path) -> None:
-    """Entity nodes are ``entity:<entity_id>:<name>``; a memory stored under such an id
-    (by store() or an import) became that node, so forgetting one entity broke another's."""
+    """Subject nodes are ``subject:<entity_id>:<name>`` (``entity:`` before the rename); a
+    memory stored under such an id (by store() or an import) became that node, so
+    forgetting one entity broke another's."""
     with Memory(tmp_path / "store", embedder=HashingEmbedder()) as memory:
         [bobs] = memory.add("qqbravomark lives in Paris", entity_id="ent-b", entities=["Paris"])
-        hijack = MemoryItem(
-            id="entity:ent-b:paris", text="qqalphamark text", scope=Scope(entity_id="ent-a")
-        )
-        for lifecycle in (True, False):
-            with pytest.raises(InvalidInputError, match="reserved"):
-                memory.store(hijack, lifecycle=lifecycle)
+        for reserved in ("subject:ent-b:paris", "entity:ent-b:paris"):
+            hijack = MemoryItem(
+                id=reserved, text="qqalphamark text", scope=Scope(entity_id="ent-a")
+            )
+            for lifecycle in (True, False):
+                with pytest.raises(InvalidInputError, match="reserved"):
+                    memory.store(hijack, lifecycle=lifecycle)
         assert memory.list(entity_id="ent-a") == []
         memory.forget(entity_id="ent-a")
         assert [i.id for i in memory.list(entity_id="ent-b")] == [bobs.id]
-        assert "entity:ent-b:paris" in memory._store.graph_of("ent-b").g
+        assert "subject:ent-b:paris" in memory._store.graph_of("ent-b").g
 
 
 def test_entity_nodes_of_tenants_with_colons_stay_apart(tmp_path: Path) -> None:
@@ -463,8 +465,8 @@ def test_entity_nodes_of_tenants_with_colons_stay_apart(tmp_path: Path) -> None:
     with Memory(store, embedder=HashingEmbedder()) as memory:
         memory.add("qqbravomark knows the code", entity_id="bob", entities=["X:Code"])
         memory.add("qqalphamark has a code", entity_id="bob:x", entities=["code"])
-        assert memory._store.graph_of("bob:x").entity_names("bob:x") == {"code": "code"}
-        assert memory._store.graph_of("bob").entity_names("bob") == {"x:code": "X:Code"}
+        assert memory._store.graph_of("bob:x").subject_names("bob:x") == {"code": "code"}
+        assert memory._store.graph_of("bob").subject_names("bob") == {"x:code": "X:Code"}
         memory.forget(entity_id="bob")
         graph = memory._store.combined_graph()
         owners = [d.get("entity_id") for _, d in graph.g.nodes(data=True)]
@@ -472,24 +474,34 @@ def test_entity_nodes_of_tenants_with_colons_stay_apart(tmp_path: Path) -> None:
         assert "X:Code" not in json.dumps(graph.to_node_link(0))
     with Memory(store, embedder=HashingEmbedder()) as reopened:
         graph = reopened._store.graph_of("bob:x")
-        assert graph.entity_names("bob:x") == {"code": "code"}
+        assert graph.subject_names("bob:x") == {"code": "code"}
         assert [i.text for i in reopened.list(entity_id="bob:x")] == ["qqalphamark has a code"]
         for snapshot in (store / "shards").rglob("graph.json"):
             assert "X:Code" not in snapshot.read_text()
 
 
 def test_entity_nodes_saved_under_the_old_ids_are_renamed_on_open(tmp_path: Path) -> None:
+    """A snapshot from before subject nodes were named so: ``entity:`` ids of kind
+    ``entity``, and the ambiguous id of an entity id holding ``:``. Both are read and
+    re-created under the current ids from the memories that mention them."""
     store = tmp_path / "store"
     with Memory(store, embedder=HashingEmbedder()) as memory:
         memory.add("qqalphamark drinks tea", entity_id="t:1", entities=["Tea"])
         memory.add("qqbravomark drinks tea", entity_id="t", entities=["Tea"])
-    snapshot = shard_dir(store, "t:1") / "graph.json"
-    text = snapshot.read_text()
-    assert '"entity:t%3A1:tea"' in text
-    snapshot.write_text(text.replace('"entity:t%3A1:tea"', '"entity:t:1:tea"'))  # as before
+    for snapshot in (store / "shards").rglob("graph.json"):
+        text = snapshot.read_text()
+        assert '"subject:' in text and '"entity:' not in text
+        text = text.replace('"subject:t%3A1:tea"', '"entity:t:1:tea"')  # as before
+        text = re.sub(
+            r'"kind": ?"subject"', '"kind":"entity"', text.replace('"subject:', '"entity:')
+        )
+        snapshot.write_text(text)
     with Memory(store, embedder=HashingEmbedder()) as reopened:
         graph = reopened._store.combined_graph()
-        entities = sorted(n for n in graph.g.nodes if str(n).startswith("entity:"))
-        assert entities == ["entity:t%3A1:tea", "entity:t:tea"]
+        assert not [n for n in graph.g.nodes if str(n).startswith("entity:")]
+        subjects = sorted(n for n in graph.g.nodes if str(n).startswith("subject:"))
+        assert subjects == ["subject:t%3A1:tea", "subject:t:tea"]
+        assert {graph.g.nodes[n]["kind"] for n in subjects} == {"subject"}
+        assert graph.subject_names("t:1") == {"tea": "Tea"}
         [mine] = reopened.list(entity_id="t:1")
-        assert [n for _, n in graph.g.out_edges(mine.id)] == ["entity:t%3A1:tea"]
+        assert [n for _, n in graph.g.out_edges(mine.id)] == ["subject:t%3A1:tea"]

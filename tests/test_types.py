@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import ValidationError
@@ -63,3 +65,41 @@ def test_source_excerpt_is_bounded_and_json_round_trips() -> None:
 
 def test_recall_result_memories_helper() -> None:
     assert RecallResult(query="q", scope=Scope(entity_id="a")).memories == []
+
+
+def test_is_valid_at_is_recalls_validity_rule(tmp_path: Path) -> None:
+    """``is_valid_at`` ignored supersession and, lacking ``valid_from``, held a memory valid
+    before it was stored, while recall left both out: one rule now decides for both."""
+    from memtrellis import Memory
+    from memtrellis.testing import HashingEmbedder
+
+    utc = timezone.utc
+    stored = datetime(2026, 1, 1, tzinfo=utc)
+    scope = Scope(entity_id="ana")
+
+    def item(name: str, **fields: Any) -> MemoryItem:
+        return MemoryItem(id=name, text=f"qqmark {name}", scope=scope, created_at=stored, **fields)
+
+    items = [
+        item("plain"),
+        item("later", valid_from=datetime(2026, 3, 1, tzinfo=utc)),
+        item("ends", valid_until=datetime(2026, 2, 1, tzinfo=utc)),
+        item("replaced", superseded_by="plain"),
+        item("replaced-later", superseded_by="plain", valid_until=datetime(2026, 2, 1, tzinfo=utc)),
+    ]
+    times = [datetime(2025, 12, 1, tzinfo=utc), datetime(2026, 1, 15, tzinfo=utc)]
+    times += [datetime(2026, 2, 1, tzinfo=utc), datetime(2026, 4, 1, tzinfo=utc)]
+    with Memory(tmp_path / "store", entity_id="ana", embedder=HashingEmbedder()) as memory:
+        for one in items:
+            memory.store(one, lifecycle=False)
+        for when in times:
+            result = memory.recall("qqmark", k=10, as_of=when)
+            shown = {hit.memory.id for hit in result.items}
+            assert shown == {one.id for one in items if one.is_valid_at(when)}, when
+            reasons = {s.id: s.reason for s in result.skipped}
+            assert reasons == {
+                one.id: one.invalid_reason(when) for one in items if not one.is_valid_at(when)
+            }, when
+    # before: item("replaced").is_valid_at(...) was True and item("plain") valid in 2025
+    assert not items[3].is_valid_at(times[1])
+    assert not items[0].is_valid_at(times[0])

@@ -18,11 +18,11 @@ from typing import Any
 
 from memtrellis._graph_view import (
     EDGE_COLOURS,
-    ENTITY_COLOUR,
     MEMORY_COLOURS,
+    SUBJECT_COLOUR,
     Selection,
-    entity_attrs,
     memory_attrs,
+    subject_attrs,
 )
 from memtrellis.store.graph import MemoryGraph
 from memtrellis.types import HistoryEvent, MemoryItem
@@ -90,15 +90,15 @@ def page_data(graph: MemoryGraph, selection: Selection) -> dict[str, Any]:
                 "history": _history(graph.history(memory_id)),
             }
         )
-    for node in selection.entities:
-        nodes.append({"id": node, **entity_attrs(graph.g.nodes[node])})
+    for node in selection.subjects:
+        nodes.append({"id": node, **subject_attrs(graph.g.nodes[node])})
     return {
-        "entity_id": selection.tenant,
+        "entity_id": selection.entity_id,
         "total_memories": selection.total,
         "omitted_memories": selection.omitted,
         "nodes": nodes,
         "edges": [{"source": s, "target": t, "kind": k} for s, t, k in selection.edges],
-        "colours": {"memory": MEMORY_COLOURS, "entity": ENTITY_COLOUR, "edge": EDGE_COLOURS},
+        "colours": {"memory": MEMORY_COLOURS, "subject": SUBJECT_COLOUR, "edge": EDGE_COLOURS},
     }
 
 
@@ -115,7 +115,7 @@ def _note(selection: Selection) -> str:
 
 def render_html(graph: MemoryGraph, selection: Selection) -> str:
     """The whole page for ``selection``, one self-contained HTML document."""
-    scope = "all entities" if selection.tenant is None else f"entity {selection.tenant}"
+    scope = "all entities" if selection.entity_id is None else f"entity {selection.entity_id}"
     values = {
         "TITLE": html.escape(f"memtrellis graph: {scope}"),
         "NOTE": html.escape(_note(selection)),

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from memtrellis._graph_view import EDGE_COLOURS, ENTITY_COLOUR, MEMORY_COLOURS, Selection
+from memtrellis._graph_view import EDGE_COLOURS, MEMORY_COLOURS, SUBJECT_COLOUR, Selection
 from memtrellis.errors import MissingDependencyError
 from memtrellis.store.graph import MemoryGraph
 from memtrellis.types import MemoryItem
@@ -98,7 +98,7 @@ def _legend_handles(present: list[str]) -> list[Any]:
         return Line2D([], [], linestyle="", color=colour, label=label, **style)
 
     handles = [dot(f"memory: {kind}", MEMORY_COLOURS[kind]) for kind in present]
-    handles.append(dot("entity", ENTITY_COLOUR, marker="s"))
+    handles.append(dot("subject", SUBJECT_COLOUR, marker="s"))
     handles.append(dot("superseded memory", "#999999", alpha=0.35, markeredgecolor="#333333"))
     for kind, colour in EDGE_COLOURS.items():
         dashed = kind == "supersedes"
@@ -119,7 +119,7 @@ def png_bytes(graph: MemoryGraph, selection: Selection) -> bytes:
     except ImportError as exc:
         raise MissingDependencyError("matplotlib", extra="viz") from exc
 
-    order = [*selection.memories, *selection.entities]
+    order = [*selection.memories, *selection.subjects]
     slot = {node: i for i, node in enumerate(order)}
     links = [(slot[s], slot[t]) for s, t, _ in selection.edges]
     xy = layout(len(order), links)
@@ -144,17 +144,17 @@ def png_bytes(graph: MemoryGraph, selection: Selection) -> bytes:
             )
     sizes = [20 + 60 * item.confidence for item in items]
     present = _memory_layers(ax, items, xy[: len(items)], sizes)
-    entities = xy[len(items) :]
-    if len(entities):
-        ax.scatter(entities[:, 0], entities[:, 1], s=40, c=ENTITY_COLOUR, marker="s", zorder=3)
-    for row, node in enumerate(selection.entities[:MAX_ENTITY_LABELS]):
+    subjects = xy[len(items) :]
+    if len(subjects):
+        ax.scatter(subjects[:, 0], subjects[:, 1], s=40, c=SUBJECT_COLOUR, marker="s", zorder=3)
+    for row, node in enumerate(selection.subjects[:MAX_ENTITY_LABELS]):
         name = str(graph.g.nodes[node].get("name", ""))
-        x, y = entities[row]
+        x, y = subjects[row]
         ax.annotate(
             name, (x, y), xytext=(4, 4), textcoords="offset points", fontsize=7, parse_math=False
         )
-    scope = "all entities" if selection.tenant is None else f"entity {selection.tenant}"
-    title = f"memtrellis graph: {scope} ({len(items)} memories, {len(entities)} entities)"
+    scope = "all entities" if selection.entity_id is None else f"entity {selection.entity_id}"
+    title = f"memtrellis graph: {scope} ({len(items)} memories, {len(subjects)} subjects)"
     if selection.omitted:
         title += f"\nnewest {len(items)} of {selection.total} shown; {selection.omitted} left out"
     ax.set_title(title, fontsize=10, parse_math=False)

@@ -11,19 +11,20 @@ from typing import Any
 
 import networkx as nx
 
+from memtrellis.store.graph import SUBJECT_KIND as SUBJECT
 from memtrellis.store.graph import MemoryGraph
 from memtrellis.types import EdgeKind, MemoryItem, MemoryType
 
 __all__ = [
     "EDGE_COLOURS",
-    "ENTITY_COLOUR",
     "MEMORY_COLOURS",
+    "SUBJECT_COLOUR",
     "Scalar",
     "Selection",
-    "entity_attrs",
     "flat_graph",
     "memory_attrs",
     "select",
+    "subject_attrs",
 ]
 
 #: A value every export format can hold as it is (GraphML allows no lists, dicts or None).
@@ -41,8 +42,8 @@ MEMORY_COLOURS: dict[str, str] = {
     MemoryType.EPISODE.value: "#999999",
     MemoryType.ACTION_ITEM.value: "#882255",
 }
-#: Entity nodes: one colour, drawn as squares.
-ENTITY_COLOUR = "#44AA99"
+#: Subject nodes: one colour, drawn as squares.
+SUBJECT_COLOUR = "#44AA99"
 #: Stroke colour of an edge by its kind.
 EDGE_COLOURS: dict[str, str] = {
     EdgeKind.MENTIONS.value: "#B0B0B0",
@@ -62,16 +63,16 @@ class Selection:
     """The nodes and edges of one export, in a stable order.
 
     Attributes:
-        tenant: The ``entity_id`` exported, or ``None`` for every tenant.
+        entity_id: The ``entity_id`` exported, or ``None`` for every entity.
         memories: Memory ids kept, oldest first.
-        entities: Entity node ids mentioned by the kept memories.
+        subjects: Subject node ids mentioned by the kept memories.
         edges: ``(source, target, kind)`` for every edge between kept nodes.
         total: Memories in scope before the cap.
     """
 
-    tenant: str | None
+    entity_id: str | None
     memories: list[str]
-    entities: list[str]
+    subjects: list[str]
     edges: list[tuple[str, str, str]]
     total: int
 
@@ -81,30 +82,30 @@ class Selection:
         return self.total - len(self.memories)
 
 
-def select(graph: MemoryGraph, tenant: str | None, limit: int | None = None) -> Selection:
-    """One tenant's memories (or every tenant's), capped to the newest ``limit``.
+def select(graph: MemoryGraph, entity_id: str | None, limit: int | None = None) -> Selection:
+    """One entity's memories (or every entity's), capped to the newest ``limit``.
 
-    Only entity nodes of the memories' own tenant are kept and only edges whose both ends
-    are kept, so nothing of another tenant can appear even if an edge crossed tenants.
+    Only subject nodes of the memories' own entity are kept and only edges whose both ends
+    are kept, so nothing of another entity can appear even if an edge crossed entities.
     """
-    tenants = [tenant] if tenant is not None else graph.tenants()
-    ids = [memory_id for name in tenants for memory_id in graph.tenant_ids(name)]
+    owners = [entity_id] if entity_id is not None else graph.entity_ids()
+    ids = [memory_id for name in owners for memory_id in graph.memory_ids(name)]
     total = len(ids)
     if limit is not None and total > limit:
         newest = sorted(ids, key=lambda i: _item(graph, i).created_at, reverse=True)[:limit]
         keep = set(newest)
         ids = [memory_id for memory_id in ids if memory_id in keep]
     kept: dict[str, None] = dict.fromkeys(ids)
-    entities: dict[str, None] = {}
+    subjects: dict[str, None] = {}
     mentions = EdgeKind.MENTIONS.value
     for memory_id in ids:
         owner = _item(graph, memory_id).scope.entity_id
         for target, keys in graph.g.succ[memory_id].items():
             data = graph.g.nodes[target]
-            # A mention of another tenant's entity node would be a store bug; never follow it.
-            if mentions in keys and data.get("kind") == "entity" and data["entity_id"] == owner:
-                entities.setdefault(target, None)
-    kept.update(entities)
+            # A mention of another entity's subject node would be a store bug; never follow it.
+            if mentions in keys and data.get("kind") == SUBJECT and data["entity_id"] == owner:
+                subjects.setdefault(target, None)
+    kept.update(subjects)
     edges = [
         (source, target, str(kind))
         for source in kept
@@ -112,7 +113,7 @@ def select(graph: MemoryGraph, tenant: str | None, limit: int | None = None) -> 
         if target in kept
         for kind in keys
     ]
-    return Selection(tenant, ids, list(entities), edges, total)
+    return Selection(entity_id, ids, list(subjects), edges, total)
 
 
 def _item(graph: MemoryGraph, memory_id: str) -> MemoryItem:
@@ -162,10 +163,10 @@ def memory_attrs(item: MemoryItem) -> dict[str, Scalar]:
     return {name: value for name, value in attrs.items() if value is not None and value != ""}
 
 
-def entity_attrs(data: dict[str, Any]) -> dict[str, Scalar]:
-    """An entity node's attributes as scalars."""
+def subject_attrs(data: dict[str, Any]) -> dict[str, Scalar]:
+    """A subject node's attributes as scalars."""
     name = str(data.get("name", ""))
-    return {"kind": "entity", "label": name, "name": name, "entity_id": str(data["entity_id"])}
+    return {"kind": SUBJECT, "label": name, "name": name, "entity_id": str(data["entity_id"])}
 
 
 def flat_graph(graph: MemoryGraph, selection: Selection) -> nx.MultiDiGraph:
@@ -175,12 +176,12 @@ def flat_graph(graph: MemoryGraph, selection: Selection) -> nx.MultiDiGraph:
     """
     flat = nx.MultiDiGraph()
     flat.graph.update({"format": "memtrellis-graph-export"})
-    if selection.tenant is not None:
-        flat.graph["entity_id"] = selection.tenant
+    if selection.entity_id is not None:
+        flat.graph["entity_id"] = selection.entity_id
     for memory_id in selection.memories:
         flat.add_node(memory_id, **memory_attrs(_item(graph, memory_id)))
-    for node in selection.entities:
-        flat.add_node(node, **entity_attrs(graph.g.nodes[node]))
+    for node in selection.subjects:
+        flat.add_node(node, **subject_attrs(graph.g.nodes[node]))
     for source, target, kind in selection.edges:
         flat.add_edge(source, target, key=kind, kind=kind)
     return flat

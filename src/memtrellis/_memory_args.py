@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from memtrellis.errors import InvalidInputError
-from memtrellis.store.graph import ENTITY_NODE_PREFIX
+from memtrellis.store.graph import RESERVED_ID_PREFIXES
 from memtrellis.types import MemoryItem, MemoryType, Scope, _clean_text
 
 LIST_FILTERS = frozenset(
@@ -137,18 +137,18 @@ def recall_args(query: Any, k: Any, token_budget: Any, as_of: Any) -> tuple[str,
 
 
 def ready_item(item: Any) -> MemoryItem:
-    """The item ``store()`` was given, validated, with an id that names no entity node."""
+    """The item ``store()`` was given, validated, with an id that names no subject node."""
     if not isinstance(item, MemoryItem):
         raise InvalidInputError(f"store() takes a MemoryItem, not {type(item).__name__}")
     try:  # an item made with model_construct has not been validated yet
         checked = MemoryItem.model_validate(item.model_dump())
     except ValueError as exc:
         raise InvalidInputError(f"store() got an invalid MemoryItem: {exc}") from exc
-    if checked.id.startswith(ENTITY_NODE_PREFIX):
-        # Such an id names an entity node of the graph, perhaps another entity's:
-        # storing it would turn that node into this memory.
+    if checked.id.startswith(RESERVED_ID_PREFIXES):
+        # Such an id names a subject node of the graph (or did, before the rename),
+        # perhaps another entity's: storing it would turn that node into this memory.
         raise InvalidInputError(
             f"memory id {checked.id!r} is reserved: ids starting with "
-            f"{ENTITY_NODE_PREFIX!r} name the graph's entity nodes"
+            f"{' or '.join(map(repr, RESERVED_ID_PREFIXES))} name the graph's subject nodes"
         )
     return checked

@@ -32,13 +32,13 @@ if TYPE_CHECKING:
 
 def capture_service(memory: Memory) -> CaptureService:
     """The spool and worker that store a ``Memory``'s captured turns in the background."""
-    config = memory.extractor.config
+    config = memory.capture_config
     return CaptureService(
         memory.path / "spool",
         memory._store_captured,
-        attempts=config.capture_attempts,
-        backoff=config.capture_backoff,
-        max_backoff=config.capture_max_backoff,
+        attempts=config.attempts,
+        backoff=config.backoff,
+        max_backoff=config.max_backoff,
         fallback=memory._store_captured_fallback,
         handle_batch=partial(store_captured_batch, memory),
     )

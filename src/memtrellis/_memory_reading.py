@@ -162,7 +162,7 @@ def health(memory: Memory) -> Health:
         extraction_errors=failures.errors,
         extraction_garbage=failures.garbage,
         extraction_retries=failures.retries + capture.extraction_retries,
-        judge_failures=memory._judge.failures if memory._judge is not None else 0,
+        relation_judge_failures=memory._judge.failures if memory._judge is not None else 0,
         **store_figures(memory._store),
         **memory._stats.figures(),
     )

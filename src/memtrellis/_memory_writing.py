@@ -133,7 +133,7 @@ def commit_results(
             vectors,
             utcnow(),
             config=memory.lifecycle,
-            judge=memory._judge,
+            relation_judge=memory._judge,
             detail={"mode": results[0][0].mode.value},
             edges=edges,
         )
@@ -157,7 +157,7 @@ def store_item(memory: Memory, item: MemoryItem, *, lifecycle: bool) -> MemoryIt
             [embedding],
             utcnow(),
             config=memory.lifecycle,
-            judge=memory._judge,
+            relation_judge=memory._judge,
         )
     return outcome.item.detached()
 
@@ -209,6 +209,6 @@ def forget_entity(memory: Memory, tenant: str) -> int:
         if purged:
             log.info("forget: %d captured turn(s) purged from the spool", purged)
         memory._store.refresh(tenant)
-        count = len(memory._store.graph_of(tenant).tenant_ids(tenant))
+        count = len(memory._store.graph_of(tenant).memory_ids(tenant))
         memory._store.drop_entity(tenant)
     return count

@@ -1,15 +1,16 @@
 """Export the memory graph of one scope as GraphML, node-link JSON, an HTML page or a PNG.
 
-An export holds one tenant's (``entity_id``'s) memory nodes, the entity nodes they mention
-and every edge among them; nothing of another tenant. ``tenant=None`` exports every
-tenant, for an administrator.
+An export holds one entity's (``entity_id``'s) memory nodes, the subject nodes they
+mention and every edge among them; nothing of another entity. ``entity_id=None`` exports
+every entity, for an administrator. (``tenant=``, the old name of ``entity_id=``, still
+works and warns.)
 
 These functions read [`MemoryGraph`][memtrellis.store.MemoryGraph] directly and do not lock it:
 the caller holds the store's read lock for the whole call::
 
     store.refresh()
     with store.reading():
-        export_graph(store.graph, "alice.html", format="html", tenant="alice")
+        export_graph(store.graph, "alice.html", format="html", entity_id="alice")
 
 Examples:
     >>> import json, tempfile
@@ -18,9 +19,9 @@ Examples:
     >>> from memtrellis.types import MemoryItem, Scope
     >>> graph = MemoryGraph()
     >>> graph.put(MemoryItem(text="Alice likes tea", entities=["tea"], scope=Scope(entity_id="a")))
-    >>> out = export_graph(graph, Path(tempfile.mkdtemp()) / "a.json", format="json", tenant="a")
+    >>> out = export_graph(graph, Path(tempfile.mkdtemp()) / "a.json", format="json", entity_id="a")
     >>> sorted(node["kind"] for node in json.loads(out.read_text())["nodes"])
-    ['entity', 'memory']
+    ['memory', 'subject']
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from typing import Any, Literal, get_args
 
 import networkx as nx
 
+from memtrellis._deprecated import renamed_argument
 from memtrellis._graph_html import render_html
 from memtrellis._graph_png import png_bytes
 from memtrellis._graph_view import Selection, flat_graph, select
@@ -68,10 +70,12 @@ def export_graph(
     path: str | os.PathLike[str],
     *,
     format: ExportFormat,
-    tenant: str | None = None,
+    entity_id: str | None = None,
     max_memories: int | None = None,
+    **deprecated: Any,
 ) -> Path:
-    """Write one tenant's part of the graph (every tenant's for ``tenant=None``) to ``path``.
+    """Write one entity's part of the graph (every entity's for ``entity_id=None``) to
+    ``path``.
 
     The caller holds ``store.reading()`` for the whole call. The file is replaced
     atomically. Attributes are flattened to scalars in every format: ``text``,
@@ -86,7 +90,7 @@ def export_graph(
             (node-link data for ``networkx.node_link_graph(data, edges="edges")``),
             ``"html"`` (one self-contained page with no network access) or ``"png"``
             (needs matplotlib: the ``viz`` extra).
-        tenant: The ``entity_id`` to export; ``None`` for all tenants.
+        entity_id: The entity to export; ``None`` for all entities.
         max_memories: Keep only the newest this many memories. ``None``: all for GraphML
             and JSON, `HTML_MAX_MEMORIES` for HTML, `PNG_MAX_MEMORIES` for PNG.
 
@@ -105,6 +109,7 @@ def export_graph(
         >>> page.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
         True
     """
+    entity_id = renamed_argument("export_graph", deprecated, "tenant", "entity_id", entity_id)
     if format not in get_args(ExportFormat):
         choices = ", ".join(get_args(ExportFormat))
         raise InvalidInputError(f"unknown graph export format {format!r}; use one of {choices}")
@@ -112,9 +117,9 @@ def export_graph(
         raise InvalidInputError("max_memories must not be negative")
     target = Path(path)
     if format == "png":
-        return render_png(graph, target, tenant=tenant, max_memories=max_memories)
+        return render_png(graph, target, entity_id=entity_id, max_memories=max_memories)
     default = HTML_MAX_MEMORIES if format == "html" else None
-    selection = select(graph, tenant, default if max_memories is None else max_memories)
+    selection = select(graph, entity_id, default if max_memories is None else max_memories)
     if format == "html":
         data = _utf8(render_html(graph, selection))
     elif format == "graphml":
@@ -175,17 +180,18 @@ def render_png(
     graph: MemoryGraph,
     path: str | os.PathLike[str],
     *,
-    tenant: str | None = None,
+    entity_id: str | None = None,
     max_memories: int | None = None,
+    **deprecated: Any,
 ) -> Path:
-    """Draw one tenant's graph to a PNG with matplotlib, in the HTML page's colours.
+    """Draw one entity's graph to a PNG with matplotlib, in the HTML page's colours.
 
     The caller holds ``store.reading()`` for the whole call.
 
     Args:
         graph: The store's graph.
         path: PNG file to write.
-        tenant: The ``entity_id`` to draw; ``None`` for all tenants.
+        entity_id: The entity to draw; ``None`` for all entities.
         max_memories: Newest memories drawn; ``None`` for `PNG_MAX_MEMORIES`.
 
     Returns:
@@ -201,9 +207,10 @@ def render_png(
         >>> png.read_bytes()[:8] == b"\\x89PNG\\r\\n\\x1a\\n"  # doctest: +SKIP
         True
     """
+    entity_id = renamed_argument("render_png", deprecated, "tenant", "entity_id", entity_id)
     limit = PNG_MAX_MEMORIES if max_memories is None else max_memories
     target = Path(path)
-    atomic_write_bytes(target, png_bytes(graph, select(graph, tenant, limit)))
+    atomic_write_bytes(target, png_bytes(graph, select(graph, entity_id, limit)))
     return target
 
 
@@ -211,11 +218,11 @@ def export_store_graph(
     store: Store,
     path: str | os.PathLike[str],
     format: ExportFormat,
-    tenant: str | None,
+    entity_id: str | None,
     max_memories: int | None = None,
 ) -> Path:
     """[`export_graph`][memtrellis.graph_export.export_graph] of one entity's shard of
-    ``store`` (held still while it is written), or of every entity's for ``tenant=None``.
+    ``store`` (held still while it is written), or of every entity's for ``entity_id=None``.
 
     Examples:
         >>> import tempfile
@@ -226,11 +233,11 @@ def export_store_graph(
         ...     export_store_graph(m._store, m.path / "ana.json", "json", "ana").name
         'ana.json'
     """
-    if tenant is None:
+    if entity_id is None:
         combined = store.combined_graph()
-        return export_graph(combined, path, format=format, tenant=None, max_memories=max_memories)
-    store.refresh(tenant)
-    with store.reading(tenant) as shard:
+        return export_graph(combined, path, format=format, max_memories=max_memories)
+    store.refresh(entity_id)
+    with store.reading(entity_id) as shard:
         return export_graph(
-            shard.graph, path, format=format, tenant=tenant, max_memories=max_memories
+            shard.graph, path, format=format, entity_id=entity_id, max_memories=max_memories
         )

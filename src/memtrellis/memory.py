@@ -27,6 +27,7 @@ from memtrellis import _memory_capture as _capture
 from memtrellis import _memory_reading as _reading
 from memtrellis import _memory_registration as _registration
 from memtrellis import _memory_writing as _writing
+from memtrellis._deprecated import renamed
 from memtrellis._health import FacadeStats
 from memtrellis._memory_args import (
     call_scope,
@@ -42,6 +43,7 @@ from memtrellis._memory_args import (
 from memtrellis._memory_args import given as _given
 from memtrellis._memory_async import in_thread as _in_thread
 from memtrellis._progress import progress_arg
+from memtrellis.capture.config import CaptureConfig, resolve_capture_config
 from memtrellis.clients.patch import uninstall
 from memtrellis.embeddings.base import Embedder, as_embedder
 from memtrellis.errors import InvalidInputError
@@ -51,7 +53,7 @@ from memtrellis.extraction.pipeline import ExtractionConfig, Extractor
 from memtrellis.extraction.refine import RefineReport
 from memtrellis.graph_export import ExportFormat
 from memtrellis.lifecycle import LifecycleConfig
-from memtrellis.lifecycle.judge import llm_judge
+from memtrellis.lifecycle.relation_judge import llm_relation_judge
 from memtrellis.llm import LLM
 from memtrellis.store import EmbedderInfo, Store
 from memtrellis.store.store import DEFAULT_RESIDENT_MEMORIES, DEFAULT_RESIDENT_SHARDS
@@ -97,9 +99,12 @@ class Memory:
             so that app servers with no shared disk share one memory; needs
             ``chroma_url``. ``path`` then holds only this machine's capture spool.
         lock_timeout: Seconds to wait for another process's write before giving up.
-        llm: A chat model for fine-mode extraction and for judging how a new memory
-            relates to the closest existing ones: anything with ``complete(messages)``,
-            or a framework model an installed integration adapts (LangChain, LlamaIndex).
+        llm: A chat model for fine-mode extraction and for the relation judge (how a new
+            memory relates to the closest existing ones): anything with
+            ``complete(messages)``, or a framework model an installed integration adapts
+            (LangChain, LlamaIndex).
+        capture: How captured turns are retried
+            ([`CaptureConfig`][memtrellis.CaptureConfig]).
         lifecycle: Validity by kind, confidence, decay and matching thresholds
             ([`LifecycleConfig`][memtrellis.lifecycle.LifecycleConfig]).
         max_resident_shards: How many entities' shards (graph and keyword index) stay
@@ -135,6 +140,7 @@ class Memory:
         lock_timeout: float = 60.0,
         llm: LLM | Any | None = None,
         extraction: ExtractionConfig | None = None,
+        capture: CaptureConfig | None = None,
         drain_timeout: float = 60.0,
         lifecycle: LifecycleConfig | None = None,
         max_resident_shards: int = DEFAULT_RESIDENT_SHARDS,
@@ -153,6 +159,7 @@ class Memory:
         self._clients: weakref.WeakSet[Any] = weakref.WeakSet()
         # Everything that can reject an argument runs before the store takes its lock.
         self.extractor = Extractor(llm, extraction)
+        self.capture_config = resolve_capture_config(capture, self.extractor.config)
         if lifecycle is not None and not isinstance(lifecycle, LifecycleConfig):
             raise InvalidInputError("lifecycle must be a LifecycleConfig")
         self.lifecycle = lifecycle or LifecycleConfig()
@@ -160,7 +167,7 @@ class Memory:
         # protocol; the judge asks the same adapted model.
         chat = self.extractor.llm
         timeout = self.extractor.config.llm_timeout
-        self._judge = llm_judge(chat, timeout=timeout) if chat is not None else None
+        self._judge = llm_relation_judge(chat, timeout=timeout) if chat is not None else None
         if embedder is None:
             from memtrellis.embeddings import default_embedder
 
@@ -825,10 +832,16 @@ class Memory:
 
     # -- lifecycle -------------------------------------------------------------------------
     @property
+    def recovery_report(self) -> Any:
+        """What opening the store recovered after a crash (see
+        [`memtrellis.store.RecoveryReport`][memtrellis.store.RecoveryReport])."""
+        return self._store.recovery
+
+    @property
     def repair_report(self) -> Any:
-        """What opening the store repaired (see
-        [`memtrellis.store.RepairReport`][memtrellis.store.RepairReport])."""
-        return self._store.repair
+        """Deprecated: [`recovery_report`][memtrellis.Memory.recovery_report]."""
+        renamed("Memory.repair_report", "Memory.recovery_report")
+        return self._store.recovery
 
     def close(self) -> None:
         """Drain captured turns (up to ``drain_timeout``), flush and release the store.

@@ -1,4 +1,9 @@
-"""Repairing a damaged store: [`repair_store`][memtrellis.repair_store], the CLI's ``repair``."""
+"""Repairing a damaged store: [`repair_store`][memtrellis.repair_store], the CLI's ``repair``.
+
+It chooses the embedder and calls `memtrellis.store.repair.repair_files`, which holds
+the repair itself (and the vocabulary: a repair rebuilds damaged copies on request;
+recovery after a crash happens on every open, without one).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,7 @@ from typing import Any
 
 from memtrellis.embeddings.base import Embedder, as_embedder
 from memtrellis.store.manifest import EmbedderInfo
-from memtrellis.store.repair import Source, StoreRepairReport, rebuild_store, recorded_embedder
+from memtrellis.store.repair import Source, StoreRepairReport, recorded_embedder, repair_files
 
 __all__ = ["StoreRepairReport", "repair_store"]
 
@@ -38,7 +43,7 @@ def repair_store(
     dry_run: bool = False,
     lock_timeout: float = 60.0,
 ) -> StoreRepairReport:
-    """Rebuild the damaged part of a store from its other copies; returns the report.
+    """Repair a damaged store: rebuild each damaged copy from the other; returns the report.
 
     Takes the store's lock and each entity shard's (close every program using the store
     first), finds for every entity which of its shard's files (``graph.json``, the
@@ -90,7 +95,7 @@ def repair_store(
         found = default_embedder()  # what Memory() uses when given no embedder
     model = found
     given = EmbedderInfo(model_id=model.model_id, dimension=model.dimension)
-    return rebuild_store(
+    return repair_files(
         root,
         embedder=given,
         embed=lambda texts: model.embed_documents(texts),

@@ -48,7 +48,7 @@ from memtrellis._progress import bar, progress_arg
 from memtrellis.embeddings.base import Embedder
 from memtrellis.errors import InvalidInputError
 from memtrellis.store import Store
-from memtrellis.store.graph import ENTITY_NODE_PREFIX, MemoryGraph
+from memtrellis.store.graph import RESERVED_ID_PREFIXES, MemoryGraph
 from memtrellis.store.shard import Shard
 from memtrellis.store.store import Change
 from memtrellis.types import EdgeKind, HistoryEvent, MemoryItem, Scope
@@ -178,7 +178,7 @@ def _shard_lines(store: Store, shard: Shard, model_id: str | None) -> Iterator[s
     that writers of the entity wait for a chunk at most, never for the whole export)."""
     tenant = shard.entity_id
     with shard.mu:
-        ids = shard.graph.tenant_ids(tenant)
+        ids = shard.graph.memory_ids(tenant)
     for start in range(0, len(ids), _EXPORT_CHUNK):
         chunk = ids[start : start + _EXPORT_CHUNK]
         with shard.mu:
@@ -284,8 +284,8 @@ def parse_line(line: str) -> Exported:
     if unknown:
         raise InvalidInputError(f"unknown keys {sorted(unknown)}")
     item = MemoryItem.model_validate(data["memory"])
-    if item.id.startswith(ENTITY_NODE_PREFIX):
-        raise InvalidInputError(f"memory id {item.id!r} is reserved for entity nodes")
+    if item.id.startswith(RESERVED_ID_PREFIXES):
+        raise InvalidInputError(f"memory id {item.id!r} is reserved for subject nodes")
     history = [HistoryEvent.model_validate(event) for event in data.get("history") or []]
     edges: list[tuple[EdgeKind, str]] = []
     for edge in data.get("edges") or []:

@@ -16,10 +16,12 @@ import copy
 import uuid
 from datetime import datetime, timezone
 from enum import Enum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_core import to_json
+
+from memtrellis._deprecated import renamed, renamed_fields
 
 __all__ = [
     "EdgeKind",
@@ -325,12 +327,63 @@ class MemoryItem(_Model):
             return f"{self.sources[0].speaker}: {self.text}"
         return self.text
 
-    def is_valid_at(self, when: datetime) -> bool:
-        """Whether the memory's validity window contains ``when``."""
+    def invalid_reason(
+        self,
+        when: datetime,
+        *,
+        include_expired: bool = False,
+        include_superseded: bool = False,
+    ) -> Literal["not yet valid", "superseded", "expired"] | None:
+        """Why the memory is not valid at ``when``, or ``None`` when it is: the one rule
+        that recall and `is_valid_at` share.
+
+        A memory is valid from its ``valid_from`` (lacking one, from when it was stored)
+        until its ``valid_until`` (excluded). A superseded memory with no end date
+        (replaced by a refined memory) is out of date at any time; one superseded with an
+        end date stays valid before it (time travel with ``as_of``).
+        ``include_expired`` accepts memories outside their window (not yet valid or
+        expired), ``include_superseded`` superseded ones.
+
+        Examples:
+            >>> from datetime import datetime, timezone
+            >>> item = MemoryItem(text="Ana lives in Lyon", scope=Scope(entity_id="ana"),
+            ...                   created_at=datetime(2026, 1, 1, tzinfo=timezone.utc),
+            ...                   valid_until=datetime(2026, 3, 1, tzinfo=timezone.utc))
+            >>> item.invalid_reason(datetime(2025, 12, 1, tzinfo=timezone.utc))
+            'not yet valid'
+            >>> item.invalid_reason(datetime(2026, 3, 1, tzinfo=timezone.utc))
+            'expired'
+            >>> print(item.invalid_reason(datetime(2026, 2, 1, tzinfo=timezone.utc)))
+            None
+        """
         when = _aware(when) or when
-        if self.valid_from is not None and when < self.valid_from:
-            return False
-        return self.valid_until is None or when < self.valid_until
+        ended = self.valid_until is not None and self.valid_until <= when
+        replaced = self.superseded_by is not None and (self.valid_until is None or ended)
+        if include_expired:
+            return "superseded" if replaced and not include_superseded else None
+        if (self.valid_from or self.created_at) > when:
+            return "not yet valid"
+        if replaced and not include_superseded:
+            return "superseded"
+        if ended and self.superseded_by is None:
+            return "expired"
+        return None
+
+    def is_valid_at(self, when: datetime) -> bool:
+        """Whether the memory is valid at ``when``: what recall shows at ``as_of=when``
+        (see `invalid_reason`).
+
+        Examples:
+            >>> from datetime import datetime, timezone
+            >>> item = MemoryItem(text="Ana lives in Lyon", scope=Scope(entity_id="ana"),
+            ...                   valid_from=datetime(2026, 1, 1, tzinfo=timezone.utc))
+            >>> item.is_valid_at(datetime(2026, 2, 1, tzinfo=timezone.utc))
+            True
+            >>> item.model_copy(update={"superseded_by": "m2"}).is_valid_at(
+            ...     datetime(2026, 2, 1, tzinfo=timezone.utc))
+            False
+        """
+        return self.invalid_reason(when) is None
 
 
 class RecallExplanation(_Model):
@@ -339,8 +392,8 @@ class RecallExplanation(_Model):
     ``dense_score`` is the cosine similarity from the vector index, ``keyword_score`` the
     BM25 score, ``fused_score`` the two combined, ``graph_path`` the strongest graph hop
     that added to it (``[seed id, "follows", this id]`` from a neighbouring message, or
-    ``[seed id, "entity:<tenant>:<name>", this id]`` for a memory reached through an
-    entity), ``relevance`` the fused score plus what the graph lent.
+    ``[seed id, "subject:<entity_id>:<name>", this id]`` for a memory reached through a
+    shared subject), ``relevance`` the fused score plus what the graph lent.
 
     ``final_score = relevance * confidence * heat``: ``confidence`` is the effective
     confidence (stored confidence plus a capped bonus for ``supports`` edges and merged
@@ -435,6 +488,11 @@ class Health(_Model):
         >>> health.total_memories, health.vector_backend, health.capture_queue_depth
         (0, 'embedded', 0)
         >>> store.close()
+
+    Renamed fields (the old names still read and construct, with a ``DeprecationWarning``):
+    ``entities`` (subject nodes) is ``subjects``, ``tenants`` (entities holding memories)
+    is ``entities_with_memories``, ``judge_failures`` is ``relation_judge_failures`` and
+    ``repaired_on_open`` is ``recovered_on_open``.
     """
 
     path: str
@@ -445,8 +503,10 @@ class Health(_Model):
     active_memories: int
     expired: int
     superseded: int
-    entities: int
-    tenants: int
+    #: Subject nodes: the people, places and things the memories mention.
+    subjects: int
+    #: Entities (``entity_id``: whose memory) holding at least one memory.
+    entities_with_memories: int
     edges_by_kind: dict[str, int]
     recalls: int
     recall_latency_avg_ms: float
@@ -463,7 +523,9 @@ class Health(_Model):
     #: LLM calls still failing after their last try (timeouts and errors).
     llm_failures: int = 0
     merged_duplicates: int = 0
-    judge_failures: int = 0
+    #: Relation judge calls (the lifecycle's LLM opinion) that failed or answered nothing
+    #: usable; the rules decided instead.
+    relation_judge_failures: int = 0
     capture_queue_depth: int = 0
     capture_spooled: int = 0
     capture_retries: int = 0
@@ -485,7 +547,47 @@ class Health(_Model):
     #: ``client_*`` figures above read the ``client`` source of this one family.
     adapter_counts: dict[str, int] = Field(default_factory=dict)
     pending_index_writes: int
-    repaired_on_open: int
+    #: Interrupted changes rolled forward and torn log records dropped when this process
+    #: caught up with the store's logs (recovery, not a ``repair``).
+    recovered_on_open: int
     size_on_disk_bytes: int
     #: Entity shards loaded in this process now (see ``Memory(max_resident_shards=...)``).
     resident_shards: int = 0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, data: Any) -> Any:
+        return renamed_fields("Health", data, HEALTH_RENAMES)
+
+    @property
+    def entities(self) -> int:
+        """Deprecated: ``subjects`` (it counted subject nodes, not entities)."""
+        renamed("Health.entities", "Health.subjects")
+        return self.subjects
+
+    @property
+    def tenants(self) -> int:
+        """Deprecated: ``entities_with_memories``."""
+        renamed("Health.tenants", "Health.entities_with_memories")
+        return self.entities_with_memories
+
+    @property
+    def judge_failures(self) -> int:
+        """Deprecated: ``relation_judge_failures``."""
+        renamed("Health.judge_failures", "Health.relation_judge_failures")
+        return self.relation_judge_failures
+
+    @property
+    def repaired_on_open(self) -> int:
+        """Deprecated: ``recovered_on_open``."""
+        renamed("Health.repaired_on_open", "Health.recovered_on_open")
+        return self.recovered_on_open
+
+
+#: Health fields renamed in 0.2: old name -> new name (the service still sends both).
+HEALTH_RENAMES = {
+    "entities": "subjects",
+    "tenants": "entities_with_memories",
+    "judge_failures": "relation_judge_failures",
+    "repaired_on_open": "recovered_on_open",
+}

@@ -14,6 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from memtrellis.store.graph import SUBJECT_NODE_PREFIX
 from memtrellis.types import HistoryEvent, MemoryItem, RecallExplanation, RecallResult
 
 __all__ = [
@@ -82,7 +83,9 @@ def memories_table(items: Iterable[MemoryItem], *, title: str | None = None) -> 
 def _graph_path(path: list[str]) -> str:
     if not path:
         return _NONE
-    return " → ".join(step if step.startswith("entity:") else short_id(step) for step in path)
+    return " → ".join(
+        step if step.startswith(SUBJECT_NODE_PREFIX) else short_id(step) for step in path
+    )
 
 
 def explanation_text(explanation: RecallExplanation) -> Text:

@@ -1,4 +1,4 @@
-"""``memtrellis repair STORE_DIR``: rebuild a damaged store from its other copies."""
+"""``memtrellis repair STORE_DIR``: repair a damaged store (`memtrellis.repair_store`)."""
 
 from __future__ import annotations
 
@@ -26,10 +26,10 @@ def repair(
     ] = False,
     embedder: StoreEmbedderOption = None,
     dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Show what would be restored; write nothing.")
+        bool, typer.Option("--dry-run", help="Show what the repair would do; write nothing.")
     ] = False,
 ) -> None:
-    """Repair a damaged store: rebuild the graph, index or manifest from what survives.
+    """Repair a damaged store: rebuild each damaged copy (graph, index, manifest) from the other.
 
     Damaged files are moved aside (NAME.corrupt-TIMESTAMP), never deleted. Close every
     program using the store first: the repair takes its write lock.

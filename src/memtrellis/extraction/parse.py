@@ -1,6 +1,6 @@
 """Robust parsing of extraction replies: keep every memory that makes sense, never raise.
 
-The reply is decoded by `memtrellis.extraction._jsonload` (strict JSON, then
+The reply is decoded by `memtrellis.extraction.jsonload` (strict JSON, then
 ``json-repair`` on short texts, then the flat objects one by one), the memory list is
 found whatever its key (``memories``, ``memory list``, ``memoryList``, ``items``, a bare
 list, a single memory), and each memory is validated on its own with
@@ -33,7 +33,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from memtrellis.extraction._jsonload import (
+from memtrellis.extraction.jsonload import (
     MAX_INPUT_CHARS,
     How,
     clip,

@@ -27,6 +27,7 @@ from typing import Any
 
 from tenacity import AsyncRetrying, Retrying, stop_after_attempt, wait_exponential
 
+from memtrellis._deprecated import renamed
 from memtrellis._progress import bar
 from memtrellis.errors import InvalidInputError
 from memtrellis.extraction.failures import (
@@ -58,6 +59,10 @@ __all__ = ["ExtractionConfig", "ExtractionResult", "Extractor", "LLMRequest"]
 log = logging.getLogger("memtrellis.extraction")
 
 
+#: The capture settings ExtractionConfig held before CaptureConfig, and their defaults.
+_CAPTURE_DEFAULTS = {"capture_attempts": 4, "capture_backoff": 0.5, "capture_max_backoff": 30.0}
+
+
 @dataclass(frozen=True)
 class ExtractionConfig:
     """Knobs of the extraction core; the defaults follow the design.
@@ -78,10 +83,11 @@ class ExtractionConfig:
             tried again); ``None`` waits forever.
         llm_backoff: Seconds before the second try of an LLM call; doubles each try.
         llm_max_backoff: Longest wait between two tries of an LLM call.
-        capture_attempts: Tries of a captured turn's extraction (each a fresh LLM call)
-            before the turn is stored in fast mode, tagged ``extraction:fallback``.
-        capture_backoff: Seconds before a captured turn is tried again; doubles each try.
-        capture_max_backoff: Longest wait between two tries of a captured turn.
+        capture_attempts: Deprecated: ``CaptureConfig(attempts=...)``, passed as
+            ``Memory(capture=...)`` (capture's settings are not extraction's). Still
+            honoured, with a ``DeprecationWarning``, when given here.
+        capture_backoff: Deprecated: ``CaptureConfig(backoff=...)``.
+        capture_max_backoff: Deprecated: ``CaptureConfig(max_backoff=...)``.
         concurrency: Windows extracted at once by the async driver.
         instructions: The application's own instructions for fine-mode extraction,
             appended to the built-in system prompt ("Only remember what matters for
@@ -115,14 +121,24 @@ class ExtractionConfig:
     llm_timeout: float | None = 120.0
     llm_backoff: float = 0.2
     llm_max_backoff: float = 2.0
-    capture_attempts: int = 4
-    capture_backoff: float = 0.5
-    capture_max_backoff: float = 30.0
+    # Deprecated (CaptureConfig): None when not given, then read as CaptureConfig's default.
+    capture_attempts: int | None = None
+    capture_backoff: float | None = None
+    capture_max_backoff: float | None = None
     concurrency: int = 4  # windows extracted at once by the async driver
     instructions: str | None = None
     prompt: str | None = None
 
+    #: Whether the deprecated ``capture_*`` fields were given.
+    legacy_capture: bool = field(default=False, init=False, repr=False, compare=False)
+
     def __post_init__(self) -> None:
+        for name, default in _CAPTURE_DEFAULTS.items():
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, default)  # read as before: the default
+            else:
+                object.__setattr__(self, "legacy_capture", True)
+                renamed(f"ExtractionConfig.{name}", f"CaptureConfig.{name[8:]}", stacklevel=4)
         for name in ("instructions", "prompt"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, str) or not value.strip()):
@@ -131,9 +147,9 @@ class ExtractionConfig:
             check_prompt(self.prompt)
         if self.llm_timeout is not None and self.llm_timeout <= 0:
             raise InvalidInputError("llm_timeout must be positive or None")
-        if self.llm_attempts < 1 or self.capture_attempts < 1:
+        if self.llm_attempts < 1 or (self.capture_attempts or 0) < 1:
             raise InvalidInputError("llm_attempts and capture_attempts must be at least 1")
-        if min(self.llm_backoff, self.llm_max_backoff, self.capture_backoff) < 0:
+        if min(self.llm_backoff, self.llm_max_backoff, self.capture_backoff or 0.0) < 0:
             raise InvalidInputError("backoff times cannot be negative")
 
 

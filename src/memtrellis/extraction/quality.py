@@ -28,8 +28,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from memtrellis.extraction._jsonload import How, flat_objects, load_json
 from memtrellis.extraction.fine import FALLBACK_TAG
+from memtrellis.extraction.jsonload import How, flat_objects, load_json
 from memtrellis.extraction.prompts._lenient import fold, locate_records
 from memtrellis.extraction.prompts.judge import (
     JUDGE_LIST_KEYS,

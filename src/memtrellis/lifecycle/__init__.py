@@ -1,11 +1,13 @@
 """The memory lifecycle: entities, dedup, contradiction and supersession, confidence, decay.
 
 [`plan_additions`][memtrellis.lifecycle.plan_additions] decides what storing new memories does to
-the graph; `confidence` scores memories at recall time.
+the graph, by rules (`relate`) and, with an LLM, the relation judge
+(`memtrellis.lifecycle.relation_judge`, its prompts in `memtrellis.lifecycle.prompts`);
+`confidence` scores memories at recall time.
 """
 
 from memtrellis.lifecycle.config import DEFAULT_VALIDITY, LifecycleConfig
-from memtrellis.lifecycle.plan import Outcome, Plan, plan_additions, store_additions
+from memtrellis.lifecycle.plan import Outcome, Plan, RelationJudge, plan_additions, store_additions
 from memtrellis.lifecycle.relate import Relation, RelationKind, relate
 
 __all__ = [
@@ -14,6 +16,7 @@ __all__ = [
     "Outcome",
     "Plan",
     "Relation",
+    "RelationJudge",
     "RelationKind",
     "plan_additions",
     "relate",

@@ -10,9 +10,11 @@ Examples:
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from memtrellis._deprecated import renamed, renamed_fields
 from memtrellis.types import MemoryType
 
 __all__ = ["DEFAULT_VALIDITY", "LifecycleConfig"]
@@ -55,7 +57,9 @@ class LifecycleConfig(BaseModel):
         entity_match: rapidfuzz ``ratio`` (0-100, a normalised edit distance) at or above
             which a new entity name resolves to an existing entity of the same scope.
         aliases: Extra names for the same entity, ``{"bob": "robert"}`` (either way round).
-        judge_candidates: With an LLM configured, how many related memories it judges.
+        relation_judge_candidates: With an LLM configured, how many related memories the
+            relation judge compares a new memory with (``judge_candidates``, its old
+            name, still works and warns).
 
     Examples:
         >>> from datetime import timedelta
@@ -82,7 +86,20 @@ class LifecycleConfig(BaseModel):
     related_similarity: float = Field(default=0.5, ge=0.0, le=1.0)
     entity_match: float = Field(default=90.0, ge=0.0, le=100.0)
     aliases: dict[str, str] = Field(default_factory=dict)
-    judge_candidates: int = Field(default=5, ge=0, le=50)
+    relation_judge_candidates: int = Field(default=5, ge=0, le=50)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, data: Any) -> Any:
+        return renamed_fields(
+            "LifecycleConfig", data, {"judge_candidates": "relation_judge_candidates"}
+        )
+
+    @property
+    def judge_candidates(self) -> int:
+        """Deprecated name of ``relation_judge_candidates``."""
+        renamed("LifecycleConfig.judge_candidates", "LifecycleConfig.relation_judge_candidates")
+        return self.relation_judge_candidates
 
     @field_validator("source_confidence")
     @classmethod

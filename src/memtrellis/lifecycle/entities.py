@@ -4,7 +4,7 @@ Resolution maps a new name onto an entity the scope already has when they are th
 up to case and whitespace, a configured alias, a possessive (``Clara's``), or a close
 fuzzy match (rapidfuzz ``ratio``, a normalised edit distance: ``Clara Smith`` and ``Clara
 Smth`` are one, ``Mark`` and ``Market Street`` are not). It only ever looks at the one
-scope's names, so it cannot cross tenants.
+scope's names, so it cannot cross entities.
 
 Examples:
     >>> heuristic_entities('Met @dana_k and "Blue Fox" with Clara Smith in Porto today.')
@@ -20,7 +20,7 @@ from collections.abc import Collection, Iterable, Mapping
 
 from rapidfuzz import fuzz, process
 
-from memtrellis.store.graph import normalize_entity
+from memtrellis.store.graph import normalize_subject
 
 __all__ = ["heuristic_entities", "resolve_entities"]
 
@@ -66,7 +66,7 @@ def heuristic_entities(text: str, known: Collection[str] = ()) -> list[str]:
 
     def keep(name: str) -> None:
         name = _clean(name)
-        key = normalize_entity(name)
+        key = normalize_subject(name)
         if len(name) >= 2 and key not in _NOT_NAMES and key not in found:
             found[key] = name
 
@@ -87,7 +87,7 @@ def heuristic_entities(text: str, known: Collection[str] = ()) -> list[str]:
             name = " ".join(span)
             after = _NEXT_WORD.match(text, span_end)
             subject = after is not None and bool(_SUBJECT_VERB.fullmatch(after.group(1)))
-            if len(span) > 1 or not at_start or subject or normalize_entity(name) in known:
+            if len(span) > 1 or not at_start or subject or normalize_subject(name) in known:
                 keep(name)
         span.clear()
 
@@ -121,17 +121,17 @@ def resolve_entities(
 ) -> list[str]:
     """Each name as the scope's existing entity it refers to, else cleaned; no repeats.
 
-    ``known`` maps normalised names to display names (``MemoryGraph.entity_names``);
+    ``known`` maps normalised names to display names (``MemoryGraph.subject_names``);
     names resolved in this call count as known for the names after them.
     """
     table = dict(known)
-    alias = {normalize_entity(a): normalize_entity(b) for a, b in (aliases or {}).items()}
+    alias = {normalize_subject(a): normalize_subject(b) for a, b in (aliases or {}).items()}
     alias.update({b: a for a, b in list(alias.items()) if b not in alias})
     out: list[str] = []
     choices = list(table)
     for raw in names:
         name = _clean(str(raw))
-        key = normalize_entity(name)
+        key = normalize_subject(name)
         if not key:
             continue
         resolved = table.get(key)

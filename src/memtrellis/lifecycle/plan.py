@@ -24,15 +24,16 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from memtrellis._deprecated import module_aliases, renamed_argument
 from memtrellis.lifecycle.confidence import source_prior
 from memtrellis.lifecycle.config import RECORD_KINDS, LifecycleConfig
 from memtrellis.lifecycle.entities import heuristic_entities, resolve_entities
 from memtrellis.lifecycle.relate import Relation, RelationKind, relate
-from memtrellis.store import Change, Store, normalize_entity
+from memtrellis.store import Change, Store, normalize_subject
 from memtrellis.store.storage import merged_count
 from memtrellis.types import EdgeKind, MemoryItem, SourceRef
 
-__all__ = ["Candidate", "Judge", "Outcome", "Plan", "plan_additions", "store_additions"]
+__all__ = ["Candidate", "Outcome", "Plan", "RelationJudge", "plan_additions", "store_additions"]
 
 #: Dense neighbours compared with each new memory.
 DENSE_CANDIDATES = 10
@@ -50,8 +51,11 @@ class Candidate:
     similarity: float
 
 
-#: An optional judge: ``(new, candidates) -> one relation (or None: no opinion) each``.
-Judge = Callable[[MemoryItem, Sequence[Candidate]], Sequence[Relation | None] | None]
+#: The optional relation judge (an LLM's opinion over the rules'):
+#: ``(new, candidates) -> one relation (or None: no opinion) each``, or None for none.
+RelationJudge = Callable[[MemoryItem, Sequence[Candidate]], Sequence[Relation | None] | None]
+
+__getattr__ = module_aliases(__name__, {"Judge": f"{__name__}:RelationJudge"})
 
 
 @dataclass(frozen=True)
@@ -109,13 +113,13 @@ class _Planner:
         self,
         store: Store,
         config: LifecycleConfig,
-        judge: Judge | None,
+        relation_judge: RelationJudge | None,
         action: str,
         detail: dict[str, Any],
     ) -> None:
         self.store = store
         self.config = config
-        self.judge = judge
+        self.relation_judge = relation_judge
         self.action = action
         self.detail = detail
         self.plan = Plan()
@@ -125,22 +129,22 @@ class _Planner:
         self.names: dict[str, dict[str, str]] = {}
         self.replaced: dict[str, list[str]] = {}  # new id -> ids it superseded
 
-    def current(self, memory_id: str, tenant: str) -> MemoryItem | None:
+    def current(self, memory_id: str, entity_id: str) -> MemoryItem | None:
         if memory_id in self.pending:
             return self.pending[memory_id]
-        return self.store.graph_of(tenant).item(memory_id)
+        return self.store.graph_of(entity_id).item(memory_id)
 
     def prepare(self, item: MemoryItem, now: datetime) -> None:
-        tenant = item.scope.entity_id
-        if tenant not in self.names:
-            self.names[tenant] = self.store.graph_of(tenant).entity_names(tenant)
-        known = self.names[tenant]
+        entity_id = item.scope.entity_id
+        if entity_id not in self.names:
+            self.names[entity_id] = self.store.graph_of(entity_id).subject_names(entity_id)
+        known = self.names[entity_id]
         names = item.entities or heuristic_entities(item.text, known)
         resolved = resolve_entities(
             names, known, aliases=self.config.aliases, threshold=self.config.entity_match
         )
         for name in resolved:
-            known.setdefault(normalize_entity(name), name)
+            known.setdefault(normalize_subject(name), name)
         item.entities = resolved
         if item.valid_until is None:
             span = self.config.validity_for(item.memory_type)
@@ -150,31 +154,31 @@ class _Planner:
             item.confidence = source_prior(item, self.config)
 
     def candidates(self, item: MemoryItem, embedding: Sequence[float]) -> list[Candidate]:
-        tenant = item.scope.entity_id
-        graph = self.store.graph_of(tenant)
+        entity_id = item.scope.entity_id
+        graph = self.store.graph_of(entity_id)
         scores: dict[str, float] = {}
         for memory_id, similarity in self.store.vectors.query(
-            tenant, embedding, DENSE_CANDIDATES, process_id=item.scope.process_id
+            entity_id, embedding, DENSE_CANDIDATES, process_id=item.scope.process_id
         ):
             scores[memory_id] = similarity
         sharing: list[str] = []
         for name in item.entities:
-            for other in graph.mentioning(tenant, name, ENTITY_CANDIDATES):
+            for other in graph.mentioning(entity_id, name, ENTITY_CANDIDATES):
                 if other not in scores and other not in sharing:
                     sharing.append(other)
         if sharing:
-            stored = self.store.vectors.embeddings(tenant, sharing)
+            stored = self.store.vectors.embeddings(entity_id, sharing)
             scores.update({i: _cosine(embedding, v) for i, v in stored.items()})
         for earlier, vector in self.new:
-            if earlier.scope.entity_id == tenant:
+            if earlier.scope.entity_id == entity_id:
                 scores[earlier.id] = _cosine(embedding, vector)
         found: list[Candidate] = []
         for memory_id, similarity in scores.items():
-            old = self.current(memory_id, tenant)
+            old = self.current(memory_id, entity_id)
             if (
                 old is None
                 or old.id == item.id
-                or old.scope.entity_id != tenant
+                or old.scope.entity_id != entity_id
                 or old.scope.process_id != item.scope.process_id
                 or old.superseded_by is not None
                 or old.memory_type in RECORD_KINDS
@@ -186,11 +190,12 @@ class _Planner:
 
     def relations(self, item: MemoryItem, found: list[Candidate]) -> list[Relation]:
         rules = [relate(item, c.item, c.similarity, self.config) for c in found]
-        if self.judge is None or not found or self.config.judge_candidates == 0:
+        judge, most = self.relation_judge, self.config.relation_judge_candidates
+        if judge is None or not found or most == 0:
             return rules
         # The closest candidates, whatever the rules said: the judge sees what words miss.
-        chosen = list(range(min(len(found), self.config.judge_candidates)))
-        verdicts = self.judge(item, [found[n] for n in chosen])
+        chosen = list(range(min(len(found), most)))
+        verdicts = judge(item, [found[n] for n in chosen])
         for n, verdict in zip(chosen, verdicts or [], strict=False):
             if verdict is not None:
                 rules[n] = verdict
@@ -300,11 +305,15 @@ def plan_additions(
     now: datetime,
     *,
     config: LifecycleConfig | None = None,
-    judge: Judge | None = None,
+    relation_judge: RelationJudge | None = None,
     action: str = "created",
     detail: dict[str, Any] | None = None,
+    **deprecated: Any,
 ) -> Plan:
     """Plan storing ``items`` (changed in place: entities, validity, confidence).
+
+    ``relation_judge`` (an LLM's opinion, see `memtrellis.lifecycle.relation_judge`)
+    overrules the rules for the closest candidates; ``judge=`` is its deprecated name.
 
     Call with the store's lock or the facade's lifecycle lock held, so that the plan is
     made against the state it will be committed to.
@@ -322,10 +331,13 @@ def plan_additions(
         >>> items = [MemoryItem(text="Ana lives in Porto.", scope=Scope(entity_id="ana"))]
         >>> vectors = embedder.embed_documents([item.text for item in items])
         >>> plan = plan_additions(store, items, vectors, datetime.now(timezone.utc))
-        >>> [change.action for change in plan.changes], len(store.graph_of("ana").tenant_ids("ana"))
+        >>> [change.action for change in plan.changes], len(store.graph_of("ana").memory_ids("ana"))
         (['created'], 0)
         >>> store.close()
     """
+    judge = renamed_argument(
+        "plan_additions", deprecated, "judge", "relation_judge", relation_judge
+    )
     planner = _Planner(store, config or LifecycleConfig(), judge, action, detail or {})
     for item, embedding in zip(items, embeddings, strict=True):
         planner.add(item, embedding, now)
@@ -339,12 +351,15 @@ def store_additions(
     now: datetime,
     *,
     config: LifecycleConfig | None = None,
-    judge: Judge | None = None,
+    relation_judge: RelationJudge | None = None,
     action: str = "created",
     detail: dict[str, Any] | None = None,
     edges: Sequence[tuple[str, str, EdgeKind]] = (),
+    **deprecated: Any,
 ) -> list[Outcome]:
     """Plan and commit new memories in one store commit; returns each one's outcome.
+
+    ``relation_judge`` as in `plan_additions` (``judge=`` is its deprecated name).
 
     Memories whose id is already stored (a captured turn replayed after a crash) replace
     their earlier copy without being compared again.
@@ -367,10 +382,13 @@ def store_additions(
         >>> [again] = store_additions(store, *said("Ana lives in Porto."), now)  # merged
         >>> first.relation, again.relation.value, again.target == first.item.id
         (None, 'duplicate', True)
-        >>> len(store.graph_of("ana").tenant_ids("ana"))
+        >>> len(store.graph_of("ana").memory_ids("ana"))
         1
         >>> store.close()
     """
+    judge = renamed_argument(
+        "store_additions", deprecated, "judge", "relation_judge", relation_judge
+    )
     known = [store.graph_of(i.scope.entity_id).item(i.id) is not None for i in items]
     fresh = [(i, e) for i, e, k in zip(items, embeddings, known, strict=True) if not k]
     plan = plan_additions(
@@ -379,7 +397,7 @@ def store_additions(
         [e for _, e in fresh],
         now,
         config=config,
-        judge=judge,
+        relation_judge=judge,
         action=action,
         detail=detail,
     )

@@ -4,8 +4,8 @@ The rules look for the same subject (a shared entity, the same ``key``, or both 
 speaker) and the same attribute (the same ``key``, or wording close enough), then for a
 changed value: a negation on one side only, different numbers or dates, a different
 named value (``Lyon`` / ``Porto``), or a change cue in the new one ("no longer", "moved
-to", "instead of", ...). With an LLM configured, `memtrellis.lifecycle.judge` can
-overrule them for the closest candidates.
+to", "instead of", ...). With an LLM configured, the relation judge
+(`memtrellis.lifecycle.relation_judge`) can overrule them for the closest candidates.
 
 Examples:
     >>> from memtrellis.types import MemoryItem, Scope
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from memtrellis.lifecycle.config import LifecycleConfig
-from memtrellis.store.graph import normalize_entity
+from memtrellis.store.graph import normalize_subject
 from memtrellis.store.keyword import tokenize
 from memtrellis.types import MemoryItem
 
@@ -127,7 +127,7 @@ def _values(text: str) -> set[str]:
 
 
 def _entities(item: MemoryItem) -> set[str]:
-    return {normalize_entity(e) for e in item.entities}
+    return {normalize_subject(e) for e in item.entities}
 
 
 def _content(item: MemoryItem, drop: set[str]) -> set[str]:
@@ -143,7 +143,7 @@ def _lead(item: MemoryItem) -> str | None:
     found = [(text.find(e.casefold()), n) for n, e in enumerate(item.entities)]
     placed = [(at, n) for at, n in found if at >= 0]
     first = min(placed)[1] if placed else 0
-    return normalize_entity(item.entities[first])
+    return normalize_subject(item.entities[first])
 
 
 def _valued(text: str, entity: str) -> bool:
@@ -233,8 +233,10 @@ def relate(
             same_claim
             or (
                 attribute
-                and any(_valued(new.text, e) for e in new.entities if normalize_entity(e) in gained)
-                and any(_valued(old.text, e) for e in old.entities if normalize_entity(e) in lost)
+                and any(
+                    _valued(new.text, e) for e in new.entities if normalize_subject(e) in gained
+                )
+                and any(_valued(old.text, e) for e in old.entities if normalize_subject(e) in lost)
             )
         )
     )

@@ -163,21 +163,13 @@ def _hidden(item: MemoryItem | None, req: RecallRequest) -> str | None:
         return _SCOPE
     if req.filtered and not req.wanted(item):
         return _SCOPE
-    ended = item.valid_until is not None and item.valid_until <= req.now
-    # Superseded with no end date (replaced by a refined memory): out of date at any time.
-    # Superseded later: still valid before its ``valid_until`` (time travel with as_of).
-    replaced = item.superseded_by is not None and (item.valid_until is None or ended)
-    if req.include_expired:
-        return "superseded" if replaced and not req.include_superseded else None
-    # Valid from its stated start (or, lacking one, from when it was stored) until its end:
-    # with ``as_of`` in the past this is what was known and true then.
-    if (item.valid_from or item.created_at) > req.now:
-        return "not yet valid"
-    if replaced and not req.include_superseded:
-        return "superseded"
-    if ended and item.superseded_by is None:
-        return "expired"
-    return None
+    # The validity rule is the item's own (MemoryItem.invalid_reason), shared with
+    # MemoryItem.is_valid_at.
+    return item.invalid_reason(
+        req.now,
+        include_expired=req.include_expired,
+        include_superseded=req.include_superseded,
+    )
 
 
 def _lend_context(
@@ -197,7 +189,7 @@ def _lend_context(
                 target.lend(share * entry.fused, [memory_id, "follows", other])
     reached = 0
     for memory_id, entry in by_fused[:k]:
-        for entity, other in graph.neighbours_by_entity(memory_id):
+        for entity, other in graph.neighbours_by_subject(memory_id):
             # Reach only: a memory the searches or a neighbour already brought in keeps
             # its score (boosting those pushed direct answers out of the top k). At most k
             # are reached, from the best seeds: more could not all rank, and each one

@@ -29,6 +29,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BaseModel, ConfigDict, Field, create_model
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from memtrellis.errors import (
@@ -63,7 +64,7 @@ from memtrellis.service.schemas import (
     RecallResponse,
     ScopeId,
 )
-from memtrellis.types import Health, MemoryItem, MemoryType
+from memtrellis.types import HEALTH_RENAMES, Health, MemoryItem, MemoryType
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "ServiceState", "create_app"]
 
@@ -373,16 +374,44 @@ async def memory_history(item: Found, state: State) -> Any:
     return HistoryResponse(memory_id=item.id, events=events)
 
 
+def _health_response() -> type[BaseModel]:
+    """`Health` as the service sends it: the fields renamed in 0.2 also under their old
+    names, marked deprecated in the OpenAPI document, for one release."""
+    fields: dict[str, Any] = {
+        name: (field.annotation, field) for name, field in Health.model_fields.items()
+    }
+    for old, new in HEALTH_RENAMES.items():
+        fields[old] = (
+            int,
+            Field(0, description=f"Deprecated: renamed to {new}.", deprecated=True),
+        )
+    model: type[BaseModel] = create_model(
+        "HealthResponse", __config__=ConfigDict(extra="forbid"), **fields
+    )
+    return model
+
+
+HealthResponse = _health_response()
+
+
 @router.get(
     "/health",
-    response_model=Health,
+    response_model=HealthResponse,
     responses=_errors(403),
     summary="Store figures (monitor keys)",
 )
 async def health(caller: Caller, state: State) -> Any:
-    """Counts, recall latency, capture queue and disk size of the whole store."""
+    """Counts, recall latency, capture queue and disk size of the whole store.
+
+    The fields renamed in 0.2 (``entities``, ``tenants``, ``judge_failures``,
+    ``repaired_on_open``) are still sent under their old names too, for one release.
+    """
     caller.require_monitor()
-    return await state.memory.ahealth()
+    figures = await state.memory.ahealth()
+    body = figures.model_dump(mode="json")
+    for old, new in HEALTH_RENAMES.items():
+        body[old] = body[new]
+    return HealthResponse.model_validate(body)
 
 
 @router.get(

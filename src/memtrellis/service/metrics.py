@@ -47,8 +47,14 @@ class _StoreCollector:
                 h.active_memories,
             ),
             "memtrellis_memories_superseded": ("Memories superseded.", h.superseded),
-            "memtrellis_entities": ("Entities named by memories.", h.entities),
-            "memtrellis_tenants": ("Tenants (entity ids) holding memories.", h.tenants),
+            "memtrellis_entities": (
+                "Subjects (people, places, things) the memories mention.",
+                h.subjects,
+            ),
+            "memtrellis_tenants": (
+                "Entities (entity ids) holding memories.",
+                h.entities_with_memories,
+            ),
             "memtrellis_capture_queue_depth": (
                 "Captured turns waiting for extraction.",
                 h.capture_queue_depth,
@@ -64,7 +70,7 @@ class _StoreCollector:
         )
         failures.add_metric(["capture"], h.capture_failures)
         failures.add_metric(["llm"], h.llm_failures)
-        failures.add_metric(["judge"], h.judge_failures)
+        failures.add_metric(["judge"], h.relation_judge_failures)
         failures.add_metric(["fallback"], h.extraction_fallbacks)
         failures.add_metric(["timeout"], h.extraction_timeouts)
         failures.add_metric(["error"], h.extraction_errors)

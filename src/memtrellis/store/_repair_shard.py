@@ -239,7 +239,7 @@ class ShardRepair:
                     continue  # touches on top of index copies would count some recalls twice
                 try:
                     if op == "drop":
-                        deleted.update(self.graph.tenant_ids(str(record["entity_id"])))
+                        deleted.update(self.graph.memory_ids(str(record["entity_id"])))
                         dropped = True
                     replay_record(self.graph, record)
                 except (ValueError, KeyError, TypeError):

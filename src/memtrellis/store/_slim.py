@@ -119,13 +119,13 @@ class Slimmer:
         # share their creation time, and an update or recall of several its time.
         self._times: deque[datetime] = deque(maxlen=4)
 
-    def forget(self, tenant: str) -> None:
-        """Drop the shared scopes of one tenant (all its memories are gone).
+    def forget(self, entity_id: str) -> None:
+        """Drop the shared scopes of one entity (all its memories are gone).
 
         Examples:
             >>> Slimmer().forget("u")
         """
-        for key in [key for key in self._scopes if key[0] == tenant]:
+        for key in [key for key in self._scopes if key[0] == entity_id]:
             del self._scopes[key]
 
     def item(self, item: MemoryItem) -> None:

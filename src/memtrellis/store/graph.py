@@ -1,9 +1,13 @@
-"""The memory graph: memory and entity nodes with typed edges, in one NetworkX MultiDiGraph.
+"""The memory graph: memory and subject nodes with typed edges, in one NetworkX MultiDiGraph.
 
-Entity nodes are per tenant (``entity:<entity_id>:<name>``) so that graph expansion can
-never walk from one tenant's memory into another's. The graph is saved as node-link JSON
-that a plain ``json.load`` reads and ``networkx.node_link_graph(data, edges="edges")``
-turns back into a graph.
+Two words, two things: an *entity* (``entity_id``) is whose memory it is; a *subject* is
+a person, place or thing a memory mentions (``MemoryItem.entities`` holds their names).
+Subject nodes are per entity (``subject:<entity_id>:<name>``) so that graph expansion can
+never walk from one entity's memory into another's. Graphs saved before the rename hold
+``entity:<entity_id>:<name>`` nodes of kind ``entity``; reading renames them to the
+current id and kind, their names kept. The graph is saved as node-link JSON that a plain
+``json.load`` reads and ``networkx.node_link_graph(data, edges="edges")`` turns back into
+a graph.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from typing import Any, TypeVar, cast
 
 import networkx as nx
 
+from memtrellis._deprecated import module_aliases, renamed
 from memtrellis.store._corrupt import FROM_INDEX, damaged
 from memtrellis.store._edges import link, no_attributes, unlink
 from memtrellis.store._files import atomic_write_chunks
@@ -30,46 +35,66 @@ from memtrellis.store._slim import (
 from memtrellis.store._stream import members
 from memtrellis.types import EdgeKind, HistoryEvent, MemoryItem
 
-__all__ = ["ENTITY_NODE_PREFIX", "MemoryGraph", "entity_node_id", "normalize_entity"]
+__all__ = [
+    "SUBJECT_KIND",
+    "SUBJECT_NODE_PREFIX",
+    "MemoryGraph",
+    "normalize_subject",
+    "subject_node_id",
+]
 
 T = TypeVar("T")
+__getattr__ = module_aliases(
+    __name__,
+    {
+        "ENTITY_NODE_PREFIX": f"{__name__}:SUBJECT_NODE_PREFIX",
+        "entity_node_id": f"{__name__}:subject_node_id",
+        "normalize_entity": f"{__name__}:normalize_subject",
+    },
+)
 _MEMORY = "memory"
-#: Entities with more mentions than this are hubs that graph expansion does not walk.
+#: Subjects with more mentions than this are hubs that graph expansion does not walk.
 HUB_MENTIONS = 64
-_ENTITY = "entity"
-#: Entity node ids start with this; no memory id may, or it would take over the node.
-ENTITY_NODE_PREFIX = "entity:"
+#: The ``kind`` of subject nodes (memory nodes are ``"memory"``).
+SUBJECT_KIND = "subject"
+_SUBJECT = SUBJECT_KIND
+#: The kind and id prefix of subject nodes saved before the rename (renamed as read).
+_OLD_SUBJECT = "entity"
+#: Subject node ids start with this; no memory id may, or it would take over the node.
+SUBJECT_NODE_PREFIX = "subject:"
+#: Memory ids may not start with these: the node prefixes of now and before the rename.
+RESERVED_ID_PREFIXES = (SUBJECT_NODE_PREFIX, "entity:")
 
 
-def normalize_entity(name: str) -> str:
-    """Case- and whitespace-insensitive form of an entity name.
+def normalize_subject(name: str) -> str:
+    """Case- and whitespace-insensitive form of a subject's name.
 
     Examples:
-        >>> normalize_entity("  New   York ")
+        >>> normalize_subject("  New   York ")
         'new york'
     """
     return " ".join(name.split()).casefold()
 
 
-def entity_node_id(tenant: str, name: str) -> str:
-    """The node id of entity ``name`` in tenant ``tenant``'s part of the graph.
+def subject_node_id(entity_id: str, name: str) -> str:
+    """The node id of subject ``name`` in entity ``entity_id``'s part of the graph.
 
-    ``:`` and ``%`` in the tenant are percent-encoded, so the tenant part ends at the
-    first ``:``: otherwise tenant ``a:b`` with entity ``c`` and tenant ``a`` with entity
-    ``b:c`` would share one node. Ids of tenants without those characters are unchanged.
+    ``:`` and ``%`` in the entity id are percent-encoded, so the entity part ends at the
+    first ``:``: otherwise entity ``a:b`` with subject ``c`` and entity ``a`` with subject
+    ``b:c`` would share one node. Ids of entities without those characters are unchanged.
 
     Examples:
-        >>> entity_node_id("ana", "Porto")
-        'entity:ana:porto'
-        >>> entity_node_id("a:b", "C"), entity_node_id("a", "b:C")
-        ('entity:a%3Ab:c', 'entity:a:b:c')
+        >>> subject_node_id("ana", "Porto")
+        'subject:ana:porto'
+        >>> subject_node_id("a:b", "C"), subject_node_id("a", "b:C")
+        ('subject:a%3Ab:c', 'subject:a:b:c')
     """
-    escaped = tenant.replace("%", "%25").replace(":", "%3A")
-    return f"{ENTITY_NODE_PREFIX}{escaped}:{normalize_entity(name)}"
+    escaped = entity_id.replace("%", "%25").replace(":", "%3A")
+    return f"{SUBJECT_NODE_PREFIX}{escaped}:{normalize_subject(name)}"
 
 
 class MemoryGraph:
-    """Memories, entities and the edges between them, with a per-tenant index.
+    """Memories, the subjects they mention and the edges between them, indexed by entity.
 
     Not thread-safe by itself; [`memtrellis.store.Store`][memtrellis.store.Store] serialises access.
 
@@ -78,7 +103,7 @@ class MemoryGraph:
         >>> graph = MemoryGraph()
         >>> item = MemoryItem(text="Ana lives in Porto.", scope=Scope(entity_id="ana"))
         >>> graph.put(item)
-        >>> graph.tenants(), graph.item(item.id).text
+        >>> graph.entity_ids(), graph.item(item.id).text
         (['ana'], 'Ana lives in Porto.')
     """
 
@@ -86,10 +111,10 @@ class MemoryGraph:
         self.g: nx.MultiDiGraph = nx.MultiDiGraph()
         # Edges share their dicts (see _edges): link and unlink, never g.add_edge.
         self.g.edge_attr_dict_factory = no_attributes
-        # tenant -> memory ids in insertion order, for listing without scanning the graph
-        self._by_tenant: dict[str, dict[str, None]] = {}
-        # tenant -> normalised entity name -> display name, for resolving new names
-        self._entities: dict[str, dict[str, str]] = {}
+        # entity_id -> memory ids in insertion order, for listing without scanning the graph
+        self._by_entity: dict[str, dict[str, None]] = {}
+        # entity_id -> normalised subject name -> display name, for resolving new names
+        self._subjects: dict[str, dict[str, str]] = {}
         # Each memory node holds its item (its parts shared with the other items where
         # equal) and its history as the JSON bytes the snapshot writes.
         self._slim = Slimmer()
@@ -103,7 +128,7 @@ class MemoryGraph:
         )
 
     def __len__(self) -> int:
-        return sum(len(ids) for ids in self._by_tenant.values())
+        return sum(len(ids) for ids in self._by_entity.values())
 
     def item(self, memory_id: str) -> MemoryItem | None:
         """The stored item (not a copy), or ``None``."""
@@ -119,28 +144,29 @@ class MemoryGraph:
             return []
         return read_history(self.g.nodes[memory_id]["history"])
 
-    def tenant_ids(self, tenant: str) -> list[str]:
-        """Ids of one tenant's memories, oldest insertion first."""
-        return list(self._by_tenant.get(tenant, ()))
+    def memory_ids(self, entity_id: str) -> list[str]:
+        """Ids of one entity's memories, oldest insertion first."""
+        return list(self._by_entity.get(entity_id, ()))
 
-    def tenants(self) -> list[str]:
-        """Every tenant (``entity_id``) with at least one memory."""
-        return [tenant for tenant, ids in self._by_tenant.items() if ids]
+    def entity_ids(self) -> list[str]:
+        """Every entity (``entity_id``) with at least one memory."""
+        return [entity_id for entity_id, ids in self._by_entity.items() if ids]
 
-    def items(self, tenant: str | None = None) -> Iterator[MemoryItem]:
-        """Stored items of one tenant, or of all."""
-        tenants = [tenant] if tenant is not None else list(self._by_tenant)
-        for name in tenants:
-            for memory_id in self._by_tenant.get(name, ()):
+    def items(self, entity_id: str | None = None) -> Iterator[MemoryItem]:
+        """Stored items of one entity, or of all."""
+        owners = [entity_id] if entity_id is not None else list(self._by_entity)
+        for name in owners:
+            for memory_id in self._by_entity.get(name, ()):
                 yield self.g.nodes[memory_id]["item"]
 
-    def entity_names(self, tenant: str) -> dict[str, str]:
-        """One tenant's entities: normalised name -> the name first stored (a copy)."""
-        return dict(self._entities.get(tenant, {}))
+    def subject_names(self, entity_id: str) -> dict[str, str]:
+        """One entity's subjects: normalised name -> the name first stored (a copy)."""
+        return dict(self._subjects.get(entity_id, {}))
 
-    def mentioning(self, tenant: str, name: str, limit: int) -> list[str]:
-        """Up to ``limit`` memories of ``tenant`` that mention entity ``name``, newest first."""
-        node = entity_node_id(tenant, name)
+    def mentioning(self, entity_id: str, name: str, limit: int) -> list[str]:
+        """Up to ``limit`` memories of ``entity_id`` that mention subject ``name``, newest
+        first."""
+        node = subject_node_id(entity_id, name)
         if node not in self.g:
             return []
         others = list(self.g.pred[node])
@@ -181,9 +207,9 @@ class MemoryGraph:
         key = kind.value
         return sum(1 for keys in preds.values() if key in keys) if preds else 0
 
-    def entity_count(self) -> int:
-        """Number of entity nodes."""
-        return sum(1 for _, kind in self.g.nodes(data="kind") if kind == _ENTITY)
+    def subject_count(self) -> int:
+        """Number of subject nodes."""
+        return sum(1 for _, kind in self.g.nodes(data="kind") if kind == _SUBJECT)
 
     def edge_counts(self) -> dict[str, int]:
         """Number of edges of each kind (every kind listed, zero included)."""
@@ -207,24 +233,24 @@ class MemoryGraph:
                 yield step, distance
                 current = step
 
-    def neighbours_by_entity(self, memory_id: str) -> Iterator[tuple[str, str]]:
-        """``(entity node, other memory id)`` for memories sharing an entity with this one.
+    def neighbours_by_subject(self, memory_id: str) -> Iterator[tuple[str, str]]:
+        """``(subject node, other memory id)`` for memories sharing a subject with this one.
 
-        Entities mentioned by more than `HUB_MENTIONS` memories are skipped: like a
+        Subjects mentioned by more than `HUB_MENTIONS` memories are skipped: like a
         stop word, a hub says little about any one memory, and walking it costs O(mentions).
         """
         if memory_id not in self:
             return
         mentions = EdgeKind.MENTIONS.value
-        for entity, keys in self.g.succ[memory_id].items():
+        for subject, keys in self.g.succ[memory_id].items():
             if mentions not in keys:
                 continue
-            others = self.g.pred[entity]  # only mentions point at entity nodes
+            others = self.g.pred[subject]  # only mentions point at subject nodes
             if len(others) > HUB_MENTIONS:
                 continue
             for other in others:
                 if other != memory_id:
-                    yield entity, other
+                    yield subject, other
 
     # -- writes --------------------------------------------------------------------------
     def put(self, item: MemoryItem, event: HistoryEvent | None = None) -> None:
@@ -234,34 +260,34 @@ class MemoryGraph:
 
     def _insert(self, item: MemoryItem, event: HistoryEvent | None, history: bytes = b"") -> None:
         # put() of an item already slimmed; a loaded node brings its whole ``history``.
-        tenant = item.scope.entity_id
+        owner = item.scope.entity_id
         if item.id in self:
             old: MemoryItem = self.g.nodes[item.id]["item"]
             item.__dict__["id"] = old.id  # the same string, shared with the graph's keys
-            if old.scope.entity_id != tenant:
-                self._by_tenant.get(old.scope.entity_id, {}).pop(item.id, None)
+            if old.scope.entity_id != owner:
+                self._by_entity.get(old.scope.entity_id, {}).pop(item.id, None)
             self._drop_mentions(item.id)
             self.g.nodes[item.id]["item"] = item
         else:
             self.g.add_node(item.id, kind=_MEMORY, item=item, history=EMPTY_HISTORY)
-        self._by_tenant.setdefault(tenant, {})[item.id] = None
+        self._by_entity.setdefault(owner, {})[item.id] = None
         if history:
             self.g.nodes[item.id]["history"] = history
         if event is not None:
             data = self.g.nodes[item.id]
             data["history"] = add_event(data["history"], event)
         for name in item.entities:
-            node = sys.intern(entity_node_id(tenant, name))
+            node = sys.intern(subject_node_id(owner, name))
             if node not in self.g:
-                self.g.add_node(node, kind=_ENTITY, name=name, entity_id=tenant)
-            known = self._entities.setdefault(tenant, {})
-            known.setdefault(normalize_entity(name), self.g.nodes[node].get("name", name))
+                self.g.add_node(node, kind=_SUBJECT, name=name, entity_id=owner)
+            known = self._subjects.setdefault(owner, {})
+            known.setdefault(normalize_subject(name), self.g.nodes[node].get("name", name))
             link(self.g, item.id, node, EdgeKind.MENTIONS.value)
 
-    def _remove_entity(self, node: str) -> None:
+    def _remove_subject(self, node: str) -> None:
         data = self.g.nodes[node]
-        known = self._entities.get(str(data.get("entity_id")), {})
-        known.pop(normalize_entity(str(data.get("name", ""))), None)
+        known = self._subjects.get(str(data.get("entity_id")), {})
+        known.pop(normalize_subject(str(data.get("name", ""))), None)
         self.g.remove_node(node)
 
     def add_edge(self, source: str, target: str, kind: EdgeKind) -> None:
@@ -273,34 +299,65 @@ class MemoryGraph:
             link(self.g, nodes[source]["item"].id, nodes[target]["item"].id, kind.value)
 
     def remove(self, memory_id: str) -> MemoryItem | None:
-        """Remove a memory, its edges and any entity left without mentions."""
+        """Remove a memory, its edges and any subject left without mentions."""
         item = self.item(memory_id)
         if item is None:
             return None
-        entities = [t for _, t, k in self.g.out_edges(memory_id, keys=True) if k == "mentions"]
+        subjects = [t for _, t, k in self.g.out_edges(memory_id, keys=True) if k == "mentions"]
         self.g.remove_node(memory_id)
-        self._by_tenant.get(item.scope.entity_id, {}).pop(memory_id, None)
-        for entity in entities:
-            if entity in self.g and self.g.in_degree(entity) == 0:
-                self._remove_entity(entity)
+        self._by_entity.get(item.scope.entity_id, {}).pop(memory_id, None)
+        for subject in subjects:
+            if subject in self.g and self.g.in_degree(subject) == 0:
+                self._remove_subject(subject)
         return item
 
-    def remove_tenant(self, tenant: str) -> list[str]:
-        """Remove every memory of one tenant; returns their ids."""
-        ids = self.tenant_ids(tenant)
+    def remove_entity(self, entity_id: str) -> list[str]:
+        """Remove every memory of one entity; returns their ids."""
+        ids = self.memory_ids(entity_id)
         for memory_id in ids:
             self.remove(memory_id)
-        self._by_tenant.pop(tenant, None)
-        self._entities.pop(tenant, None)
-        self._slim.forget(tenant)
+        self._by_entity.pop(entity_id, None)
+        self._subjects.pop(entity_id, None)
+        self._slim.forget(entity_id)
         return ids
 
+    # Deprecated names (an entity is whose memory it is, never a mentioned subject).
+    def tenant_ids(self, tenant: str) -> list[str]:
+        """Deprecated: [`memory_ids`][memtrellis.store.MemoryGraph.memory_ids]."""
+        renamed("MemoryGraph.tenant_ids", "MemoryGraph.memory_ids")
+        return self.memory_ids(tenant)
+
+    def tenants(self) -> list[str]:
+        """Deprecated: [`entity_ids`][memtrellis.store.MemoryGraph.entity_ids]."""
+        renamed("MemoryGraph.tenants", "MemoryGraph.entity_ids")
+        return self.entity_ids()
+
+    def remove_tenant(self, tenant: str) -> list[str]:
+        """Deprecated: [`remove_entity`][memtrellis.store.MemoryGraph.remove_entity]."""
+        renamed("MemoryGraph.remove_tenant", "MemoryGraph.remove_entity")
+        return self.remove_entity(tenant)
+
+    def entity_names(self, entity_id: str) -> dict[str, str]:
+        """Deprecated: [`subject_names`][memtrellis.store.MemoryGraph.subject_names]."""
+        renamed("MemoryGraph.entity_names", "MemoryGraph.subject_names")
+        return self.subject_names(entity_id)
+
+    def entity_count(self) -> int:
+        """Deprecated: [`subject_count`][memtrellis.store.MemoryGraph.subject_count]."""
+        renamed("MemoryGraph.entity_count", "MemoryGraph.subject_count")
+        return self.subject_count()
+
+    def neighbours_by_entity(self, memory_id: str) -> Iterator[tuple[str, str]]:
+        """Deprecated: `neighbours_by_subject`."""
+        renamed("MemoryGraph.neighbours_by_entity", "MemoryGraph.neighbours_by_subject")
+        return self.neighbours_by_subject(memory_id)
+
     def _drop_mentions(self, memory_id: str) -> None:
-        for _, entity, key in list(self.g.out_edges(memory_id, keys=True)):
+        for _, subject, key in list(self.g.out_edges(memory_id, keys=True)):
             if key == EdgeKind.MENTIONS.value:
-                unlink(self.g, memory_id, entity, key)
-                if self.g.in_degree(entity) == 0:
-                    self._remove_entity(entity)
+                unlink(self.g, memory_id, subject, key)
+                if self.g.in_degree(subject) == 0:
+                    self._remove_subject(subject)
 
     # -- persistence ---------------------------------------------------------------------
     def _node_records(self) -> Iterator[dict[str, Any]]:
@@ -428,7 +485,7 @@ class MemoryGraph:
             >>> ana.put(MemoryItem(text="Ana lives in Porto.", scope=Scope(entity_id="ana")))
             >>> bo.put(MemoryItem(text="Bo lives in Oslo.", scope=Scope(entity_id="bo")))
             >>> ana.absorb(bo)
-            >>> sorted(ana.tenants())
+            >>> sorted(ana.entity_ids())
             ['ana', 'bo']
         """
         for item in other.items():
@@ -439,8 +496,8 @@ class MemoryGraph:
                 self.add_edge(source, target, EdgeKind(key))
 
     def _read(self, text: str) -> int:
-        # Entity nodes first, then the memories (put re-creates entity nodes saved under an
-        # older form of their id), then the edges, whatever order the members come in.
+        # Subject nodes first, then the memories (put re-creates subject nodes saved under
+        # an older form of their id), then the edges, whatever order the members come in.
         seen: set[str] = set()
         generation: int | None = None
         memories: list[tuple[MemoryItem, bytes]] = []
@@ -459,7 +516,7 @@ class MemoryGraph:
                         HistoryEvent.model_validate(event)
                     memories.append((item, history_bytes(value["history"])))
                 else:
-                    self._read_entity(value)
+                    self._read_subject(value)
             elif name == "edges":
                 if "nodes" not in seen:
                     early_edges.append(value)
@@ -473,18 +530,24 @@ class MemoryGraph:
             self._read_edge(edge)
         return generation
 
-    def _read_entity(self, node: dict[str, Any]) -> None:
+    def _read_subject(self, node: dict[str, Any]) -> None:
         attrs = {k: v for k, v in node.items() if k != "id"}
         owner, name = attrs.get("entity_id"), attrs.get("name")
-        if attrs.get("kind") == _ENTITY and (
-            not isinstance(owner, str)
-            or not isinstance(name, str)
-            or entity_node_id(owner, name) != node["id"]
-        ):
-            # Saved under an older, ambiguous form of the id (see entity_node_id): put
-            # re-creates it under the current one.
-            return
         node_id = node["id"]
+        if attrs.get("kind") in (_SUBJECT, _OLD_SUBJECT):
+            if not isinstance(owner, str) or not isinstance(name, str):
+                return  # put re-creates it from the memories that mention it
+            current = subject_node_id(owner, name)
+            if attrs["kind"] == _OLD_SUBJECT and node_id == current.replace(
+                _SUBJECT, _OLD_SUBJECT, 1
+            ):
+                # Saved before subject nodes were named so (``entity:...``, kind
+                # ``entity``): kept, name and all, under the current id and kind.
+                node_id, attrs["kind"] = current, _SUBJECT
+            if node_id != current:
+                # Saved under the ambiguous id of before percent-encoding (see
+                # subject_node_id): put re-creates it under the current one.
+                return
         self.g.add_node(sys.intern(node_id) if type(node_id) is str else node_id, **attrs)
 
     def _put_loaded(self, memories: list[tuple[MemoryItem, bytes]]) -> None:

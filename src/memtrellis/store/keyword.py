@@ -1,4 +1,4 @@
-"""Keyword index: BM25 over memory text, per tenant, maintained incrementally.
+"""Keyword index: BM25 over memory text, per entity, maintained incrementally.
 
 Adding or removing a memory touches only its own terms; a query walks the postings of
 its terms, so nothing is rebuilt per query.
@@ -16,6 +16,8 @@ from collections import Counter
 
 import numpy as np
 import numpy.typing as npt
+
+from memtrellis._deprecated import renamed
 
 __all__ = ["KeywordIndex", "tokenize"]
 
@@ -130,7 +132,7 @@ def _posting_discard(posting: array[int], slot: int) -> None:
 
 
 class _Shard:
-    """One tenant's postings, keyed by slot numbers that index ``lengths``.
+    """One entity's postings, keyed by slot numbers that index ``lengths``.
 
     A term's posting is one array of ``slot << 32 | tf`` sorted by slot: eight bytes a
     memory (a ``{slot: tf}`` dict took about fifty), and a slot is found by bisection, so
@@ -202,7 +204,7 @@ class _Shard:
 
 
 class KeywordIndex:
-    """Okapi BM25 (k1 1.5, b 0.75) with one shard per tenant.
+    """Okapi BM25 (k1 1.5, b 0.75) with one shard per entity.
 
     Examples:
         >>> index = KeywordIndex()
@@ -216,19 +218,19 @@ class KeywordIndex:
         self.k1 = k1
         self.b = b
         self._shards: dict[str, _Shard] = {}
-        # memory id -> (tenant, *its distinct terms): one tuple of strings shared with the
+        # memory id -> (entity_id, *its distinct terms): one tuple of strings shared with the
         # postings (interned), not a list of copies per memory.
         self._terms: dict[str, tuple[str, ...]] = {}
 
     def __len__(self) -> int:
         return len(self._terms)
 
-    def add(self, tenant: str, memory_id: str, text: str) -> None:
+    def add(self, entity_id: str, memory_id: str, text: str) -> None:
         """Index a memory's text, replacing what was indexed for it before."""
         self.remove(memory_id)
         terms = [sys.intern(term) for term in tokenize(text)]
-        self._shards.setdefault(tenant, _Shard()).add(memory_id, terms)
-        self._terms[memory_id] = (sys.intern(tenant), *sorted(set(terms)))
+        self._shards.setdefault(entity_id, _Shard()).add(memory_id, terms)
+        self._terms[memory_id] = (sys.intern(entity_id), *sorted(set(terms)))
 
     def remove(self, memory_id: str) -> None:
         """Forget a memory's terms (no-op when unknown)."""
@@ -236,19 +238,24 @@ class KeywordIndex:
         if known is not None:
             self._shards[known[0]].remove(memory_id, list(known[1:]))
 
-    def drop_tenant(self, tenant: str) -> None:
-        """Forget one tenant entirely."""
-        shard = self._shards.pop(tenant, None)
+    def drop_tenant(self, entity_id: str) -> None:
+        """Deprecated: [`drop_entity`][memtrellis.store.KeywordIndex.drop_entity]."""
+        renamed("KeywordIndex.drop_tenant", "KeywordIndex.drop_entity")
+        self.drop_entity(entity_id)
+
+    def drop_entity(self, entity_id: str) -> None:
+        """Forget one entity entirely."""
+        shard = self._shards.pop(entity_id, None)
         if shard is not None:
             for memory_id in shard.slot_of:
                 self._terms.pop(memory_id, None)
 
-    def search(self, tenant: str, query: str, n: int) -> list[tuple[str, float]]:
-        """Top ``n`` memories of one tenant as ``(id, BM25 score)``, best first.
+    def search(self, entity_id: str, query: str, n: int) -> list[tuple[str, float]]:
+        """Top ``n`` memories of one entity as ``(id, BM25 score)``, best first.
 
         Ties are broken by memory id, so the same index and query give the same list.
         """
-        shard = self._shards.get(tenant)
+        shard = self._shards.get(entity_id)
         if shard is None or not len(shard) or n <= 0:
             return []
         docs = len(shard)

@@ -292,14 +292,14 @@ def _roll_forward(
     return count
 
 
-def _shard_graph(graph: MemoryGraph, tenant: str, report: MigrationReport) -> MemoryGraph:
+def _shard_graph(graph: MemoryGraph, entity_id: str, report: MigrationReport) -> MemoryGraph:
     """One entity's part of the 0.1 graph, sharing its item and history objects."""
     shard = MemoryGraph()
-    ids = graph.tenant_ids(tenant)
+    ids = graph.memory_ids(entity_id)
     mentions = EdgeKind.MENTIONS.value
     nodes = graph.g.nodes
     succ = graph.g.succ
-    # Entity nodes first with their stored attributes (the name first stored for them),
+    # Subject nodes first with their stored attributes (the name first stored for them),
     # as MemoryGraph.load rebuilds a saved graph.
     for memory_id in ids:
         for node, keys in succ[memory_id].items():
@@ -324,8 +324,8 @@ def _shard_graph(graph: MemoryGraph, tenant: str, report: MigrationReport) -> Me
     return shard
 
 
-def _write_shard(staging: Path, tenant: str, shard: MemoryGraph) -> None:
-    FileShardStorage(staging, tenant).save(shard, generation=SHARD_GENERATION)
+def _write_shard(staging: Path, entity_id: str, shard: MemoryGraph) -> None:
+    FileShardStorage(staging, entity_id).save(shard, generation=SHARD_GENERATION)
 
 
 def _write_staging(root: Path, graph: MemoryGraph, report: MigrationReport) -> None:
@@ -338,12 +338,12 @@ def _write_staging(root: Path, graph: MemoryGraph, report: MigrationReport) -> N
     with flushed_at_exit():
         catalog = SqliteCatalog(staging / CATALOG)
         try:
-            for tenant in graph.tenants():
-                shard = _shard_graph(graph, tenant, report)
-                catalog.ensure(tenant)
-                _write_shard(staging, tenant, shard)
+            for entity_id in graph.entity_ids():
+                shard = _shard_graph(graph, entity_id, report)
+                catalog.ensure(entity_id)
+                _write_shard(staging, entity_id, shard)
                 stats = EntityStats.of(shard, SHARD_GENERATION)
-                catalog.record(tenant, stats)
+                catalog.record(entity_id, stats)
                 report.entities += 1
                 report.memories += stats.memories
                 for kind, count in stats.edges.items():

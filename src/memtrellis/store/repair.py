@@ -1,8 +1,14 @@
-"""Rebuilding a damaged store from the copies it keeps of every memory, shard by shard.
+"""Repairing a damaged store from the copies it keeps of every memory, shard by shard.
+
+The vocabulary: a *repair* (`repair_files`, [`memtrellis.repair_store`][memtrellis.repair_store],
+``memtrellis repair``) is asked for, and rebuilds each damaged copy from the other (the
+graph *rebuilt from* the index, or the index from the graph), moving damaged files aside;
+its report is `StoreRepairReport`. *Recovery* is what every open does by itself from the
+log after a crash (`memtrellis.store.RecoveryReport`); it needs no repair.
 
 Every memory lives twice in a store: as a node of its entity's shard (``graph.json`` plus
 the write-ahead log in ``shards/xx/<hash>/``) and as a full item copy in the metadata of
-its vector in the entity's Chroma collection (``chroma/``). `rebuild_store` finds every
+its vector in the entity's Chroma collection (``chroma/``). `repair_files` finds every
 entity (the catalog's rows, the shard directories, each named by its ``shard.json``, by the
 items of its graph or log, or by a Chroma collection's ``entity_id``; and the collections
 themselves), reads whatever survives of each side, decides per entity which side is
@@ -45,6 +51,7 @@ from typing import Literal
 
 from filelock import FileLock
 
+from memtrellis._deprecated import module_aliases
 from memtrellis.errors import (
     EmbeddingMismatchError,
     InvalidInputError,
@@ -76,12 +83,14 @@ from memtrellis.store._repair_shard import (
 )
 from memtrellis.store.catalog import SqliteCatalog
 from memtrellis.store.manifest import EmbedderInfo, Manifest, write_manifest
-from memtrellis.store.shard import RepairReport, Shard, ShardSettings
+from memtrellis.store.shard import RecoveryReport, Shard, ShardSettings
 from memtrellis.store.shardfiles import SHARDS, FileShardStorage
 from memtrellis.store.storage import EntityStats
 from memtrellis.store.vectors import VectorIndex
 
-__all__ = ["Source", "StoreRepairReport", "rebuild_store", "recorded_embedder"]
+__all__ = ["Source", "StoreRepairReport", "recorded_embedder", "repair_files"]
+
+__getattr__ = module_aliases(__name__, {"rebuild_store": f"{__name__}:repair_files"})
 
 EmbedFn = Callable[[list[str]], list[list[float]]]
 #: ``"auto"``: rebuild whichever side is damaged; ``"index"``: rebuild the graph from the
@@ -123,7 +132,7 @@ def _locked(lock: FileLock, what: Path, timeout: float) -> Iterator[None]:
         yield
 
 
-def rebuild_store(
+def repair_files(
     path: Path,
     *,
     embedder: EmbedderInfo | None = None,
@@ -270,8 +279,8 @@ def _check_all(planner: _Planner, entities: dict[str, Path], index: Index, *, ta
 def _tally(report: StoreRepairReport, entity_id: str, repair: ShardRepair) -> None:
     graph = repair.graph
     report.memories += len(graph)
-    report.tenants += len(graph.tenants())
-    report.entities += graph.entity_count()
+    report.entities_with_memories += len(graph.entity_ids())
+    report.subjects += graph.subject_count()
     for kind, count in graph.edge_counts().items():
         report.edges[kind] = report.edges.get(kind, 0) + count
     for name, count in repair.tally.items():
@@ -340,7 +349,7 @@ class _Writer:
             vectors=vectors,
             embed=self.embed or _no_embedder,
             writer=uuid.uuid4().hex[:12],
-            repair=RepairReport(),
+            recovery=RecoveryReport(),
             lock_timeout=self.lock_timeout,
             store_label=str(self.path),
         )

@@ -20,6 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from memtrellis._deprecated import renamed
 from memtrellis.errors import StoreLockedError
 from memtrellis.store._corrupt import damaged
 from memtrellis.store.graph import MemoryGraph
@@ -28,7 +29,7 @@ from memtrellis.store.storage import EntityStats, ShardStorage
 from memtrellis.store.vectors import Vectors
 from memtrellis.store.wal import replay_record
 
-__all__ = ["RepairReport", "Shard", "ShardSettings"]
+__all__ = ["RecoveryReport", "Shard", "ShardSettings"]
 
 log = logging.getLogger("memtrellis.store")
 
@@ -42,11 +43,16 @@ TOUCH_BATCH = 256
 
 
 @dataclass
-class RepairReport:
-    """What opening (or catching up with) a store had to repair after a crash.
+class RecoveryReport:
+    """What opening (or catching up with) a store recovered after a crash: interrupted
+    changes rolled forward, torn log records dropped.
+
+    Recovery is automatic and needs nothing but the log; a *repair*
+    ([`memtrellis.repair_store`][memtrellis.repair_store]) rebuilds damaged files from the
+    store's other copy on request. ``RepairReport``, its old name, still works and warns.
 
     Examples:
-        >>> RepairReport(rolled_forward=["m1"]).summary()
+        >>> RecoveryReport(rolled_forward=["m1"]).summary()
         'rolled forward 1 interrupted change(s), dropped 0 torn log record(s)'
     """
 
@@ -55,9 +61,15 @@ class RepairReport:
     index_retries: int = 0
 
     @property
-    def repaired(self) -> bool:
-        """Whether anything was repaired."""
+    def recovered(self) -> bool:
+        """Whether anything was recovered."""
         return bool(self.rolled_forward or self.torn_records)
+
+    @property
+    def repaired(self) -> bool:
+        """Deprecated: `recovered`."""
+        renamed("RecoveryReport.repaired", "RecoveryReport.recovered")
+        return self.recovered
 
     def summary(self) -> str:
         """One line for logs and the CLI."""
@@ -74,7 +86,7 @@ class ShardSettings:
     vectors: Vectors
     embed: EmbedFn
     writer: str
-    repair: RepairReport
+    recovery: RecoveryReport
     lock_timeout: float = 60.0
     compact_every: int = 5000
     store_label: str = ""
@@ -103,7 +115,7 @@ class Shard:
         >>> root = Path(tempfile.mkdtemp())
         >>> embedder = HashingEmbedder()
         >>> settings = ShardSettings(VectorIndex(root / "chroma"), embedder.embed_documents,
-        ...                          writer=uuid.uuid4().hex[:12], repair=RepairReport())
+        ...                          writer=uuid.uuid4().hex[:12], recovery=RecoveryReport())
         >>> shard = Shard(FileShardStorage(root, "ana"), settings)
         >>> item = MemoryItem(text="Ana lives in Porto.", scope=Scope(entity_id="ana"))
         >>> record = {"op": "put", "item": item.model_dump(mode="json"), "reembed": True}
@@ -184,7 +196,7 @@ class Shard:
             if foreign:
                 self.vectors.stale = True
             if locked and read.torn and self.storage.cut_torn(self.generation, self.position):
-                self.settings.repair.torn_records += 1
+                self.settings.recovery.torn_records += 1
             # The stamp taken before reading: whatever was appended after it is read now
             # or, since the stamp then differs, on the next look.
             self._stamp = None if read.torn else stamp
@@ -222,7 +234,7 @@ class Shard:
             for memory_id in record["ids"]:
                 self.keywords.remove(memory_id)
         elif op == "drop":
-            self.keywords.drop_tenant(self.entity_id)
+            self.keywords.drop_entity(self.entity_id)
 
     def index_change(self, record: dict[str, Any]) -> None:
         """Carry one logged change into the vector index (idempotent)."""
@@ -246,13 +258,13 @@ class Shard:
             try:
                 self.index_change(record)
             except Exception:
-                self.settings.repair.index_retries += 1
+                self.settings.recovery.index_retries += 1
                 log.exception(
                     "shard %s: could not index change %s; will retry", self.entity_id, rid
                 )
                 continue
             done.append({"op": "ok", "rid": rid, "w": self.settings.writer})
-            self.settings.repair.rolled_forward.append(rid)
+            self.settings.recovery.rolled_forward.append(rid)
             self._pending.pop(rid, None)
         if done:
             self._append(done, durable=False)
@@ -296,7 +308,7 @@ class Shard:
                     for rid in rids:
                         self.index_change(self._pending[rid])
             except Exception:
-                self.settings.repair.index_retries += 1
+                self.settings.recovery.index_retries += 1
                 log.exception("shard %s: vector index write failed; will retry", self.entity_id)
             else:
                 oks = [{"op": "ok", "rid": rid, "w": self.settings.writer} for rid in rids]

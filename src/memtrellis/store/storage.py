@@ -59,7 +59,7 @@ class EntityStats:
     memories: int = 0
     superseded: int = 0
     merged_duplicates: int = 0
-    entity_nodes: int = 0
+    subject_nodes: int = 0
     edges: dict[str, int] = field(default_factory=dict)
     validity: list[tuple[float, bool]] = field(default_factory=list)
     generation: int = 0
@@ -87,7 +87,7 @@ class EntityStats:
             memories=len(graph),
             superseded=superseded,
             merged_duplicates=merged,
-            entity_nodes=graph.entity_count(),
+            subject_nodes=graph.subject_count(),
             edges=graph.edge_counts(),
             validity=validity,
             generation=generation,
@@ -108,7 +108,9 @@ class EntityStats:
             "memories": self.memories,
             "superseded": self.superseded,
             "merged_duplicates": self.merged_duplicates,
-            "entity_nodes": self.entity_nodes,
+            # The catalog's key from before subject nodes were so named: processes of
+            # older releases read the same rows.
+            "entity_nodes": self.subject_nodes,
             "edges": dict(self.edges),
             "validity": [[until, gone] for until, gone in self.validity],
             "generation": self.generation,
@@ -121,7 +123,7 @@ class EntityStats:
             memories=int(data.get("memories", 0)),
             superseded=int(data.get("superseded", 0)),
             merged_duplicates=int(data.get("merged_duplicates", 0)),
-            entity_nodes=int(data.get("entity_nodes", 0)),
+            subject_nodes=int(data.get("entity_nodes", 0)),
             edges={str(k): int(v) for k, v in dict(data.get("edges", {})).items()},
             validity=[(float(u), bool(g)) for u, g in data.get("validity", [])],
             generation=int(data.get("generation", 0)),

@@ -31,6 +31,7 @@ from typing import Any
 
 from filelock import FileLock
 
+from memtrellis._deprecated import renamed
 from memtrellis.errors import InvalidInputError, StoreClosedError, StoreLockedError
 from memtrellis.store._corrupt import FROM_GRAPH, damaged, embedder_flags
 from memtrellis.store._files import holding
@@ -42,14 +43,14 @@ from memtrellis.store.manifest import (
     read_manifest,
     write_manifest,
 )
-from memtrellis.store.shard import RepairReport, Shard, ShardSettings
+from memtrellis.store.shard import RecoveryReport, Shard, ShardSettings
 from memtrellis.store.shardfiles import FileShardStorage
 from memtrellis.store.storage import Catalog, EntityStats, ShardStorage
 from memtrellis.store.vectorproc import VectorProcess
 from memtrellis.store.vectors import VectorIndex, Vectors
 from memtrellis.types import EdgeKind, HistoryEvent, MemoryItem, utcnow
 
-__all__ = ["Change", "RepairReport", "Store"]
+__all__ = ["Change", "RecoveryReport", "Store"]
 
 log = logging.getLogger("memtrellis.store")
 
@@ -131,7 +132,7 @@ class Store:
         self._known: set[str] = set()
         self.max_resident_shards = max_resident_shards
         self.max_resident_memories = max_resident_memories
-        self.repair = RepairReport()
+        self.recovery = RecoveryReport()
         path.mkdir(parents=True, exist_ok=True)
         self._file_lock = FileLock(
             str(path / "store.lock"), timeout=lock_timeout, thread_local=False
@@ -160,15 +161,21 @@ class Store:
                 vectors=self.vectors,
                 embed=embed,
                 writer=uuid.uuid4().hex[:12],
-                repair=self.repair,
+                recovery=self.recovery,
                 lock_timeout=lock_timeout,
                 compact_every=compact_every,
                 store_label=str(path),
             )
             for entity_id in self.catalog.dropping():
                 self._finish_drop(entity_id)
-        if self.repair.repaired:
-            log.warning("store %s: %s", path, self.repair.summary())
+        if self.recovery.recovered:
+            log.warning("store %s: %s", path, self.recovery.summary())
+
+    @property
+    def repair(self) -> RecoveryReport:
+        """Deprecated: `recovery` (what opening recovered; a repair is ``repair_store``)."""
+        renamed("Store.repair", "Store.recovery")
+        return self.recovery
 
     # -- opening ---------------------------------------------------------------------------
     @property

@@ -1,5 +1,8 @@
 """Bounded JSON loading for model replies: strict first, then json-repair, then salvage.
 
+Shared by every LLM answer the package reads: extraction's replies and passes, and the
+lifecycle's relation judge (public within the package; not part of the API).
+
 Repairing is delegated to ``json-repair``; what this module adds is *where* to look
 (inside code fences, between the first bracket and the last, at each opening bracket
 of prose) and *how much* work to allow. json-repair is superlinear on some malformed
