@@ -170,7 +170,7 @@ def repair_files(
         ...     _ = memory.add("Ana lives in Porto")
         >>> (path / "catalog.sqlite3").unlink()  # lost
         >>> info = EmbedderInfo(model_id="hashing-64", dimension=64)
-        >>> report = rebuild_store(path, embedder=info)
+        >>> report = repair_files(path, embedder=info)
         >>> report.damaged, report.memories, report.catalog_written
         ({'catalog.sqlite3': 'missing'}, 1, True)
     """
