@@ -98,7 +98,7 @@ def _imports(path: Path) -> set[str]:
 
 FORBIDDEN_EVERYWHERE = ("langchain", "langchain_core", "llama_index", "openai", "anthropic")
 # The facade: memory.py (Memory) and the private modules its methods' bodies live in.
-FACADE = ("memtrellis.memory", *(f"memtrellis.{p.stem}" for p in sorted(SRC.glob("_memory_*.py"))))
+FACADE = ("memtrellis.memory", "memtrellis._engine", "memtrellis._memory_async")
 _ABOVE_EXTRACTION = (
     "memtrellis.store",
     "memtrellis.recall",
@@ -135,13 +135,12 @@ LAYER_BANS = {
         "memtrellis.lifecycle",
         "memtrellis.capture",
         "memtrellis.cli",
-        "memtrellis._health",
-        *FACADE[1:],  # the facade's private modules
+        *FACADE,  # the facade and its engine: memory only through the doors (memtrellis._host)
     ),
 }
 # The facade may import every core layer, never the CLI or the service built on it.
-for _module in FACADE:
-    LAYER_BANS[f"{_module.removeprefix('memtrellis.')}.py"] = (
+for _module in ("memory.py", "_engine", "_memory_async.py"):
+    LAYER_BANS[_module] = (
         "memtrellis.cli",
         "memtrellis.service",
     )

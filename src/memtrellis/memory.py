@@ -14,23 +14,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
+import itertools
 import logging
 import os
-import weakref
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from memtrellis import _memory_capture as _capture
-from memtrellis import _memory_reading as _reading
-from memtrellis import _memory_registration as _registration
-from memtrellis import _memory_writing as _writing
-from memtrellis._health import FacadeStats
-from memtrellis._memory_args import (
-    call_scope,
+from memtrellis import registry
+from memtrellis._engine import Engine
+from memtrellis._engine.args import (
     default_store_path,
+    given,
     list_filters,
     make_scope,
     memory_type_arg,
@@ -39,10 +35,8 @@ from memtrellis._memory_args import (
     recall_filters,
     store_path,
 )
-from memtrellis._memory_args import given as _given
 from memtrellis._memory_async import in_thread as _in_thread
 from memtrellis._progress import progress_arg
-from memtrellis.clients.patch import uninstall
 from memtrellis.embeddings.base import Embedder, as_embedder
 from memtrellis.errors import InvalidInputError
 from memtrellis.extraction.model import Mode
@@ -65,7 +59,7 @@ from memtrellis.types import (
     Scope,
 )
 
-__all__ = ["Memory", "default_store_path"]
+__all__ = ["Memory", "default_store_path", "engine_of"]
 
 log = logging.getLogger("memtrellis")
 
@@ -141,16 +135,13 @@ class Memory:
         max_resident_memories: int = DEFAULT_RESIDENT_MEMORIES,
         vector_process: bool = False,
     ) -> None:
-        self.default_scope = self._make_scope(entity_id, process_id, session_id)
+        self.default_scope = make_scope(entity_id, process_id, session_id)
         self.path = store_path(path)
         for name, url in (("chroma_url", chroma_url), ("postgres_url", postgres_url)):
             if url is not None and not isinstance(url, str):
                 raise InvalidInputError(f"{name} must be a str, not {type(url).__name__}")
-        # Memory.scope(): this memory's scope for the current thread or task only.
-        self._overrides: contextvars.ContextVar[dict[str, str] | None] = contextvars.ContextVar(
-            f"memtrellis_scope_{id(self)}", default=None
-        )
-        self._clients: weakref.WeakSet[Any] = weakref.WeakSet()
+        self._closers: dict[int, Callable[[], object]] = {}  # on_close(), by ticket
+        self._tickets = itertools.count()
         # Everything that can reject an argument runs before the store takes its lock.
         self.extractor = Extractor(llm, extraction)
         if lifecycle is not None and not isinstance(lifecycle, LifecycleConfig):
@@ -160,14 +151,14 @@ class Memory:
         # protocol; the judge asks the same adapted model.
         chat = self.extractor.llm
         timeout = self.extractor.config.llm_timeout
-        self._judge = llm_judge(chat, timeout=timeout) if chat is not None else None
+        judge = llm_judge(chat, timeout=timeout) if chat is not None else None
         if embedder is None:
             from memtrellis.embeddings import default_embedder
 
             self.embedder: Embedder = default_embedder()
         else:
             self.embedder = as_embedder(embedder)
-        self._store = Store(
+        store = Store(
             self.path,
             embedder=EmbedderInfo(
                 model_id=self.embedder.model_id, dimension=self.embedder.dimension
@@ -180,26 +171,45 @@ class Memory:
             max_resident_memories=max_resident_memories,
             vector_process=vector_process,
         )
-        self._stats = FacadeStats()
         self._drain_timeout = drain_timeout
-        self._capture = _capture.capture_service(self)
+        self._engine = Engine(
+            path=self.path,
+            store=store,
+            embedder=self.embedder,
+            extractor=self.extractor,
+            lifecycle=self.lifecycle,
+            judge=judge,
+            default_scope=self.default_scope,
+        )
+        self._store, self._reader, self._writer = store, self._engine.reader, self._engine.writer
+        self._capturer = self._engine.capturer
+        self._scope = self._engine.scopes.current
 
     # -- scope ---------------------------------------------------------------------------
-    @staticmethod
-    def _make_scope(entity_id: Any, process_id: Any, session_id: Any) -> Scope:
-        return make_scope(entity_id, process_id, session_id)
-
-    def _scope(
-        self, entity_id: str | None, process_id: str | None, session_id: str | None
+    def current_scope(
+        self,
+        *,
+        entity_id: str | None = None,
+        process_id: str | None = None,
+        session_id: str | None = None,
+        defaults: Mapping[str, str] | None = None,
     ) -> Scope:
-        return call_scope(
-            self.default_scope, self._scope_overrides(), entity_id, process_id, session_id
-        )
+        """The scope a call with these arguments uses: each argument given, else what the
+        innermost active [`scope`][memtrellis.Memory.scope] block sets, else ``defaults``
+        (a registration's own scope, say), else this memory's defaults.
 
-    def _scope_overrides(self) -> dict[str, str]:
-        """What the innermost active [`scope`][memtrellis.Memory.scope] sets, for this thread or
-        task."""
-        return dict(self._overrides.get() or {})
+        For adapters and clients: the one door to the scope of the current thread or task.
+
+        Examples:
+            >>> import tempfile
+            >>> from memtrellis.testing import HashingEmbedder
+            >>> with Memory(tempfile.mkdtemp(), embedder=HashingEmbedder()) as memory:
+            ...     with memory.scope(session_id="s1"):
+            ...         scope = memory.current_scope(defaults={"entity_id": "bob"})
+            ...     scope.entity_id, scope.session_id
+            ('bob', 's1')
+        """
+        return self._scope(entity_id, process_id, session_id, defaults=defaults)
 
     @contextlib.contextmanager
     def scope(
@@ -229,15 +239,9 @@ class Memory:
             []
             >>> memory.close()
         """
-        given = _given(entity_id=entity_id, process_id=process_id, session_id=session_id)
-        token = self._overrides.set({**self._scope_overrides(), **given})
-        try:
-            yield self._scope(None, None, None)  # checks the values before the block runs
-        finally:
-            self._overrides.reset(token)
-
-    def _visible(self, memory_id: Any, entity_id: str | None) -> MemoryItem:
-        return _reading.visible(self, memory_id, entity_id)
+        fields = given(entity_id=entity_id, process_id=process_id, session_id=session_id)
+        with self._engine.scopes.using(fields) as scope:
+            yield scope
 
     # -- writing -------------------------------------------------------------------------
     def add(
@@ -288,7 +292,7 @@ class Memory:
             metadata=metadata,
             progress=shown,
         )
-        return _writing.store_result(self, result, progress=shown)
+        return self._writer.store_result(result, progress=shown)
 
     async def aadd(
         self,
@@ -319,7 +323,7 @@ class Memory:
             metadata=metadata,
             progress=shown,
         )
-        return await asyncio.to_thread(_writing.store_result, self, result, None, shown)
+        return await asyncio.to_thread(self._writer.store_result, result, None, shown)
 
     def _add_args(
         self,
@@ -349,7 +353,7 @@ class Memory:
         id. [`flush`][memtrellis.Memory.flush] waits until everything captured is stored.
         """
         scope = self._scope(entity_id, process_id, session_id)
-        return _capture.capture(self, data, scope, mode=mode, tags=tags, metadata=metadata)
+        return self._capturer.capture(data, scope, mode=mode, tags=tags, metadata=metadata)
 
     async def acapture(
         self,
@@ -374,15 +378,9 @@ class Memory:
             metadata=metadata,
         )
 
-    def _store_captured(self, entry: dict[str, Any]) -> None:
-        _capture.store_captured(self, entry)
-
-    def _store_captured_fallback(self, entry: dict[str, Any]) -> None:
-        _capture.store_captured_fallback(self, entry)
-
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until every captured turn is stored; False when ``timeout`` ran out."""
-        return self._capture.flush(timeout)
+        return self._capturer.service.flush(timeout)
 
     # -- refine -------------------------------------------------------------------------------
     def refine(
@@ -398,10 +396,7 @@ class Memory:
         marked superseded by it (kept as history, linked by ``supersedes`` edges). Fast
         memories that no new memory cites are left as they are.
         """
-        if self.extractor.llm is None:
-            raise InvalidInputError("refine() needs an LLM: Memory(llm=...)")
-        tenant = self._scope(entity_id, None, None).entity_id
-        return _writing.refine(self, tenant, limit)
+        return self._writer.refine(self._scope(entity_id, None, None).entity_id, limit)
 
     def store(self, item: MemoryItem, *, lifecycle: bool = True) -> MemoryItem:
         """Store a ready-made item (its own scope and id); replaces one with its id.
@@ -420,7 +415,7 @@ class Memory:
             'f1'
             >>> m.close()
         """
-        return _writing.store_item(self, ready_item(item), lifecycle=lifecycle)
+        return self._writer.store_item(ready_item(item), lifecycle=lifecycle)
 
     def update(
         self,
@@ -442,7 +437,7 @@ class Memory:
         The text is re-embedded only when it changes; the change is kept in
         [`history`][memtrellis.Memory.history].
         """
-        changes = _given(
+        changes = given(
             text=text,
             key=key,
             memory_type=memory_type,
@@ -453,7 +448,7 @@ class Memory:
             valid_until=valid_until,
             metadata=metadata,
         )
-        return _writing.update_item(self, self._visible(memory_id, entity_id), changes)
+        return self._writer.update_item(self._reader.find(memory_id, entity_id), changes)
 
     def forget(self, memory_id: str | None = None, *, entity_id: str | None = None) -> int:
         """Delete one memory, or with ``entity_id=`` alone every memory of that entity.
@@ -467,25 +462,22 @@ class Memory:
         Returns how many memories were removed from graph and index.
         """
         if memory_id is not None:
-            item = self._visible(memory_id, entity_id)
-            self._store.delete(item.scope.entity_id, [item.id])
-            return 1
+            return self._writer.delete(self._reader.find(memory_id, entity_id))
         if entity_id is None:
             raise InvalidInputError("forget() needs a memory id, or entity_id= to forget an entity")
-        return _writing.forget_entity(self, self._scope(entity_id, None, None).entity_id)
+        return self._writer.forget_entity(self._scope(entity_id, None, None).entity_id)
 
     # -- reading -------------------------------------------------------------------------
     def get(self, memory_id: str, *, entity_id: str | None = None) -> MemoryItem:
         """One memory by id; [`MemoryNotFoundError`][memtrellis.errors.MemoryNotFoundError] when it
         is not in this entity."""
-        return self._visible(memory_id, entity_id).detached()
+        return self._reader.find(memory_id, entity_id).detached()
 
     def history(self, memory_id: str, *, entity_id: str | None = None) -> list[HistoryEvent]:
         """What happened to a memory: created (and what it superseded), merged, updated,
         superseded (and by what), oldest first. [`versions`][memtrellis.Memory.versions] walks the
         chain."""
-        item = self._visible(memory_id, entity_id)
-        return self._store.graph_of(item.scope.entity_id).history(memory_id)
+        return self._reader.history(self._reader.find(memory_id, entity_id))
 
     def versions(self, memory_id: str, *, entity_id: str | None = None) -> list[MemoryItem]:
         """The supersession chain through a memory, oldest first, ending at the current one.
@@ -503,8 +495,7 @@ class Memory:
             ['Ana lives in Lyon', 'Ana moved to Porto']
             >>> m.close()
         """
-        item = self._visible(memory_id, entity_id)
-        return _reading.versions(self, memory_id, item.scope.entity_id)
+        return self._reader.versions(self._reader.find(memory_id, entity_id))
 
     def entities(self) -> list[str]:
         """Every entity the store holds, in the order they were first written.
@@ -543,7 +534,7 @@ class Memory:
         """
         checked = list_filters(limit, offset, filters)
         scope = self._scope(entity_id, process_id, None)
-        return _reading.list_items(self, scope, session_id, checked, limit, offset)
+        return self._reader.list_items(scope, session_id, checked, limit, offset)
 
     def recall(
         self,
@@ -583,8 +574,7 @@ class Memory:
         """
         query, as_of = recall_args(query, k, token_budget, as_of)
         kinds, labels = recall_filters(memory_types, tags)
-        return _reading.recall(
-            self,
+        return self._reader.recall(
             query,
             entity_id=entity_id,
             process_id=process_id,
@@ -742,7 +732,7 @@ class Memory:
             UnknownIntegrationError: A name no installed package registers.
             InvalidInputError: Nothing to register, or a client and names together.
         """
-        options = _given(
+        options = given(
             entity_id=entity_id,
             process_id=process_id,
             session_id=session_id,
@@ -751,7 +741,7 @@ class Memory:
             capture_mode=capture_mode,
             strict=strict,
         )
-        return _registration.register(self, client, named, options)
+        return registry.register_objects(self, client, named, options)
 
     def unregister(self, client: Any) -> bool:
         """Restore the original methods of a client registered with this memory.
@@ -766,19 +756,47 @@ class Memory:
             ...     memory.unregister(object())
             False
         """
-        if not uninstall(client, self):
-            return False
-        self._clients.discard(client)
-        return True
+        return registry.unregister(self, client)
 
-    def _registered(self, client: Any) -> None:
-        """Remember a patched client, so that [`close`][memtrellis.Memory.close] can restore it."""
-        with contextlib.suppress(TypeError):  # no weak references: close() cannot restore it
-            self._clients.add(client)
+    def on_close(self, callback: Callable[[], object]) -> Callable[[], None]:
+        """Run ``callback`` when this memory [closes][memtrellis.Memory.close], before the capture
+        queue drains; returns a function that cancels it. Hooks run last registered first;
+        one that raises is logged and the others still run. For adapters (registered SDK
+        clients are restored this way).
+
+        Examples:
+            >>> import tempfile
+            >>> from memtrellis.testing import HashingEmbedder
+            >>> memory = Memory(tempfile.mkdtemp(), embedder=HashingEmbedder())
+            >>> cancel = memory.on_close(lambda: print("closing"))
+            >>> _ = memory.on_close(lambda: print("first"))
+            >>> memory.close()
+            first
+            closing
+        """
+        ticket = next(self._tickets)
+        self._closers[ticket] = callback
+        return lambda: self._closers.pop(ticket, None) and None
+
+    def count_client(self, counter: str) -> None:
+        """Add one to a ``client_*`` counter of [`health`][memtrellis.Memory.health]
+        (``"client_calls"``, ``"client_captures"``, ``"client_recall_failures"``,
+        ``"client_capture_failures"``), for clients and adapters. Thread-safe; never raises
+        (an unknown name is logged and ignored).
+
+        Examples:
+            >>> import tempfile
+            >>> from memtrellis.testing import HashingEmbedder
+            >>> with Memory(tempfile.mkdtemp(), embedder=HashingEmbedder()) as memory:
+            ...     memory.count_client("client_calls")
+            ...     memory.health().client_calls
+            1
+        """
+        self._engine.stats.count(counter)
 
     def health(self) -> Health:
         """Counts, edges by kind, recall latency since open, capture queue and disk size."""
-        return _reading.health(self)
+        return self._engine.health()
 
     def report_failure(
         self,
@@ -817,7 +835,7 @@ class Memory:
             >>> memory.close()
         """
         try:
-            self._stats.count_adapter_failure(what, source)
+            self._engine.stats.count_adapter_failure(what, source)
             if error is not None:
                 log.debug("memtrellis: %s reported a %s failure: %r", source, what, error)
         except Exception:  # never let the report break the failure path it runs on
@@ -836,10 +854,16 @@ class Memory:
         Turns still queued when the timeout runs out stay in the spool and are extracted
         on the next open. Safe to call twice. Registered clients are unregistered.
         """
-        for client in list(self._clients):
-            self.unregister(client)
+        while self._closers:
+            ticket = max(self._closers)
+            hook = self._closers.pop(ticket, None)
+            try:
+                if hook is not None:
+                    hook()
+            except Exception:
+                log.warning("memtrellis: an on_close hook failed", exc_info=True)
         try:
-            if not self._capture.close(self._drain_timeout):
+            if not self._capturer.service.close(self._drain_timeout):
                 log.warning("capture queue not drained on close; the rest stays spooled")
         finally:
             self._store.close()
@@ -871,3 +895,16 @@ class Memory:
     arefine = _in_thread(refine)
     aexport = _in_thread(export)
     aimport_ = _in_thread(import_)
+
+
+def engine_of(memory: Memory) -> Engine:
+    """The engine under ``memory`` (internal; tests use `memtrellis.testing.store_of` and friends).
+
+    Examples:
+        >>> import tempfile
+        >>> from memtrellis.testing import HashingEmbedder
+        >>> with Memory(tempfile.mkdtemp(), embedder=HashingEmbedder()) as memory:
+        ...     engine_of(memory).store is engine_of(memory).parts.store
+        True
+    """
+    return memory._engine

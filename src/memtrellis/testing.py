@@ -36,9 +36,14 @@ import urllib.parse
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Literal, TypeAlias, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, overload
 
 from memtrellis.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from memtrellis.capture import CaptureService
+    from memtrellis.memory import Memory
+    from memtrellis.store import Store
 
 __all__ = [
     "HOSTILE_TEXTS",
@@ -47,10 +52,13 @@ __all__ = [
     "ScriptExhaustedError",
     "ScriptedLLM",
     "ScriptedStructuredLLM",
+    "capture_service_of",
     "find_secrets",
     "own_tempdir",
     "read_tree",
     "secret_forms",
+    "store_captured",
+    "store_of",
 ]
 
 _WORD = re.compile(r"\w+")
@@ -448,3 +456,64 @@ def own_tempdir(prefix: str = "memtrellis-tests-") -> Iterator[Path]:
         else:
             os.environ["TMPDIR"] = saved_env
         shutil.rmtree(directory, ignore_errors=True)
+
+
+# -- what is under a Memory, for tests ----------------------------------------------------
+# Tests that check the store itself (its shards, index, log) or drive the capture worker
+# go through these, never through a Memory's private attributes.
+
+
+def store_of(memory: Memory) -> Store:
+    """The [`Store`][memtrellis.store.Store] under ``memory``: shards, vectors, catalog.
+
+    For tests that look at what was written (a shard's graph, the vector index, the
+    log); an app never needs it.
+
+    Examples:
+        >>> import tempfile
+        >>> from memtrellis import Memory
+        >>> with Memory(tempfile.mkdtemp(), embedder=HashingEmbedder()) as memory:
+        ...     [item] = memory.add("Bob likes jazz", entity_id="bob")
+        ...     store_of(memory).graph_of("bob").item(item.id).text
+        'Bob likes jazz'
+    """
+    from memtrellis.memory import engine_of
+
+    return engine_of(memory).store
+
+
+def capture_service_of(memory: Memory) -> CaptureService:
+    """The capture queue and worker under ``memory`` (its spool, stats, adopted entries).
+
+    Examples:
+        >>> import tempfile
+        >>> from memtrellis import Memory
+        >>> with Memory(tempfile.mkdtemp(), embedder=HashingEmbedder()) as memory:
+        ...     _ = memory.capture("Ana likes tea")
+        ...     _ = memory.flush()
+        ...     capture_service_of(memory).spool.open_entries
+        0
+    """
+    from memtrellis.memory import engine_of
+
+    return engine_of(memory).capturer.service
+
+
+def store_captured(memory: Memory, entry: dict[str, Any]) -> None:
+    """Extract and store one spooled capture entry as the worker does (a replay, say).
+
+    Examples:
+        >>> import tempfile
+        >>> from memtrellis import Memory, Scope
+        >>> from memtrellis.capture.entry import build_entry
+        >>> from memtrellis.types import utcnow
+        >>> with Memory(tempfile.mkdtemp(), embedder=HashingEmbedder()) as memory:
+        ...     entry = build_entry("Ana likes tea", Scope(), mode="fast", at=utcnow())
+        ...     store_captured(memory, entry)
+        ...     store_captured(memory, entry)  # a replay replaces, never duplicates
+        ...     [m.text for m in memory.list()]
+        ['Ana likes tea']
+    """
+    from memtrellis.memory import engine_of
+
+    engine_of(memory).capturer.store_one(entry)

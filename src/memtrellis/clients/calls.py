@@ -14,9 +14,10 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, Literal
 
-from memtrellis.clients.payload import Reply, capture_metadata, given
+from memtrellis._host import MemoryHost
+from memtrellis.clients.payload import Collector, Reply, capture_metadata, given
 from memtrellis.clients.streams import (
     AsyncCapturingManager,
     CapturingManager,
@@ -26,9 +27,6 @@ from memtrellis.context import DEFAULT_TOKEN_BUDGET, MemoryContext, build_contex
 from memtrellis.context.turn import last_user_text, new_turn
 from memtrellis.types import RecallResult, utcnow
 
-if TYPE_CHECKING:
-    from memtrellis.memory import Memory
-
 __all__ = ["Api", "Call", "Collector", "Kind", "Settings", "patched_method"]
 
 log = logging.getLogger("memtrellis")
@@ -36,16 +34,6 @@ log = logging.getLogger("memtrellis")
 #: ``call``: returns a response or a ``stream=True`` stream; ``manager``: returns a
 #: stream manager (a context manager that opens the stream), like Anthropic's ``stream``.
 Kind = Literal["call", "manager"]
-
-
-class Collector(Protocol):
-    """Gathers a streamed reply chunk by chunk."""
-
-    def feed(self, chunk: Any) -> None:
-        """Take one chunk (it is passed on to the user unchanged)."""
-
-    def reply(self, complete: bool) -> Reply:
-        """The reply gathered so far; ``complete`` is False for a stream closed early."""
 
 
 @dataclass(frozen=True)
@@ -77,7 +65,7 @@ class Api:
 class Settings:
     """What one registration asks of memory (see ``Memory.register``)."""
 
-    memory: Memory
+    memory: MemoryHost
     scope: dict[str, str] = field(default_factory=dict)
     k: int = 8
     token_budget: int = DEFAULT_TOKEN_BUDGET
@@ -98,10 +86,12 @@ class Call:
         self.kwargs = kwargs
         self.stream = stream
         # Per call (Memory.scope) over per registration; the memory's defaults under both.
-        self.scope = {**settings.scope, **self.memory._scope_overrides()}
+        self.scope = self.memory.current_scope(defaults=settings.scope).model_dump(
+            exclude_none=True
+        )
         self.started_at = utcnow()
         self._started = time.perf_counter()
-        self.memory._stats.count("client_calls")
+        self.memory.count_client("client_calls")
         try:
             self.conversation = api.conversation(kwargs)
         except Exception as exc:
@@ -110,7 +100,7 @@ class Call:
 
     def failed(self, what: Literal["recall", "capture"], exc: BaseException) -> None:
         """Count and log a memory failure; raise it instead when the registration is strict."""
-        self.memory._stats.count(f"client_{what}_failures")
+        self.memory.count_client(f"client_{what}_failures")
         if self.settings.strict:
             raise exc
         log.warning(
@@ -218,7 +208,7 @@ class Call:
         except Exception as exc:
             self.failed("capture", exc)
             return
-        self.memory._stats.count("client_captures")
+        self.memory.count_client("client_captures")
 
 
 def patched_method(

@@ -60,8 +60,14 @@ class FacadeStats:
             self.skipped += skipped
             self.fallbacks += fallbacks
 
-    def count(self, counter: str) -> None:
-        """Add one to a client counter (one of `CLIENT_COUNTERS`)."""
+    def count(self, counter: object) -> None:
+        """Add one to a client counter (one of `CLIENT_COUNTERS`); others are ignored.
+
+        Never raises: it runs on the user's call path. A name it does not know is logged.
+        """
+        if not isinstance(counter, str) or counter not in self.clients:
+            log.warning("memtrellis: unknown client counter %r not counted", counter)
+            return
         with self.lock:
             self.clients[counter] += 1
 
