@@ -137,10 +137,10 @@ def register_objects(
     Returns the registered client, the one wrapped object, or several by name.
 
     Examples:
-        >>> register_objects(None, None, {}, {})
+        >>> register_objects(None, None, {}, {})  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        memtrellis.errors.InvalidInputError: register() takes a client, or integration=object, e.g. langchain=llm
+        memtrellis.errors.InvalidInputError: register() takes a client, or integration=object...
     """
     if client is not None:
         if named:

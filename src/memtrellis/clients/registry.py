@@ -20,14 +20,16 @@ from typing import Any
 
 from memtrellis.clients import handlers as _handlers
 
-__all__ = ["register_anthropic", "register_client", "register_openai", "settings_for"]
+__all__: list[str] = []  # nothing new is imported from here
+
+_MOVED = frozenset({"register_anthropic", "register_client", "register_openai", "settings_for"})
 
 #: Names entry points of installations made before the move load without a warning.
 _QUIET = frozenset({"register_openai", "register_anthropic"})
 
 
 def __getattr__(name: str) -> Any:
-    if name not in __all__:
+    if name not in _MOVED:
         raise AttributeError(name)
     if name not in _QUIET:
         warnings.warn(

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 import psycopg
 from psycopg import errors as pg_errors
-from psycopg_pool import PoolTimeout
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from memtrellis.errors import StoreCorruptError, StoreLockedError
 from memtrellis.store._pgkeys import Connection, entity_lock_key
@@ -32,7 +32,7 @@ class PostgresBackend(Protocol):
 
     label: str
     max_size: int
-    pool: Any
+    pool: ConnectionPool[Connection]
 
 
 __all__ = ["PostgresShardStorage"]
