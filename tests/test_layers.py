@@ -210,3 +210,16 @@ def test_no_module_but_memory_py_reads_a_private_attribute_of_memory() -> None:
         for reach in private_reaches(path, private)
     ]
     assert found == []
+
+
+def test_tests_reach_into_a_memory_only_through_memtrellis_testing() -> None:
+    """Tests use ``store_of``, ``capture_service_of`` and ``store_captured``."""
+    private = memory_private_names() | {"_store", "_capture", "_store_captured", "_scope"}
+    suites = [ROOT / "tests", *sorted((ROOT / "integrations").glob("*/tests"))]
+    found = [
+        reach
+        for suite in suites
+        for path in sorted(suite.rglob("*.py"))
+        for reach in private_reaches(path, private)
+    ]
+    assert found == []

@@ -38,7 +38,7 @@ from memtrellis.cli._state import EVERYTHING, PAGE_SIZE
 from memtrellis.context import build_context
 from memtrellis.errors import InvalidInputError
 from memtrellis.store.shardfiles import shard_dir
-from memtrellis.testing import HashingEmbedder
+from memtrellis.testing import HashingEmbedder, store_of
 from memtrellis.types import MemoryItem, MemoryType, Scope
 
 #: "default" is the entity of the default scope (Memory(...) without entity_id).
@@ -373,7 +373,7 @@ class TenantMachine(RuleBasedStateMachine):
         assert self.memory.flush(30)
         assert self.memory.list(entity_id=entity, filters=EVERYTHING) == []
         assert self.memory.recall("tea paris locker", entity_id=entity).items == []
-        graph = self.memory._store.graph_of(entity)  # no entity node of it is left either
+        graph = store_of(self.memory).graph_of(entity)  # no entity node of it is left either
         assert all(d.get("entity_id") != entity for _, d in graph.g.nodes(data=True))
 
     @precondition(lambda self: any(self.owned.values()))
@@ -452,7 +452,7 @@ def test_a_memory_id_cannot_take_over_another_entitys_entity_node(tmp_path: Path
         assert memory.list(entity_id="ent-a") == []
         memory.forget(entity_id="ent-a")
         assert [i.id for i in memory.list(entity_id="ent-b")] == [bobs.id]
-        assert "entity:ent-b:paris" in memory._store.graph_of("ent-b").g
+        assert "entity:ent-b:paris" in store_of(memory).graph_of("ent-b").g
 
 
 def test_entity_nodes_of_tenants_with_colons_stay_apart(tmp_path: Path) -> None:
@@ -463,15 +463,15 @@ def test_entity_nodes_of_tenants_with_colons_stay_apart(tmp_path: Path) -> None:
     with Memory(store, embedder=HashingEmbedder()) as memory:
         memory.add("qqbravomark knows the code", entity_id="bob", entities=["X:Code"])
         memory.add("qqalphamark has a code", entity_id="bob:x", entities=["code"])
-        assert memory._store.graph_of("bob:x").entity_names("bob:x") == {"code": "code"}
-        assert memory._store.graph_of("bob").entity_names("bob") == {"x:code": "X:Code"}
+        assert store_of(memory).graph_of("bob:x").entity_names("bob:x") == {"code": "code"}
+        assert store_of(memory).graph_of("bob").entity_names("bob") == {"x:code": "X:Code"}
         memory.forget(entity_id="bob")
-        graph = memory._store.combined_graph()
+        graph = store_of(memory).combined_graph()
         owners = [d.get("entity_id") for _, d in graph.g.nodes(data=True)]
         assert "bob" not in owners
         assert "X:Code" not in json.dumps(graph.to_node_link(0))
     with Memory(store, embedder=HashingEmbedder()) as reopened:
-        graph = reopened._store.graph_of("bob:x")
+        graph = store_of(reopened).graph_of("bob:x")
         assert graph.entity_names("bob:x") == {"code": "code"}
         assert [i.text for i in reopened.list(entity_id="bob:x")] == ["qqalphamark has a code"]
         for snapshot in (store / "shards").rglob("graph.json"):
@@ -488,7 +488,7 @@ def test_entity_nodes_saved_under_the_old_ids_are_renamed_on_open(tmp_path: Path
     assert '"entity:t%3A1:tea"' in text
     snapshot.write_text(text.replace('"entity:t%3A1:tea"', '"entity:t:1:tea"'))  # as before
     with Memory(store, embedder=HashingEmbedder()) as reopened:
-        graph = reopened._store.combined_graph()
+        graph = store_of(reopened).combined_graph()
         entities = sorted(n for n in graph.g.nodes if str(n).startswith("entity:"))
         assert entities == ["entity:t%3A1:tea", "entity:t:tea"]
         [mine] = reopened.list(entity_id="t:1")

@@ -499,8 +499,13 @@ def capture_service_of(memory: Memory) -> CaptureService:
     return engine_of(memory).capturer.service
 
 
-def store_captured(memory: Memory, entry: dict[str, Any]) -> None:
-    """Extract and store one spooled capture entry as the worker does (a replay, say).
+def store_captured(
+    memory: Memory, entries: dict[str, Any] | Sequence[dict[str, Any]]
+) -> dict[str, Exception]:
+    """Extract and store spooled capture entries as the worker does (a replay, say).
+
+    One entry goes the worker's way for a lone turn (an error raises); a list of them
+    its way for a batch: the error of each entry not stored comes back, by entry id.
 
     Examples:
         >>> import tempfile
@@ -508,12 +513,21 @@ def store_captured(memory: Memory, entry: dict[str, Any]) -> None:
         >>> from memtrellis.capture.entry import build_entry
         >>> from memtrellis.types import utcnow
         >>> with Memory(tempfile.mkdtemp(), embedder=HashingEmbedder()) as memory:
-        ...     entry = build_entry("Ana likes tea", Scope(), mode="fast", at=utcnow())
+        ...     scope = Scope(entity_id="default")
+        ...     entry = build_entry(
+        ...         "Ana likes tea", scope, mode="fast", at=utcnow(), tags=[], metadata=None
+        ...     )
         ...     store_captured(memory, entry)
-        ...     store_captured(memory, entry)  # a replay replaces, never duplicates
+        ...     store_captured(memory, [entry])  # a replay replaces, never duplicates
         ...     [m.text for m in memory.list()]
+        {}
+        {}
         ['Ana likes tea']
     """
     from memtrellis.memory import engine_of
 
-    engine_of(memory).capturer.store_one(entry)
+    capturer = engine_of(memory).capturer
+    if isinstance(entries, dict):
+        capturer.store_one(entries)
+        return {}
+    return capturer.store_batch(list(entries))
