@@ -59,6 +59,7 @@ __all__ = [
     "secret_forms",
     "store_captured",
     "store_of",
+    "temp_memory",
 ]
 
 _WORD = re.compile(r"\w+")
@@ -477,7 +478,7 @@ def store_of(memory: Memory) -> Store:
         ...     store_of(memory).graph_of("bob").item(item.id).text
         'Bob likes jazz'
     """
-    from memtrellis.memory import engine_of
+    from memtrellis._engine import engine_of
 
     return engine_of(memory).store
 
@@ -494,7 +495,7 @@ def capture_service_of(memory: Memory) -> CaptureService:
         ...     capture_service_of(memory).spool.open_entries
         0
     """
-    from memtrellis.memory import engine_of
+    from memtrellis._engine import engine_of
 
     return engine_of(memory).capturer.service
 
@@ -524,10 +525,35 @@ def store_captured(
         {}
         ['Ana likes tea']
     """
-    from memtrellis.memory import engine_of
+    from memtrellis._engine import engine_of
 
     capturer = engine_of(memory).capturer
     if isinstance(entries, dict):
         capturer.store_one(entries)
         return {}
     return capturer.store_batch(list(entries))
+
+
+@contextmanager
+def temp_memory(**options: Any) -> Iterator[Memory]:
+    """A [`Memory`][memtrellis.Memory] on a new temporary directory with a `HashingEmbedder`
+    (unless ``options`` name an embedder), closed and removed at the end. For examples
+    and tests; ``options`` go to ``Memory(...)``.
+
+    Examples:
+        >>> with temp_memory(entity_id="ana") as memory:
+        ...     [item] = memory.add("Ana likes tea")
+        ...     item.scope.entity_id
+        'ana'
+        >>> memory.path.exists()
+        False
+    """
+    from memtrellis.memory import Memory
+
+    directory = Path(tempfile.mkdtemp(prefix="memtrellis-"))
+    options.setdefault("embedder", HashingEmbedder())
+    try:
+        with Memory(directory / "store", **options) as memory:
+            yield memory
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)

@@ -10,7 +10,12 @@ delegates to them in one line.
 
 from __future__ import annotations
 
+import itertools
+import logging
+import weakref
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from memtrellis._engine.capturer import Capturer
 from memtrellis._engine.parts import Parts
@@ -18,14 +23,27 @@ from memtrellis._engine.reader import Reader
 from memtrellis._engine.scopes import DEFAULT_ENTITY, Scopes
 from memtrellis._engine.stats import FacadeStats, store_figures
 from memtrellis._engine.writer import Writer
-from memtrellis.embeddings.base import Embedder
-from memtrellis.extraction.pipeline import Extractor
+from memtrellis.embeddings.base import Embedder, as_embedder
+from memtrellis.errors import InvalidInputError
+from memtrellis.extraction.pipeline import ExtractionConfig, Extractor
 from memtrellis.lifecycle import LifecycleConfig
-from memtrellis.lifecycle.judge import LLMJudge
-from memtrellis.store import Store
+from memtrellis.lifecycle.judge import LLMJudge, llm_judge
+from memtrellis.store import EmbedderInfo, Store
 from memtrellis.types import Health, Scope
 
-__all__ = ["DEFAULT_ENTITY", "Capturer", "Engine", "Parts", "Reader", "Scopes", "Writer"]
+__all__ = [
+    "DEFAULT_ENTITY",
+    "Capturer",
+    "Engine",
+    "Parts",
+    "Reader",
+    "Scopes",
+    "Writer",
+    "engine_of",
+    "open_engine",
+]
+
+log = logging.getLogger("memtrellis")
 
 
 class Engine:
@@ -59,6 +77,24 @@ class Engine:
         self.writer = Writer(self.parts)
         self.capturer = Capturer(self.parts, self.writer)
         self.writer.spool = self.capturer.service  # forget(entity_id=) purges its turns
+        self._closers: dict[int, Callable[[], object]] = {}  # Memory.on_close, by ticket
+        self._tickets = itertools.count()
+
+    def on_close(self, callback: Callable[[], object]) -> Callable[[], None]:
+        """Keep ``callback`` for `run_close_hooks`; returns a function that drops it."""
+        ticket = next(self._tickets)
+        self._closers[ticket] = callback
+        return lambda: self._closers.pop(ticket, None) and None
+
+    def run_close_hooks(self) -> None:
+        """Run every hook once, last kept first; one that raises is logged, the others run."""
+        while self._closers:
+            hook = self._closers.pop(max(self._closers), None)
+            try:
+                if hook is not None:
+                    hook()
+            except Exception:
+                log.warning("memtrellis: an on_close hook failed", exc_info=True)
 
     def health(self) -> Health:
         """Counts, edges, latency, capture queue and disk size."""
@@ -84,3 +120,64 @@ class Engine:
             **store_figures(parts.store),
             **parts.stats.figures(),
         )
+
+
+#: The engine under each open facade (tests reach it through `memtrellis.testing`).
+_ENGINES: weakref.WeakKeyDictionary[Any, Engine] = weakref.WeakKeyDictionary()
+
+
+def engine_of(facade: Any) -> Engine:
+    """The engine `open_engine` made for ``facade`` (a ``Memory``); KeyError for another."""
+    return _ENGINES[facade]
+
+
+def open_engine(
+    facade: Any,
+    path: Path,
+    default_scope: Scope,
+    *,
+    embedder: Any,
+    llm: Any,
+    extraction: ExtractionConfig | None,
+    lifecycle: Any,
+    chroma_url: Any,
+    postgres_url: Any,
+    **store_options: Any,
+) -> Engine:
+    """The engine of a ``Memory(...)``: every argument checked before the store is opened
+    (and takes its lock); ``store_options`` go to `memtrellis.store.Store`. The engine is
+    kept for `engine_of` while ``facade`` lives."""
+    for name, url in (("chroma_url", chroma_url), ("postgres_url", postgres_url)):
+        if url is not None and not isinstance(url, str):
+            raise InvalidInputError(f"{name} must be a str, not {type(url).__name__}")
+    extractor = Extractor(llm, extraction)
+    if lifecycle is not None and not isinstance(lifecycle, LifecycleConfig):
+        raise InvalidInputError("lifecycle must be a LifecycleConfig")
+    # The extractor adapted the llm (a LangChain or LlamaIndex model, say) to the LLM
+    # protocol; the relation judge asks the same adapted model.
+    chat, timeout = extractor.llm, extractor.config.llm_timeout
+    judge = llm_judge(chat, timeout=timeout) if chat is not None else None
+    if embedder is None:
+        from memtrellis.embeddings import default_embedder
+
+        chosen: Embedder = default_embedder()
+    else:
+        chosen = as_embedder(embedder)
+    store = Store(
+        path,
+        embedder=EmbedderInfo(model_id=chosen.model_id, dimension=chosen.dimension),
+        embed=chosen.embed_documents,
+        chroma_url=chroma_url,
+        postgres_url=postgres_url,
+        **store_options,
+    )
+    engine = _ENGINES[facade] = Engine(
+        path=path,
+        store=store,
+        embedder=chosen,
+        extractor=extractor,
+        lifecycle=lifecycle or LifecycleConfig(),
+        judge=judge,
+        default_scope=default_scope,
+    )
+    return engine

@@ -126,20 +126,21 @@ class Reader:
     def recall(
         self,
         query: str,
-        *,
-        entity_id: str | None,
-        process_id: str | None,
-        session_id: str | None,
+        scope_args: tuple[str | None, str | None, str | None],
         k: int,
         token_budget: int | None,
-        include_superseded: bool,
-        include_expired: bool,
+        flags: tuple[bool, bool, bool],
         as_of: datetime | None,
-        graph_context: bool,
         memory_types: frozenset[MemoryType] | None = None,
         tags: frozenset[str] | None = None,
     ) -> RecallResult:
-        """Hybrid recall with checked arguments, its latency recorded."""
+        """Hybrid recall with checked arguments, its latency recorded.
+
+        ``scope_args``: the call's entity, process and session ids; ``flags``: its
+        ``include_superseded``, ``include_expired`` and ``graph_context``.
+        """
+        entity_id, process_id, session_id = scope_args
+        include_superseded, include_expired, graph_context = flags
         started = time.perf_counter()
         scope = self.parts.scopes.current(entity_id, process_id, None)
         if session_id is not None:  # a filter here, but it must be a valid scope id

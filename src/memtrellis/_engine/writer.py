@@ -6,16 +6,19 @@ lifecycle's commit. Works on the engine's `Parts`, never on the ``Memory``.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+from memtrellis._engine.args import memory_type_arg
 from memtrellis._engine.parts import Parts
-from memtrellis._progress import bar, shown
+from memtrellis._progress import bar, progress_arg, shown
 from memtrellis.errors import InvalidInputError
 from memtrellis.extraction.fine import FALLBACK_TAG
 from memtrellis.extraction.model import Mode
+from memtrellis.extraction.normalize import check_labels
 from memtrellis.extraction.pipeline import ExtractionResult
 from memtrellis.extraction.refine import RefineReport, refine_groups
 from memtrellis.lifecycle import store_additions
@@ -92,6 +95,57 @@ class Writer:
                 vectors.extend(embedder.embed_documents(chunk))
                 counted.update(len(chunk))
         return vectors
+
+    def add(
+        self,
+        data: Any,
+        scope: Scope,
+        mode: Mode | str | None,
+        memory_type: Any,
+        labels: tuple[Any, Any, Any],
+        progress: Any,
+    ) -> list[MemoryItem]:
+        """``Memory.add``: check the type and ``labels`` (tags, entities, metadata), extract,
+        then store what was found."""
+        kind = memory_type_arg(memory_type)
+        tags, entities, metadata = check_labels(*labels)
+        progress = progress_arg(progress)
+        result = self.parts.extractor.extract(
+            data,
+            scope,
+            mode=mode,
+            memory_type=kind,
+            tags=tags,
+            entities=entities,
+            metadata=metadata,
+            progress=progress,
+        )
+        return self.store_result(result, progress=progress)
+
+    async def aadd(
+        self,
+        data: Any,
+        scope: Scope,
+        mode: Mode | str | None,
+        memory_type: Any,
+        labels: tuple[Any, Any, Any],
+        progress: Any,
+    ) -> list[MemoryItem]:
+        """``Memory.aadd``: windows extracted concurrently, stored in a worker thread."""
+        kind = memory_type_arg(memory_type)
+        tags, entities, metadata = check_labels(*labels)
+        progress = progress_arg(progress)
+        result = await self.parts.extractor.aextract(
+            data,
+            scope,
+            mode=mode,
+            memory_type=kind,
+            tags=tags,
+            entities=entities,
+            metadata=metadata,
+            progress=progress,
+        )
+        return await asyncio.to_thread(self.store_result, result, None, progress)
 
     def store_result(
         self,

@@ -200,9 +200,13 @@ def restore_on_close(memory: MemoryHost, client: Any) -> None:
     with contextlib.suppress(TypeError):
         registration.closers.add(memory)
 
+    # Weak both ways: the hook neither keeps the client alive nor the memory (its engine
+    # holds the hook).
+    owner = weakref.ref(memory)
+
     def restore() -> None:
-        alive = ref()
-        if alive is not None:
-            uninstall(alive, memory)
+        alive, host = ref(), owner()
+        if alive is not None and host is not None:
+            uninstall(alive, host)
 
     weakref.finalize(client, memory.on_close(restore))
