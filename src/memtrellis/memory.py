@@ -54,8 +54,9 @@ class Memory:
     `aget`...) that never blocks the loop; `async with Memory(...)` closes on exit.
 
     Examples:
-        >>> from memtrellis.testing import temp_memory
-        >>> with temp_memory() as memory:
+        >>> import tempfile
+        >>> from memtrellis.testing import HashingEmbedder
+        >>> with Memory(tempfile.mkdtemp(), embedder=HashingEmbedder()) as memory:
         ...     [m.memory_type.value for m in memory.add({"role": "user", "content": "Hi"})]
         ['episode']
     """

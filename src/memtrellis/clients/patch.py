@@ -193,16 +193,12 @@ def restore_on_close(memory: MemoryHost, client: Any) -> None:
     registration = registration_of(client)
     if registration is None or memory in registration.closers:
         return
-    try:
-        ref = weakref.ref(client)
+    try:  # weak both ways: the hook keeps neither the client nor the memory alive
+        ref, owner = weakref.ref(client), weakref.ref(memory)
     except TypeError:  # no weak references: close() cannot restore it
         return
     with contextlib.suppress(TypeError):
         registration.closers.add(memory)
-
-    # Weak both ways: the hook neither keeps the client alive nor the memory (its engine
-    # holds the hook).
-    owner = weakref.ref(memory)
 
     def restore() -> None:
         alive, host = ref(), owner()
