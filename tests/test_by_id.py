@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from memtrellis import Memory, MemoryNotFoundError
+from memtrellis import Memory, MemoryItem, MemoryNotFoundError, Scope
 from memtrellis.testing import HashingEmbedder, store_of
 
 BY_ID: dict[str, Callable[[Memory, str], Any]] = {
@@ -84,3 +84,14 @@ def test_an_unknown_id_is_not_found_by_an_unbound_memory(tmp_path: Path) -> None
         pytest.raises(MemoryNotFoundError),
     ):
         memory.get("no-such-id")
+
+
+def test_an_id_two_entities_hold_is_found_in_the_first_written_entity(tmp_path: Path) -> None:
+    """``store()`` takes any id, so two entities may hold one: the order is the catalog's."""
+    with Memory(tmp_path / "store", embedder=HashingEmbedder()) as memory:
+        memory.store(MemoryItem(id="shared", text="Bob's note", scope=Scope(entity_id="bob")))
+        memory.store(MemoryItem(id="shared", text="Ana's note", scope=Scope(entity_id="ana")))
+        assert memory.get("shared").text == "Bob's note"  # bob was written first
+        memory.store(MemoryItem(id="shared", text="Mine", scope=Scope(entity_id="default")))
+        assert memory.get("shared").text == "Mine"  # the default entity comes first
+        assert memory.get("shared", entity_id="ana").text == "Ana's note"

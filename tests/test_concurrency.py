@@ -132,7 +132,7 @@ def test_eight_threads_mixing_add_recall_forget_on_one_memory(store_path: Path) 
 MIXED_WRITER = """
     import json, random, sys, threading
     from memtrellis import Memory
-    from memtrellis.testing import HashingEmbedder
+    from memtrellis.testing import HashingEmbedder, store_of
 
     path, tag, seed, operations = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
     rng = random.Random(seed)

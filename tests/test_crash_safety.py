@@ -279,7 +279,7 @@ KILLED_MID_SNAPSHOT = """
     import os, sys
     from memtrellis import Memory
     from memtrellis.store.graph import MemoryGraph
-    from memtrellis.testing import HashingEmbedder
+    from memtrellis.testing import HashingEmbedder, store_of
 
     original = MemoryGraph._json_chunks
     def die_after_first_chunk(self, generation):

@@ -307,6 +307,18 @@ class TenantMachine(RuleBasedStateMachine):
         pairs = self.pairs()
         memory_id, _ = pairs[pick % len(pairs)]
         with self.scoped(entity, way) as kwargs:
+            if entity == "default" and way == "default" and memory_id not in self.owned[entity]:
+                # A Memory on the default entity, no scope or argument naming one, finds an
+                # id of any entity by id ("By id" in docs/concepts.md): its owner's memory,
+                # the first entity holding the id in the order entities were first written.
+                owners = [e for e in self.memory.entities() if memory_id in self.owned.get(e, ())]
+                try:
+                    item = self.memory.get(memory_id)
+                except MemoryNotFoundError:
+                    return  # merged away or forgotten
+                assert owners and item.scope.entity_id == owners[0], (item.scope, owners)
+                self.check_items(owners[0], self.memory.versions(memory_id), "versions")
+                return
             if memory_id not in self.owned[entity]:
                 for call in (
                     self.memory.get,

@@ -115,7 +115,7 @@ def test_the_child_exits_when_its_parent_is_killed(tmp_path: Path) -> None:
         f"""
         import sys, time
         from memtrellis import Memory
-        from memtrellis.testing import HashingEmbedder
+        from memtrellis.testing import HashingEmbedder, store_of
         memory = Memory({str(tmp_path)!r}, embedder=HashingEmbedder(), vector_process=True)
         memory.add("Ana lives in Porto.", entity_id="ana")
         print(store_of(memory).vectors.pid, flush=True)

@@ -34,7 +34,7 @@ from typing import Any
 
 import memtrellis
 from memtrellis import Memory
-from memtrellis.testing import HashingEmbedder, store_of
+from memtrellis.testing import HashingEmbedder
 from memtrellis.types import EdgeKind, MemoryItem, MemoryType, Scope, utcnow
 
 SOURCES = os.environ.get("V01_SOURCES", "")
@@ -67,7 +67,7 @@ def conversation(speakers: tuple[str, str], lines: list[str], start: int = 0) ->
 
 def snapshot(memory: Memory, entities: list[str]) -> dict[str, Any]:
     """What every entity holds, read through the 0.1 API (plus its graph's edges)."""
-    graph = store_of(memory).graph
+    graph = memory._store.graph
     out: dict[str, Any] = {}
     for entity in entities:
         ids = [i.id for i in memory.list(entity_id=entity, limit=10**9)]
@@ -157,9 +157,9 @@ def session_one(memory: Memory) -> dict[str, str]:
         ),
         lifecycle=False,
     )
-    store_of(memory).add_edge(pref.id, fact.id, EdgeKind.SUPPORTS)
-    store_of(memory).add_edge(note.id, pref.id, EdgeKind.EXTENDS)
-    store_of(memory).add_edge(note.id, fact.id, EdgeKind.CONTRADICTS)
+    memory._store.add_edge(pref.id, fact.id, EdgeKind.SUPPORTS)
+    memory._store.add_edge(note.id, pref.id, EdgeKind.EXTENDS)
+    memory._store.add_edge(note.id, fact.id, EdgeKind.CONTRADICTS)
     memory.update(note.id, entity_id=P + "bob", text="Bob runs a small cafe near the station")
     memory.update(pref.id, entity_id=P + "bob", tags=["drinks"])
     memory.add(
@@ -216,7 +216,7 @@ def full(store: str, out: str) -> None:
     memory.recall("beach", entity_id=P + "alice")
     memory.recall("Porto", entity_id=P + "alice")
     memory.update(ids["fact"], entity_id=P + "bob", confidence=0.95)  # logged with its ok
-    vectors = store_of(memory).vectors
+    vectors = memory._store.vectors
 
     def refuse(*args: Any, **kwargs: Any) -> None:
         raise RuntimeError("index unavailable")
@@ -232,7 +232,7 @@ def full(store: str, out: str) -> None:
 
     def die(*args: Any, **kwargs: Any) -> None:
         # Inside the vector write of the new memory: its log record is durable, no ok.
-        assert not store_of(memory)._touches
+        assert not memory._store._touches
         write_json(
             out,
             {
@@ -246,7 +246,7 @@ def full(store: str, out: str) -> None:
                     "drop": P + "erin",
                     "put_entity": P + "carol",
                 },
-                "pending_count": store_of(memory).pending_count,
+                "pending_count": memory._store.pending_count,
                 "dimension": embedder.dimension,
                 "prefix": P,
             },
@@ -295,7 +295,7 @@ def bulk(store: str, out: str, memories: int) -> None:
                     entity_id=entity,
                     mode="fast",
                 )
-        counts = {e: len(store_of(memory).graph.tenant_ids(e)) for e in entities}
+        counts = {e: len(memory._store.graph.tenant_ids(e)) for e in entities}
     write_json(out, {"counts": counts, "dimension": embedder.dimension})
 
 
@@ -318,7 +318,7 @@ def many(store: str, out: str, entities: int, per_entity: int) -> None:
                 )
             if len(batch) >= 2000 or number == entities - 1:
                 vectors = embedder.embed_documents([i.search_text() for i in batch])
-                store_of(memory).put(batch, vectors, "created")
+                memory._store.put(batch, vectors, "created")
                 batch = []
     write_json(out, {"counts": counts, "dimension": embedder.dimension})
 
@@ -326,7 +326,7 @@ def many(store: str, out: str, entities: int, per_entity: int) -> None:
 def check(store: str, out: str) -> None:
     """Open a store with 0.1 and record what it holds (then close it, as 0.1 does)."""
     with Memory(store, embedder=HashingEmbedder()) as memory:
-        write_json(out, {"entities": snapshot(memory, store_of(memory).graph.tenants())})
+        write_json(out, {"entities": snapshot(memory, memory._store.graph.tenants())})
 
 
 def main() -> None:

@@ -292,8 +292,8 @@ class Memory:
 
     def get(self, memory_id: str, *, entity_id: str | None = None) -> MemoryItem:
         """One memory by id, else [`MemoryNotFoundError`][memtrellis.errors.MemoryNotFoundError].
-        By-id calls look in the call's, scope's or memory's entity; a memory on ``"default"``
-        finds any id of its store ("By id" in the [concepts](../concepts.md))."""
+        By-id calls look in the call's, scope's or memory's entity; with none of them but
+        ``"default"``, in any entity of the store ("By id" in the [concepts](../concepts.md))."""
         return self._reader.find(memory_id, entity_id).detached()
 
     def history(self, memory_id: str, *, entity_id: str | None = None) -> list[HistoryEvent]:

@@ -41,14 +41,13 @@ class Reader:
         return item if item is not None and item.scope.entity_id == tenant else None
 
     def _candidates(self) -> Iterator[str]:
-        """Entities an unbound lookup tries: the default one, the loaded ones, the rest."""
+        """Entities an unbound lookup tries, in an order users can predict (an id may be in
+        several: ``store()`` takes any id): the default one, then the others in the order
+        they were first written."""
         order = self.store.entities()
-        known = set(order)
-        seen: set[str] = set()
-        for tenant in (DEFAULT_ENTITY, *self.store.resident(), *order):
-            if tenant not in seen and tenant in known:
-                seen.add(tenant)
-                yield tenant
+        if DEFAULT_ENTITY in order:
+            yield DEFAULT_ENTITY
+        yield from (tenant for tenant in order if tenant != DEFAULT_ENTITY)
 
     def find(self, memory_id: Any, entity_id: str | None) -> MemoryItem:
         """The live memory ``memory_id`` as a by-id call sees it (see `Scopes.by_id`)."""

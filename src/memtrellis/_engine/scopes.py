@@ -60,10 +60,13 @@ class Scopes:
     def by_id(self, entity_id: Any) -> str | None:
         """The entity a by-id call looks in; None: any entity of the store.
 
-        A call's ``entity_id=``, else the active block's, else the memory's own entity
-        unless it is ``"default"`` (a memory bound to no entity finds any id).
+        A call's ``entity_id=``, else the active block's (either naming any entity,
+        ``"default"`` included), else the memory's own entity unless it is ``"default"``: a
+        memory bound to no entity finds any id.
         """
         if entity_id is not None:
             return make_scope(entity_id, None, None).entity_id
-        chosen = self.overrides().get("entity_id", self.default.entity_id)
-        return None if chosen == DEFAULT_ENTITY else chosen
+        chosen = self.overrides().get("entity_id")
+        if chosen is not None:
+            return chosen
+        return None if self.default.entity_id == DEFAULT_ENTITY else self.default.entity_id
