@@ -216,10 +216,13 @@ def test_tests_reach_into_a_memory_only_through_memtrellis_testing() -> None:
     """Tests use ``store_of``, ``capture_service_of`` and ``store_captured``."""
     private = memory_private_names() | {"_store", "_capture", "_store_captured", "_scope"}
     suites = [ROOT / "tests", *sorted((ROOT / "integrations").glob("*/tests"))]
+    # It runs under the sources of release 0.1 (tests/test_migrate.py), whose Memory it drives.
+    release_0_1 = {ROOT / "tests" / "v01_store_builder.py"}
     found = [
         reach
         for suite in suites
         for path in sorted(suite.rglob("*.py"))
+        if path not in release_0_1
         for reach in private_reaches(path, private)
     ]
     assert found == []
