@@ -83,7 +83,7 @@ def write_entity(memory: Any, items: list[Any], vectors: list[list[float]]) -> N
     The only code here below the public ``Memory`` API: ``Store.put`` commits one entity's
     shard (one log append, its keyword index and one Chroma upsert), in either mode.
     """
-    from memtrellis._memory_writing import conversation_edges
+    from memtrellis._engine.writer import conversation_edges
 
     edges = conversation_edges(items)
     memory._store.put(items, vectors, "created", {"mode": "fast"}, edges=edges)

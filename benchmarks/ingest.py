@@ -49,6 +49,7 @@ from _locomo import code_version, data_path_or_none, load_locomo, percentile, re
 
 from memtrellis import Memory
 from memtrellis.embeddings import default_embedder
+from memtrellis.testing import store_of
 from memtrellis.types import MemoryItem, MemoryType, Scope, SourceKind, SourceRef
 
 BATCH_SIZES = (1, 16, 64, 256)
@@ -305,7 +306,7 @@ def store_batched_private(items: Sequence[MemoryItem], batch: int) -> float | No
     method is not there any more.
     """
     with TempStore() as memory:
-        put: Callable[..., None] | None = getattr(getattr(memory, "_store", None), "put", None)
+        put: Callable[..., None] | None = getattr(store_of(memory), "put", None)
         if put is None:
             return None
         started = time.perf_counter()

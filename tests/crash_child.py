@@ -26,7 +26,7 @@ from typing import Any
 from memtrellis import Memory
 from memtrellis.store.graph import MemoryGraph
 from memtrellis.store.shard import Shard
-from memtrellis.testing import HashingEmbedder
+from memtrellis.testing import HashingEmbedder, store_of
 from memtrellis.types import MemoryItem, MemoryType, Scope
 
 ENTITIES = ("alice", "bob")
@@ -76,7 +76,7 @@ def work(trial: dict[str, Any]) -> None:
     Shard._load = load_small  # type: ignore[method-assign]
     Shard._compact = compact_often  # type: ignore[method-assign]
     memory = Memory(trial["store"], entity_id="alice", embedder=HashingEmbedder())
-    memory._store._settings.compact_every = trial["compact_every"]
+    store_of(memory)._settings.compact_every = trial["compact_every"]
     print("ready", flush=True)
     tag = trial["tag"]
     acked: list[tuple[str, str]] = []  # (entity, id) of acknowledged adds and stores

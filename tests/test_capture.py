@@ -17,7 +17,7 @@ from memtrellis import (
     Memory,
     StoreClosedError,
 )
-from memtrellis.testing import HashingEmbedder, ScriptedLLM
+from memtrellis.testing import HashingEmbedder, ScriptedLLM, store_captured
 
 TURN = [
     {"role": "user", "content": "Remind me: the boiler service is on 3 December.", "id": "t1"},
@@ -147,7 +147,7 @@ def test_replayed_capture_does_not_duplicate(store_path: Path) -> None:
             "metadata": {},
             "data": [{"role": "user", "content": "Plants need water on Sunday"}],
         }
-        memory._store_captured(entry)  # what a replay after a crash does
+        store_captured(memory, entry)  # what a replay after a crash does
         assert len(memory.list()) == 1
 
 

@@ -4,6 +4,7 @@ a forgotten entity's turn in the batch is not stored)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import threading
@@ -15,9 +16,14 @@ from typing import Any
 import pytest
 
 from memtrellis import CaptureConfig, Memory
-from memtrellis import _memory_writing as writing
-from memtrellis._memory_capture import store_captured_batch
-from memtrellis.testing import HashingEmbedder, ScriptedLLM
+from memtrellis._engine import writer as writing
+from memtrellis.testing import (
+    HashingEmbedder,
+    ScriptedLLM,
+    capture_service_of,
+    store_captured,
+    store_of,
+)
 
 
 class CountingEmbedder(HashingEmbedder):
@@ -41,7 +47,7 @@ def held_worker(memory: Memory) -> Iterator[None]:
     """Keep the worker busy with a first turn of entity "gate" until the block ends, so
     that everything captured inside the block is queued and taken as one batch."""
     busy, release = threading.Event(), threading.Event()
-    original = memory._store_captured
+    original = functools.partial(store_captured, memory)
 
     def slow(entry: dict[str, Any]) -> None:
         if entry["scope"]["entity_id"] == "gate":
@@ -49,7 +55,7 @@ def held_worker(memory: Memory) -> Iterator[None]:
             assert release.wait(30)
         original(entry)
 
-    memory._capture._handle = slow  # the worker starts with the first capture
+    capture_service_of(memory)._handle = slow  # the worker starts with the first capture
     memory.capture(_turn("gate", 0), entity_id="gate", mode="fast")
     assert busy.wait(30)
     try:
@@ -89,7 +95,7 @@ def test_queued_turns_of_two_entities_are_stored_once_with_one_embedding_call(
         for who, entity in (("Ana", "ana"), ("Bo", "bo")):
             texts = sorted(i.text for i in memory.list(entity_id=entity, limit=100))
             assert texts == sorted(_turn(who, n)["content"] for n in range(15))
-        stats = memory._capture.stats
+        stats = capture_service_of(memory).stats
         assert stats.stored == 31 and stats.failures == 0 and stats.retries == 0
         assert memory.health().capture_spooled == 0
 
@@ -118,7 +124,7 @@ def test_a_turn_that_fails_in_a_batch_is_retried_alone_and_the_others_are_stored
         assert sorted(i.text for i in memory.list(entity_id="bo")) == sorted(
             _turn("Bo", n)["content"] for n in range(6)
         )
-        stats = memory._capture.stats
+        stats = capture_service_of(memory).stats
         assert stats.retries == 1 and stats.stored == 13 and stats.failures == 0
 
 
@@ -144,7 +150,7 @@ def test_a_failed_commit_of_one_entity_does_not_lose_the_other_entitys_turns(
         assert memory.flush(30)
         assert len(memory.list(entity_id="ana")) == 4
         assert len(memory.list(entity_id="bo")) == 4  # each tried again alone
-        stats = memory._capture.stats
+        stats = capture_service_of(memory).stats
         assert stats.retries == 4 and stats.stored == 9 and stats.failures == 0
 
 
@@ -163,16 +169,18 @@ def test_a_batch_replayed_after_a_crash_replaces_what_it_stored(store_path: Path
         spooled = [e for e in _read_spool(memory) if e["scope"]["entity_id"] != "gate"]
         assert len(spooled) == 10
         # what the next open does with entries a crash left unmarked: the same ids again
-        assert store_captured_batch(memory, spooled) == {}
+        assert store_captured(memory, spooled) == {}
         for entity in ("ana", "bo"):
             after = memory.list(entity_id=entity, limit=100)
             assert sorted(i.id for i in after) == sorted(i.id for i in before[entity])
-        assert len(memory._store.graph_of("bo").memory_ids("bo")) == 10
+        assert len(store_of(memory).graph_of("bo").memory_ids("bo")) == 10
 
 
 def _read_spool(memory: Memory) -> list[dict[str, Any]]:
     """The entries of this process's spool file, stored or not."""
-    records = [json.loads(line) for line in memory._capture.spool.path.read_text().splitlines()]
+    records = [
+        json.loads(line) for line in capture_service_of(memory).spool.path.read_text().splitlines()
+    ]
     return [record for record in records if "done" not in record]
 
 
@@ -197,14 +205,14 @@ def test_forgetting_an_entity_while_its_turn_is_extracted_in_a_batch(store_path:
         assert memory.flush(30)
         assert memory.list(entity_id="ana") == []
         assert [i.text for i in memory.list(entity_id="bo")] == ["Likes the garden"]
-        assert memory._capture.stats.failures == 0
+        assert capture_service_of(memory).stats.failures == 0
 
 
 def test_a_slow_batch_stores_what_it_extracted_before_it_goes_on(
     store_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Fine mode: each turn waits for the LLM, so a batch does not hold its first turns."""
-    import memtrellis._memory_capture as capture
+    import memtrellis._engine.capturer as capture
 
     monkeypatch.setattr(capture, "FLUSH_AFTER", 0.0)  # every LLM call takes longer than this
 

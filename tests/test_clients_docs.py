@@ -37,4 +37,5 @@ def test_sdk_clients_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
         "system True",
         "I'm allergic to peanuts. openai 14",
         "['I like jazz.', 'Noted!']",
+        "carol 1",
     ]

@@ -270,7 +270,7 @@ def test_a_scope_in_one_thread_is_not_seen_by_another(memory: Memory) -> None:
 
     def other() -> None:
         inside.wait(10)
-        seen.append(memory._scope(None, None, None).entity_id)
+        seen.append(memory.current_scope().entity_id)
         done.set()
 
     thread = threading.Thread(target=other)

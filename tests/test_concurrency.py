@@ -23,7 +23,7 @@ import pytest
 
 from memtrellis import Memory
 from memtrellis.errors import MemoryNotFoundError
-from memtrellis.testing import HashingEmbedder
+from memtrellis.testing import HashingEmbedder, capture_service_of, store_of
 
 ENTITIES = ("alice", "bob")
 
@@ -41,7 +41,7 @@ def _word(number: int) -> str:
 
 def _check_agreement(memory: Memory, expected: dict[str, set[str]], seed: int) -> None:
     """Graph, vector index, list() and health() all hold exactly the expected ids."""
-    store = memory._store
+    store = store_of(memory)
     for entity in ENTITIES:
         store.refresh(entity)
     assert store.pending_count == 0, f"seed {seed}: changes missing from the vector index"
@@ -132,7 +132,7 @@ def test_eight_threads_mixing_add_recall_forget_on_one_memory(store_path: Path) 
 MIXED_WRITER = """
     import json, random, sys, threading
     from memtrellis import Memory
-    from memtrellis.testing import HashingEmbedder
+    from memtrellis.testing import HashingEmbedder, store_of
 
     path, tag, seed, operations = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
     rng = random.Random(seed)
@@ -140,7 +140,7 @@ MIXED_WRITER = """
     kept = {"alice": [], "bob": []}
     forgotten = []
     with Memory(path, entity_id="alice", embedder=HashingEmbedder()) as m:
-        m._store._compact_every = 10  # snapshots while the other process writes
+        store_of(m)._compact_every = 10  # snapshots while the other process writes
         stop = threading.Event()
         errors = []
         def recaller():
@@ -225,7 +225,7 @@ async def test_fifty_concurrent_async_captures_are_stored_exactly_once(store_pat
     # Nothing is left in the spool to be extracted a second time by the next open.
     async with Memory(store_path, entity_id="alice", embedder=HashingEmbedder()) as memory:
         assert await memory.aflush(60)
-        assert memory._capture.adopted == []
+        assert capture_service_of(memory).adopted == []
         texts = [i.text for i in await memory.alist(limit=1000)]
         assert len(texts) == len(set(texts)) == 60
 
@@ -256,8 +256,8 @@ def test_recall_threads_survive_index_reloads(
         def reload() -> None:
             try:
                 for _ in range(40):
-                    memory._store.vectors.stale = True  # what reading a foreign write does
-                    memory._store.refresh("alice")
+                    store_of(memory).vectors.stale = True  # what reading a foreign write does
+                    store_of(memory).refresh("alice")
             finally:
                 done.set()
 

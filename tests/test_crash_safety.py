@@ -33,7 +33,7 @@ import pytest
 
 from memtrellis import Memory
 from memtrellis.store.shardfiles import shard_dir
-from memtrellis.testing import HashingEmbedder
+from memtrellis.testing import HashingEmbedder, capture_service_of, store_of
 from test_store_durability import _run as run_code
 
 CHILD = Path(__file__).with_name("crash_child.py")
@@ -169,9 +169,9 @@ def check_store(path: Path, expected: Expected, tally: Tally) -> None:
     """Reopen the store after a kill and check every guarantee."""
     tally.snapshot_temp_files += len(_temp_files(path))
     with Memory(path, entity_id="alice", embedder=HashingEmbedder()) as memory:
-        tally.captures_adopted += len(memory._capture.adopted)
+        tally.captures_adopted += len(capture_service_of(memory).adopted)
         assert memory.flush(timeout=120), "adopted captured turns were not stored"
-        store = memory._store
+        store = store_of(memory)
         items: dict[str, Any] = {}
         counts: dict[str, int] = {}
         for entity in ENTITIES:
@@ -204,15 +204,15 @@ def check_store(path: Path, expected: Expected, tally: Tally) -> None:
         health = memory.health()
         assert health.total_memories == len(items)
         assert health.capture_spooled == 0
-        own_spool = memory._capture.spool.path
+        own_spool = capture_service_of(memory).spool.path
         assert [p for p in (path / "spool").glob("*.jsonl") if p != own_spool] == []
         assert _stray_shard_files(path) == [], "a shard keeps files it no longer uses"
     assert _temp_files(path) == [], "a temporary file was left behind"
     assert _stray_shard_files(path) == [], "a shard keeps files it no longer uses"
     with Memory(path, entity_id="alice", embedder=HashingEmbedder()) as memory:
         # Closed cleanly, the catalog holds every entity's exact figures (read unloaded).
-        rows = memory._store.catalog.all()
-        assert memory._store.resident() == []
+        rows = store_of(memory).catalog.all()
+        assert store_of(memory).resident() == []
         assert {e: r.memories for e, r in rows.items()} == {
             e: n for e, n in counts.items() if n or e in rows
         }, "the catalog's figures are not exact"
@@ -279,7 +279,7 @@ KILLED_MID_SNAPSHOT = """
     import os, sys
     from memtrellis import Memory
     from memtrellis.store.graph import MemoryGraph
-    from memtrellis.testing import HashingEmbedder
+    from memtrellis.testing import HashingEmbedder, store_of
 
     original = MemoryGraph._json_chunks
     def die_after_first_chunk(self, generation):
@@ -288,7 +288,7 @@ KILLED_MID_SNAPSHOT = """
         os.kill(os.getpid(), 9)  # SIGKILL half-way through writing the snapshot
     MemoryGraph._json_chunks = die_after_first_chunk
     m = Memory(sys.argv[1], entity_id="alice", embedder=HashingEmbedder())
-    m._store._settings.compact_every = 1
+    store_of(m)._settings.compact_every = 1
     m.add("Clara lives in Lisbon", memory_type="episode")
 """
 

@@ -43,7 +43,7 @@ def test_getting_started(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
 
 def test_concepts_memory_context(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     printed = run_blocks("concepts.md", tmp_path, monkeypatch).splitlines()
-    assert printed == ["m1", "<memory_context>"]
+    assert printed == ["not found", "m1", "<memory_context>"]
 
 
 def test_configuration_validity(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -13,7 +13,13 @@ DOCS = ROOT / "docs"
 
 SECTIONS = {
     "getting-started.md": ["Two commands"],
-    "concepts.md": ["The lifecycle", "Graph, vectors and keywords", "Recall", "Memory context"],
+    "concepts.md": [
+        "The lifecycle",
+        "By id",
+        "Graph, vectors and keywords",
+        "Recall",
+        "Memory context",
+    ],
     "configuration.md": [
         "The store directory",
         "Chroma server mode",

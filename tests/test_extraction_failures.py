@@ -21,7 +21,7 @@ import pytest
 
 from memtrellis import ExtractionConfig, Memory
 from memtrellis.extraction import FALLBACK_TAG
-from memtrellis.testing import HashingEmbedder, ScriptedLLM
+from memtrellis.testing import HashingEmbedder, ScriptedLLM, capture_service_of
 
 TURN = [{"role": "user", "content": "I have a red bike and I swim on Tuesdays", "id": "t1"}]
 WHOLE = (
@@ -40,7 +40,7 @@ def _fell_back(memory: Memory) -> None:
     [item] = memory.list()
     assert FALLBACK_TAG in item.tags and "mode:fast" in item.tags
     assert item.text == TURN[0]["content"] and item.sources[0].message_id == "t1"
-    assert memory._capture.spool.open_entries == 0
+    assert capture_service_of(memory).spool.open_entries == 0
 
 
 def test_a_hang_past_the_timeout_is_retried_then_falls_back(store_path: Path) -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from memtrellis import InvalidInputError, Memory, MemoryType
 from memtrellis.extraction.pipeline import ExtractionConfig, Extractor
-from memtrellis.testing import HashingEmbedder, ScriptedLLM
+from memtrellis.testing import HashingEmbedder, ScriptedLLM, store_of
 from memtrellis.types import EdgeKind, Scope
 
 CHAT = [
@@ -170,7 +170,7 @@ def test_refine_supersedes_fast_memories(store_path: Path) -> None:
         assert c2.superseded_by is not None  # the summary cites every message
         assert report.kept == 0
         assert memory.history(c1.id)[-1].action == "superseded"
-        graph = memory._store.graph_of(memory.default_scope.entity_id).g
+        graph = store_of(memory).graph_of(memory.default_scope.entity_id).g
         assert graph.has_edge(c1.superseded_by, c1.id, key=EdgeKind.SUPERSEDES.value)
         recalled = {r.memory.id for r in memory.recall("cat Biscuit", k=10).items}
         assert c1.id not in recalled and c1.superseded_by in recalled

@@ -7,6 +7,7 @@ a marker token that only the forgotten entity's texts carry.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -21,7 +22,13 @@ from memtrellis import Memory
 from memtrellis.capture import Spool
 from memtrellis.capture.entry import build_entry
 from memtrellis.store.vectors import collection_name
-from memtrellis.testing import HashingEmbedder, ScriptedLLM
+from memtrellis.testing import (
+    HashingEmbedder,
+    ScriptedLLM,
+    capture_service_of,
+    store_captured,
+    store_of,
+)
 from memtrellis.types import Scope, utcnow
 from service_helpers import auth, running_service
 
@@ -50,7 +57,7 @@ def files_holding(root: Path, marker: str) -> list[str]:
 
 def segment_dirs(memory: Memory, entity_id: str) -> list[Path]:
     """The Chroma segment directories of an entity's collection."""
-    dirs = memory._store.vectors._segment_dirs(collection_name(entity_id))
+    dirs = store_of(memory).vectors._segment_dirs(collection_name(entity_id))
     assert dirs  # a collection has its segments
     return dirs
 
@@ -129,18 +136,18 @@ def test_forget_entity_purges_graph_index_log_and_spool(tmp_path: Path) -> None:
     assert files_holding(store, A_MARK) == []
     with Memory(store, embedder=HashingEmbedder()) as reopened:
         assert reopened.list(entity_id="A") == []
-        assert "A" not in reopened._store.entities()
-        with reopened._store.reading("A") as shard:
+        assert "A" not in store_of(reopened).entities()
+        with store_of(reopened).reading("A") as shard:
             graph = shard.graph
             assert len(graph) == 0 and graph.subject_count() == 0
             assert not [n for n in graph.g.nodes if str(n).startswith("subject:A:")]
             assert all(data.get("entity_id") != "A" for _, data in graph.g.nodes(data=True))
             assert shard.keywords.search("A", A_MARK, 10) == []
-        assert "A" not in reopened._store.vectors.entity_ids()
-        assert reopened._store.vectors.count("A") == 0
+        assert "A" not in store_of(reopened).vectors.entity_ids()
+        assert store_of(reopened).vectors.count("A") == 0
         b_items = reopened.list(entity_id="B")
         assert len(b_items) == 4 and all(B_MARK in i.text for i in b_items)
-        assert {"subject:B:paris", "subject:B:gym"} <= set(reopened._store.graph_of("B").g.nodes)
+        assert {"subject:B:paris", "subject:B:gym"} <= set(store_of(reopened).graph_of("B").g.nodes)
         assert reopened.recall(f"{B_MARK} locker 3", entity_id="B").items
     names = {p.name for p in (store / "chroma").iterdir()}
     assert collection_name("A") not in names
@@ -204,7 +211,7 @@ def test_a_purged_turn_is_never_stored(tmp_path: Path, in_flight: bool) -> None:
             # B's turn is in the worker first and stays there until released.
             gate.held = True
             busy, blocker = threading.Event(), threading.Event()
-            original = memory._store_captured
+            original = functools.partial(store_captured, memory)
 
             def slow(entry: dict[str, Any]) -> None:
                 if entry["scope"]["entity_id"] == "B":
@@ -212,7 +219,7 @@ def test_a_purged_turn_is_never_stored(tmp_path: Path, in_flight: bool) -> None:
                     assert blocker.wait(30)
                 original(entry)
 
-            memory._capture._handle = slow  # the worker starts with the first capture
+            capture_service_of(memory)._handle = slow  # the worker starts with the first capture
             memory.capture(_turn(B_MARK, 1), entity_id="B", mode="fine")
             assert busy.wait(30)
         memory.capture(_turn(A_MARK, 1), entity_id="A", mode="fine")
@@ -224,7 +231,7 @@ def test_a_purged_turn_is_never_stored(tmp_path: Path, in_flight: bool) -> None:
             blocker.set()
         assert memory.flush(30)
         assert memory.list(entity_id="A") == []
-        stats = memory._capture.stats
+        stats = capture_service_of(memory).stats
         assert stats.stored == (0 if in_flight else 1) and stats.failures == 0
         if not in_flight:
             assert [i.text for i in memory.list(entity_id="B")] == [
@@ -317,7 +324,7 @@ def test_forgetting_entities_beside_a_writer_never_damages_the_index(tmp_path: P
     again = Memory(tmp_path, embedder=HashingEmbedder())
     try:
         assert bo == len(written) > 0
-        assert again._store.vectors.count("bo") == bo  # every vector of the writer's
+        assert store_of(again).vectors.count("bo") == bo  # every vector of the writer's
         assert again.recall("bees swarmed", entity_id="bo").memories
         assert again.list(entity_id="ana") == []
     finally:

@@ -19,7 +19,7 @@ from memtrellis import EdgeKind, Memory, MemoryItem
 from memtrellis.cli import app
 from memtrellis.errors import InvalidInputError, MissingDependencyError
 from memtrellis.graph_export import ExportFormat, export_graph, render_png
-from memtrellis.testing import HashingEmbedder
+from memtrellis.testing import HashingEmbedder, store_of
 
 HOSTILE = (
     "</script><script>alert(1)</script> <img src=x onerror=alert(2)> "
@@ -38,7 +38,7 @@ class Built:
 
 def build(memory: Memory) -> Built:
     """Alice's memories with every edge kind, and one memory of Bob's."""
-    store = memory._store
+    store = store_of(memory)
     [paris] = memory.add("Alice lives in Paris", entities=["Alice", "Paris"], tags=["home", "city"])
     [lyon] = memory.add("Alice moved to Lyon", entities=["Alice", "Lyon"])
     first, second = memory.add(
@@ -79,8 +79,8 @@ def hostile_text(built: Built) -> str:
 
 def expected(memory: Memory, tenant: str) -> tuple[set[str], set[tuple[str, str, str]]]:
     """Every node and edge of one tenant, read straight from the store's graph."""
-    g = memory._store.graph_of(tenant).g
-    nodes = set(memory._store.graph_of(tenant).memory_ids(tenant))
+    g = store_of(memory).graph_of(tenant).g
+    nodes = set(store_of(memory).graph_of(tenant).memory_ids(tenant))
     nodes |= {
         n for n, d in g.nodes(data=True) if d["kind"] == "subject" and d["entity_id"] == tenant
     }
@@ -91,7 +91,7 @@ def expected(memory: Memory, tenant: str) -> tuple[set[str], set[tuple[str, str,
 def export(
     built: Built, tmp_path: Path, fmt: ExportFormat, tenant: str | None = "alice", **kw: int
 ) -> Path:
-    store = built.memory._store
+    store = store_of(built.memory)
     graph = store.graph_of(tenant) if tenant is not None else store.combined_graph()
     return export_graph(graph, tmp_path / f"graph.{fmt}", format=fmt, entity_id=tenant, **kw)
 
@@ -132,7 +132,7 @@ def test_graphml_round_trips_nodes_edge_kinds_and_attributes(built: Built, tmp_p
 
 def test_graphml_replaces_characters_xml_cannot_hold(memory: Memory, tmp_path: Path) -> None:
     [item] = memory.add("bell \x07 and form feed \x0c here")
-    path = export_graph(memory._store.combined_graph(), tmp_path / "g.graphml", format="graphml")
+    path = export_graph(store_of(memory).combined_graph(), tmp_path / "g.graphml", format="graphml")
     text = nx.read_graphml(path).nodes[item.id]["text"]
     assert text == "bell \ufffd and form feed \ufffd here"
 
@@ -164,7 +164,7 @@ def test_html_is_self_contained_and_carries_the_graph(built: Built, tmp_path: Pa
     nodes, edges = expected(built.memory, "alice")
     assert {node["id"] for node in data["nodes"]} == nodes
     assert {(e["source"], e["target"], e["kind"]) for e in data["edges"]} == edges
-    for memory_id in built.memory._store.graph_of("alice").memory_ids("alice"):
+    for memory_id in store_of(built.memory).graph_of("alice").memory_ids("alice"):
         assert memory_id in page
     first = next(node for node in data["nodes"] if node["id"] == built.ids["first"])
     assert first["sources"][0]["message_id"] == "d1:1"
@@ -193,7 +193,7 @@ def test_hostile_text_cannot_leave_the_data_block(built: Built, tmp_path: Path) 
 def test_html_escapes_a_hostile_entity_id(memory: Memory, tmp_path: Path) -> None:
     tenant = "<i>eve</i>&co"
     memory.add("Eve likes chess", entity_id=tenant)
-    graph = memory._store.graph_of(tenant)
+    graph = store_of(memory).graph_of(tenant)
     page = export_graph(graph, tmp_path / "e.html", format="html", entity_id=tenant)
     text = page.read_text(encoding="utf-8")
     assert "<i>" not in text
@@ -204,7 +204,7 @@ def test_html_escapes_a_hostile_entity_id(memory: Memory, tmp_path: Path) -> Non
 def test_html_caps_memories_and_says_how_many_were_left_out(built: Built, tmp_path: Path) -> None:
     page = export(built, tmp_path, "html", max_memories=2).read_text(encoding="utf-8")
     data = page_json(page)
-    graph = built.memory._store.graph_of("alice")
+    graph = store_of(built.memory).graph_of("alice")
     alice = graph.memory_ids("alice")
     shown = {node["id"] for node in data["nodes"] if node["kind"] == "memory"}
     assert len(shown) == 2
@@ -219,7 +219,7 @@ def test_html_caps_memories_and_says_how_many_were_left_out(built: Built, tmp_pa
 
 def test_html_of_an_empty_scope(memory: Memory, tmp_path: Path) -> None:
     page = export_graph(
-        memory._store.graph_of("nobody"), tmp_path / "x.html", format="html", entity_id="nobody"
+        store_of(memory).graph_of("nobody"), tmp_path / "x.html", format="html", entity_id="nobody"
     )
     text = page.read_text(encoding="utf-8")
     assert "No memories in this scope." in text
@@ -260,7 +260,7 @@ def test_all_tenants_export_has_both(built: Built, tmp_path: Path) -> None:
 
 def test_unknown_format_is_a_typed_error(memory: Memory, tmp_path: Path) -> None:
     with pytest.raises(InvalidInputError, match="graphml"):
-        export_graph(memory._store.graph_of("alice"), tmp_path / "x", format="svg")  # type: ignore[arg-type]
+        export_graph(store_of(memory).graph_of("alice"), tmp_path / "x", format="svg")  # type: ignore[arg-type]
 
 
 # -- PNG -----------------------------------------------------------------------------------
@@ -268,7 +268,7 @@ def test_png_is_a_png(built: Built, tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     memory = built.memory
     memory.add("Costs $x^2$ dollars", entities=["$weird_{name}$"])
-    path = render_png(memory._store.graph_of("alice"), tmp_path / "g.png", entity_id="alice")
+    path = render_png(store_of(memory).graph_of("alice"), tmp_path / "g.png", entity_id="alice")
     assert path.read_bytes()[:8] == PNG_MAGIC
     assert path.stat().st_size > 5_000
 
@@ -280,7 +280,7 @@ def test_png_without_matplotlib_names_the_extra(
         monkeypatch.setitem(sys.modules, name, None)
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     with pytest.raises(MissingDependencyError, match=r"memtrellis\[viz\]"):
-        export_graph(memory._store.graph_of("alice"), tmp_path / "g.png", format="png")
+        export_graph(store_of(memory).graph_of("alice"), tmp_path / "g.png", format="png")
     assert not (tmp_path / "g.png").exists()
 
 
@@ -289,7 +289,7 @@ def make_store(path: Path) -> dict[str, MemoryItem]:
     with Memory(path, entity_id="alice", embedder=HashingEmbedder()) as memory:
         [old] = memory.add("Alice lives in Paris", entities=["Alice", "Paris"])
         [new] = memory.add("Alice moved to Lyon", entities=["Alice", "Lyon"])
-        memory._store.supersede("alice", {old.id: new.id})
+        store_of(memory).supersede("alice", {old.id: new.id})
         [bob] = memory.add(BOB_SECRET, entity_id="bob", entities=["vault"])
     return {"old": old, "new": new, "bob": bob}
 

@@ -26,7 +26,7 @@ from pydantic import BaseModel
 from memtrellis import InvalidInputError, Memory, MemtrellisError, context
 from memtrellis.context import CLOSE_TAG, OPEN_TAG
 from memtrellis.extraction.fine import FALLBACK_TAG
-from memtrellis.testing import HashingEmbedder, ScriptedLLM
+from memtrellis.testing import HashingEmbedder, ScriptedLLM, store_of
 from memtrellis.types import MemoryItem, Scope, SourceKind, SourceRef
 
 KEEPER = "keeper-0b9e41"  # the entity whose memories must survive everything
@@ -246,7 +246,7 @@ def _assert_healthy(memory: Memory, before: dict[str, dict[str, Any]], marker: s
 def _assert_reopens_agreeing(path: Path) -> None:
     with Memory(path, entity_id=KEEPER, embedder=HashingEmbedder()) as memory:
         assert not memory.recovery_report.recovered
-        store = memory._store
+        store = store_of(memory)
         graph: dict[str, set[str]] = {}
         for entity in store.entities():
             graph[entity] = set(store.graph_of(entity).memory_ids(entity))

@@ -16,7 +16,7 @@ from memtrellis import EdgeKind, Memory, MemoryItem, MemoryType, Scope
 from memtrellis.lifecycle import LifecycleConfig, RelationKind, relate
 from memtrellis.lifecycle.confidence import decay
 from memtrellis.lifecycle.entities import resolve_entities
-from memtrellis.testing import HashingEmbedder, ScriptedLLM
+from memtrellis.testing import HashingEmbedder, ScriptedLLM, store_of
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=timezone.utc)
 
@@ -43,7 +43,7 @@ def test_a_user_moves_city(memory: Memory) -> None:
     old = memory.get(lyon.id)
     assert old.superseded_by == porto.id
     assert old.valid_until == porto.valid_from == T0 + timedelta(days=30)
-    graph = memory._store.graph_of("ana")
+    graph = store_of(memory).graph_of("ana")
     assert graph.edges_of(porto.id, EdgeKind.SUPERSEDES)[0] == [lyon.id]
     assert graph.edges_of(porto.id, EdgeKind.CONTRADICTS)[0] == [lyon.id]
     # nothing deleted: the old memory stays as history
@@ -110,7 +110,7 @@ def test_support_edges_raise_confidence_up_to_the_cap(memory: Memory) -> None:
     [first] = memory.recall("cello").items
     for n in range(6):
         [other] = memory.add(f"orchestra note {n}", memory_type="episode")
-        memory._store.add_edge("ana", other.id, claim.id, EdgeKind.SUPPORTS)
+        store_of(memory).add_edge("ana", other.id, claim.id, EdgeKind.SUPPORTS)
     hit = memory.recall("cello").items[0]
     assert hit.memory.id == claim.id
     config = memory.lifecycle
@@ -204,7 +204,7 @@ def test_supersession_never_deletes_and_leaves_one_current_value(
                 continue
             # never two valid values of one attribute: what is current is the latest city
             assert current and all(i.text.endswith(said_of[-1][1]) for i in current)
-        graph = m._store.graph_of("u")
+        graph = store_of(m).graph_of("u")
         for item in stored.values():
             if item.superseded_by is None:
                 targets, _ = graph.edges_of(item.id, EdgeKind.CONTRADICTS)
@@ -217,8 +217,8 @@ def test_entity_resolution_stays_inside_its_scope(memory: Memory) -> None:
     [other] = memory.add("Lunch with Clara Smth on Friday", memory_type="fact", entity_id="bo")
     assert "Clara Smith" in a.entities and "Clara Smith" in typo.entities  # fuzzy, same scope
     assert "Clara Smth" in other.entities  # another tenant's names are never consulted
-    assert set(memory._store.graph_of("bo").subject_names("bo")) == {"clara smth"}
-    names = memory._store.graph_of("ana").subject_names("ana")
+    assert set(store_of(memory).graph_of("bo").subject_names("bo")) == {"clara smth"}
+    names = store_of(memory).graph_of("ana").subject_names("ana")
     assert resolve_entities(["CLARA  smith"], names) == ["Clara Smith"]
     assert resolve_entities(["Mark"], {"market street": "Market Street"}) == ["Mark"]
     assert resolve_entities(["Bobby"], {"robert": "Robert"}, aliases={"robert": "bobby"}) == [
@@ -318,7 +318,7 @@ def test_entity_resolution_never_crosses_scopes(
             said[tenant].add(name.lstrip("@").casefold())  # resolved only to its own names
             assert all(e.casefold() in said[tenant] for e in item.entities)
         for tenant in ("a", "b"):
-            graph = m._store.graph_of(tenant)
+            graph = store_of(m).graph_of(tenant)
             for item in graph.items(tenant):
                 out, _ = graph.edges_of(item.id, EdgeKind.MENTIONS)
                 assert all(n.startswith(f"subject:{tenant}:") for n in out)

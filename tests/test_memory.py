@@ -21,7 +21,7 @@ from memtrellis import (
     StoreClosedError,
 )
 from memtrellis.store.shardfiles import shard_dir
-from memtrellis.testing import HashingEmbedder
+from memtrellis.testing import HashingEmbedder, store_of
 
 CHAT = [
     {
@@ -162,12 +162,12 @@ def test_entity_hop_reaches_what_no_search_found(memory: Memory) -> None:
         now=utcnow(),
         fetch=8,  # twelve closer fillers keep the job out of both searches
     )
-    items, _, _, _ = hybrid_recall(memory._store, request)
+    items, _, _, _ = hybrid_recall(store_of(memory), request)
     reached = {r.memory.id: r for r in items}
     why = reached[job.id].explanation
     assert why.graph_path == [band.id, "subject:alice:clara", job.id]
     assert why.dense_score is None and why.keyword_score is None
-    off, _, _, _ = hybrid_recall(memory._store, replace(request, graph_context=False))
+    off, _, _, _ = hybrid_recall(store_of(memory), replace(request, graph_context=False))
     assert job.id not in {r.memory.id for r in off}
 
 
@@ -465,7 +465,7 @@ def test_adjacent_messages_are_linked_and_lend_context(memory: Memory) -> None:
     filler = [{"role": "user", "content": f"Unrelated chatter {i} about weather"} for i in range(8)]
     items = memory.add(chat)
     memory.add(filler)
-    graph = memory._store.graph_of("alice").g
+    graph = store_of(memory).graph_of("alice").g
     assert graph.has_edge(items[1].id, items[0].id, key="follows")
     assert graph.has_edge(items[2].id, items[1].id, key="follows")
     assert not graph.has_edge(memory.list()[3].id, items[2].id, key="follows")  # new add()
@@ -493,10 +493,10 @@ def test_hub_entities_are_not_walked(memory: Memory, monkeypatch: pytest.MonkeyP
     [seed] = memory.add("Zed's favourite band is Radiohead", entities=["Zed", "Common"])
     [other] = memory.add("Zed's sister lives in Porto", entities=["Zed"])
     memory.add([f"filler {i}" for i in range(3)], entities=["Common"])
-    neighbours = {o for _, o in memory._store.graph_of("alice").neighbours_by_subject(seed.id)}
+    neighbours = {o for _, o in store_of(memory).graph_of("alice").neighbours_by_subject(seed.id)}
     assert other.id in neighbours and len(neighbours) == 4
     monkeypatch.setattr(graph_module, "HUB_MENTIONS", 2)
-    neighbours = {o for _, o in memory._store.graph_of("alice").neighbours_by_subject(seed.id)}
+    neighbours = {o for _, o in store_of(memory).graph_of("alice").neighbours_by_subject(seed.id)}
     assert neighbours == {other.id}  # "Common" (4 mentions) is a hub now; "Zed" (2) is not
 
 

@@ -40,7 +40,7 @@ from memtrellis.store.migrate import (
 )
 from memtrellis.store.shardfiles import FileShardStorage
 from memtrellis.store.vectors import VectorIndex
-from memtrellis.testing import HashingEmbedder
+from memtrellis.testing import HashingEmbedder, store_of
 from memtrellis.types import EdgeKind
 
 #: Release 0.1: the last commit before the entity-shard work.
@@ -492,7 +492,7 @@ def test_a_0_1_store_on_a_chroma_server_migrates_and_its_cut_off_changes_reach_t
 def test_opening_a_0_1_store_migrates_it(v01: tuple[Path, dict[str, Any]]) -> None:
     path, expected = v01
     with Memory(path, embedder=EMBEDDER) as memory:
-        assert sorted(memory._store.entities()) == sorted(expected["entities"])
+        assert sorted(store_of(memory).entities()) == sorted(expected["entities"])
         for entity, held in expected["entities"].items():
             listed = memory.list(entity_id=entity, limit=10_000)
             assert [i.id for i in listed] == held["ids"]

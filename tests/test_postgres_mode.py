@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from memtrellis import InvalidInputError, Memory
-from memtrellis.testing import HashingEmbedder
+from memtrellis.testing import HashingEmbedder, store_of
 
 pytestmark = [pytest.mark.server, pytest.mark.postgres]
 
@@ -118,8 +118,8 @@ def test_writers_of_one_entity_on_two_machines_lose_nothing(
         texts = [i.text for i in c.list(limit=100)]
         assert len(texts) == 30 == len(set(texts))
         assert {t.split(" ")[0] for t in texts} == {"a", "b"}
-        shard = c._store.shard(ana)
-        copies, unreadable = c._store.vectors.item_copies(ana)
+        shard = store_of(c).shard(ana)
+        copies, unreadable = store_of(c).vectors.item_copies(ana)
         assert unreadable == 0
         assert set(copies) == set(shard.graph.memory_ids(ana))  # graph and vectors agree
 

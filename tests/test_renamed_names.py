@@ -13,7 +13,7 @@ from memtrellis import Health, Memory, MemoryItem, Scope
 from memtrellis.lifecycle import LifecycleConfig, plan_additions
 from memtrellis.store import KeywordIndex, MemoryGraph
 from memtrellis.store._repair_report import StoreRepairReport
-from memtrellis.testing import HashingEmbedder
+from memtrellis.testing import HashingEmbedder, store_of
 
 
 def _graph() -> tuple[MemoryGraph, MemoryItem]:
@@ -116,18 +116,18 @@ def test_judge_argument_memory_repair_report_and_export_tenant_still_work(tmp_pa
         with pytest.warns(DeprecationWarning, match=r"plan_additions\(judge=\) is deprecated"):
             item = MemoryItem(text="Ana lives in Lyon now", scope=Scope(entity_id="ana"))
             plan_additions(
-                m._store, [item], [embedder.embed_query(item.text)],
+                store_of(m), [item], [embedder.embed_query(item.text)],
                 datetime.now(timezone.utc), judge=judge,
             )  # fmt: skip
         assert calls  # the old keyword still reached the planner
         with pytest.raises(TypeError, match="not both"):
-            plan_additions(m._store, [], [], datetime.now(timezone.utc), judge=judge,
+            plan_additions(store_of(m), [], [], datetime.now(timezone.utc), judge=judge,
                            relation_judge=judge)  # fmt: skip
         with pytest.warns(DeprecationWarning, match="repair_report"):
             assert m.repair_report is m.recovery_report
         from memtrellis.graph_export import export_graph
 
-        with m._store.reading("ana") as shard, pytest.warns(DeprecationWarning, match="tenant="):
+        with store_of(m).reading("ana") as shard, pytest.warns(DeprecationWarning, match="tenant="):
             out = export_graph(shard.graph, tmp_path / "g.json", format="json", tenant="ana")
         kinds = {node["kind"] for node in json.loads(out.read_text())["nodes"]}
         assert kinds == {"memory", "subject"}

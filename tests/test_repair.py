@@ -28,7 +28,7 @@ from memtrellis.cli import app
 from memtrellis.store import EmbedderInfo
 from memtrellis.store.repair import repair_files
 from memtrellis.store.shardfiles import shard_dir
-from memtrellis.testing import HashingEmbedder
+from memtrellis.testing import HashingEmbedder, store_of
 
 TENANTS = ("ana", "bob")
 GRAPH_ONLY_EDGES = ("contradicts", "follows", "supports", "extends")
@@ -102,7 +102,7 @@ def _state(
     than its shards (the store brings a row up to date when it loads the shard).
     """
     with _open(path) as memory:
-        store = memory._store
+        store = store_of(memory)
         rows = store.catalog.all()  # read before any shard is loaded
         assert sorted(store.entities()) == sorted(tenants)
         items: dict[str, dict[str, Any]] = {}
@@ -420,7 +420,7 @@ def test_index_copies_the_graph_lacks_are_restored_not_dropped(
         [extra] = memory.add("Ana plants tomatoes in May")
     # forget the new memory in the graph only, as an old backup of graph.json would
     with _open(store) as memory:
-        shard = memory._store.shard("ana")
+        shard = store_of(memory).shard("ana")
         with shard._locked():
             shard.graph.remove(extra.id)
             shard._compact()

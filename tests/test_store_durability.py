@@ -13,7 +13,7 @@ import pytest
 from memtrellis import Memory, StoreCorruptError
 from memtrellis.store import collection_name
 from memtrellis.store.shardfiles import shard_dir
-from memtrellis.testing import HashingEmbedder
+from memtrellis.testing import HashingEmbedder, store_of
 
 
 def _run(code: str, *args: str) -> subprocess.CompletedProcess[str]:
@@ -164,12 +164,12 @@ def test_compaction_keeps_everything(store_path: Path) -> None:
     from memtrellis.store import Store
 
     with Memory(store_path, entity_id="alice", embedder=HashingEmbedder()) as m:
-        m._store._settings.compact_every = 10
+        store_of(m)._settings.compact_every = 10
         for i in range(35):
             m.add(f"fact {_word(i)}")
         assert _generation(store_path) >= 2
         assert len(list(shard_dir(store_path, "alice").glob("wal-*.jsonl"))) == 1
-    assert isinstance(m._store, Store)
+    assert isinstance(store_of(m), Store)
     with Memory(store_path, entity_id="alice", embedder=HashingEmbedder()) as m:
         assert len(m.list(limit=1000)) == 35
         assert m.recall(f"fact {_word(17)}").items[0].memory.text == f"fact {_word(17)}"
@@ -247,7 +247,7 @@ def test_many_recall_counts_are_compacted(store_path: Path) -> None:
         m.add("Clara lives in Lisbon")
     before = _generation(store_path)
     with Memory(store_path, entity_id="alice", embedder=HashingEmbedder()) as m:
-        m._store._settings.compact_every = 3
+        store_of(m)._settings.compact_every = 3
         for _ in range(4):
             m.recall("Clara")
     assert _generation(store_path) == before + 1
@@ -257,7 +257,7 @@ def test_snapshot_is_streamed_as_the_same_document(store_path: Path) -> None:
     with Memory(store_path, entity_id="alice", embedder=HashingEmbedder()) as m:
         m.add(CHAT_LIKE, entities=["Clara"])
         m.add("Bob fixes bikes", entity_id="bob", entities=["Bob"])
-        graph = m._store.graph_of("alice")
+        graph = store_of(m).graph_of("alice")
         graph.save(store_path / "copy.json", 7)
         expected = graph.to_node_link(7)
     assert json.loads((store_path / "copy.json").read_text()) == expected
@@ -289,7 +289,7 @@ def test_a_failed_snapshot_leaves_the_old_one(
     m = Memory(store_path, entity_id="alice", embedder=HashingEmbedder())
     m.add("Clara has a cat")
     with pytest.raises(RuntimeError):
-        m._store.graph_of("alice").save(shard / "graph.json", 99)
+        store_of(m).graph_of("alice").save(shard / "graph.json", 99)
     assert (shard / "graph.json").read_bytes() == before
     assert not list(store_path.rglob(".graph.json.*.tmp"))
     monkeypatch.undo()

@@ -38,7 +38,7 @@ from memtrellis.cli import app
 from memtrellis.cli._state import EVERYTHING, PAGE_SIZE
 from memtrellis.context import build_context
 from memtrellis.errors import InvalidInputError
-from memtrellis.testing import HashingEmbedder
+from memtrellis.testing import HashingEmbedder, store_of
 from memtrellis.types import MemoryItem, MemoryType, Scope
 
 #: "default" is the entity of the default scope (Memory(...) without entity_id).
@@ -307,6 +307,18 @@ class TenantMachine(RuleBasedStateMachine):
         pairs = self.pairs()
         memory_id, _ = pairs[pick % len(pairs)]
         with self.scoped(entity, way) as kwargs:
+            if entity == "default" and way == "default" and memory_id not in self.owned[entity]:
+                # A Memory on the default entity, no scope or argument naming one, finds an
+                # id of any entity by id ("By id" in docs/concepts.md): its owner's memory,
+                # the first entity holding the id in the order entities were first written.
+                owners = [e for e in self.memory.entities() if memory_id in self.owned.get(e, ())]
+                try:
+                    item = self.memory.get(memory_id)
+                except MemoryNotFoundError:
+                    return  # merged away or forgotten
+                assert owners and item.scope.entity_id == owners[0], (item.scope, owners)
+                self.check_items(owners[0], self.memory.versions(memory_id), "versions")
+                return
             if memory_id not in self.owned[entity]:
                 for call in (
                     self.memory.get,
@@ -373,7 +385,7 @@ class TenantMachine(RuleBasedStateMachine):
         assert self.memory.flush(30)
         assert self.memory.list(entity_id=entity, filters=EVERYTHING) == []
         assert self.memory.recall("tea paris locker", entity_id=entity).items == []
-        graph = self.memory._store.graph_of(entity)  # no entity node of it is left either
+        graph = store_of(self.memory).graph_of(entity)  # no entity node of it is left either
         assert all(d.get("entity_id") != entity for _, d in graph.g.nodes(data=True))
 
     @precondition(lambda self: any(self.owned.values()))
@@ -454,7 +466,7 @@ def test_a_memory_id_cannot_take_over_another_entitys_entity_node(tmp_path: Path
         assert memory.list(entity_id="ent-a") == []
         memory.forget(entity_id="ent-a")
         assert [i.id for i in memory.list(entity_id="ent-b")] == [bobs.id]
-        assert "subject:ent-b:paris" in memory._store.graph_of("ent-b").g
+        assert "subject:ent-b:paris" in store_of(memory).graph_of("ent-b").g
 
 
 def test_entity_nodes_of_tenants_with_colons_stay_apart(tmp_path: Path) -> None:
@@ -465,15 +477,15 @@ def test_entity_nodes_of_tenants_with_colons_stay_apart(tmp_path: Path) -> None:
     with Memory(store, embedder=HashingEmbedder()) as memory:
         memory.add("qqbravomark knows the code", entity_id="bob", entities=["X:Code"])
         memory.add("qqalphamark has a code", entity_id="bob:x", entities=["code"])
-        assert memory._store.graph_of("bob:x").subject_names("bob:x") == {"code": "code"}
-        assert memory._store.graph_of("bob").subject_names("bob") == {"x:code": "X:Code"}
+        assert store_of(memory).graph_of("bob:x").subject_names("bob:x") == {"code": "code"}
+        assert store_of(memory).graph_of("bob").subject_names("bob") == {"x:code": "X:Code"}
         memory.forget(entity_id="bob")
-        graph = memory._store.combined_graph()
+        graph = store_of(memory).combined_graph()
         owners = [d.get("entity_id") for _, d in graph.g.nodes(data=True)]
         assert "bob" not in owners
         assert "X:Code" not in json.dumps(graph.to_node_link(0))
     with Memory(store, embedder=HashingEmbedder()) as reopened:
-        graph = reopened._store.graph_of("bob:x")
+        graph = store_of(reopened).graph_of("bob:x")
         assert graph.subject_names("bob:x") == {"code": "code"}
         assert [i.text for i in reopened.list(entity_id="bob:x")] == ["qqalphamark has a code"]
         for snapshot in (store / "shards").rglob("graph.json"):
@@ -497,7 +509,7 @@ def test_entity_nodes_saved_under_the_old_ids_are_renamed_on_open(tmp_path: Path
         )
         snapshot.write_text(text)
     with Memory(store, embedder=HashingEmbedder()) as reopened:
-        graph = reopened._store.combined_graph()
+        graph = store_of(reopened).combined_graph()
         assert not [n for n in graph.g.nodes if str(n).startswith("entity:")]
         subjects = sorted(n for n in graph.g.nodes if str(n).startswith("subject:"))
         assert subjects == ["subject:t%3A1:tea", "subject:t:tea"]

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from memtrellis import InvalidInputError, Memory, MemoryItem, Scope
-from memtrellis.testing import HashingEmbedder
+from memtrellis.testing import HashingEmbedder, store_of
 from memtrellis.transfer import ImportReport
 from memtrellis.types import EdgeKind, SourceKind, SourceRef
 
@@ -70,7 +70,7 @@ def _fill(memory: Memory) -> None:
 
 def _snapshot(memory: Memory, entity_id: str) -> dict[str, Any]:
     """Everything of an entity an export must keep, by memory id."""
-    graph = memory._store.graph_of(entity_id)
+    graph = store_of(memory).graph_of(entity_id)
     out = {}
     for item in memory.list(entity_id=entity_id, limit=1000):
         links = {
@@ -178,7 +178,7 @@ def test_an_edge_to_a_later_line_is_restored_and_a_dangling_one_is_counted(
     )
     with _memory(tmp_path / "s", entity_id="e") as memory:
         report = memory.import_(io.StringIO(text), batch_size=1)
-        graph = memory._store.graph_of("e")
+        graph = store_of(memory).graph_of("e")
         assert graph.edges_of("a", EdgeKind.SUPPORTS)[0] == ["b"]
         assert graph.edges_of("c", EdgeKind.FOLLOWS)[0] == ["b"]
     assert (report.edges, report.dangling_edges) == (2, 1)
@@ -242,13 +242,13 @@ def test_the_same_embedder_reuses_the_exported_vectors_and_another_embeds(
     with _memory(tmp_path / "a") as source:
         _fill(source)
         source.export(tmp_path / "all.jsonl")
-        stored = source._store.vectors.embeddings("bob", [source.list(entity_id="bob")[0].id])
+        stored = store_of(source).vectors.embeddings("bob", [source.list(entity_id="bob")[0].id])
 
     same = CountingEmbedder()
     with _memory(tmp_path / "b", embedder=same) as target:
         assert target.import_(tmp_path / "all.jsonl").imported == 7
         assert same.calls == []  # nothing embedded again
-        restored = target._store.vectors.embeddings("bob", list(stored))
+        restored = store_of(target).vectors.embeddings("bob", list(stored))
         assert {i: pytest.approx(v) for i, v in stored.items()} == restored
 
     class Wider(CountingEmbedder):

@@ -20,7 +20,7 @@ import pytest
 
 from memtrellis import Memory, StoreCorruptError, VectorIndexUnavailableError
 from memtrellis.store.vectorproc import VectorProcess
-from memtrellis.testing import HashingEmbedder
+from memtrellis.testing import HashingEmbedder, store_of
 
 
 def _open(path: Path, **kwargs: object) -> Memory:
@@ -42,7 +42,7 @@ def _gone(pid: int, within: float = 30.0) -> bool:
 
 
 def _child(memory: Memory) -> VectorProcess:
-    vectors = memory._store.vectors
+    vectors = store_of(memory).vectors
     assert isinstance(vectors, VectorProcess)
     return vectors
 
@@ -65,7 +65,7 @@ def test_the_child_serves_the_store_that_opens_in_process_afterwards(tmp_path: P
 
     again = _open(tmp_path)  # in this process: the very same Chroma data
     try:
-        ana = again._store.vectors
+        ana = store_of(again).vectors
         texts = sorted(m.text for m in again.list(entity_id="ana"))
         assert texts == ["Ana plays the cello on Sundays."]
         assert set(ana.item_copies("ana")[0]) == {m.id for m in again.list(entity_id="ana")}
@@ -115,10 +115,10 @@ def test_the_child_exits_when_its_parent_is_killed(tmp_path: Path) -> None:
         f"""
         import sys, time
         from memtrellis import Memory
-        from memtrellis.testing import HashingEmbedder
+        from memtrellis.testing import HashingEmbedder, store_of
         memory = Memory({str(tmp_path)!r}, embedder=HashingEmbedder(), vector_process=True)
         memory.add("Ana lives in Porto.", entity_id="ana")
-        print(memory._store.vectors.pid, flush=True)
+        print(store_of(memory).vectors.pid, flush=True)
         time.sleep(120)
         """
     )

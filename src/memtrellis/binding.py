@@ -44,11 +44,12 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
+from memtrellis._host import MemoryHost
 from memtrellis.context import (
     DEFAULT_TOKEN_BUDGET,
     MemoryContext,
@@ -59,7 +60,7 @@ from memtrellis.context import (
     place_in_messages,
 )
 from memtrellis.errors import InvalidInputError
-from memtrellis.types import RecallResult, Scope
+from memtrellis.types import RecallResult
 
 __all__ = [
     "DEFAULT_K",
@@ -83,49 +84,9 @@ _SCOPE_NAMES = ("entity_id", "process_id", "session_id")
 EMPTY = MemoryContext("", 0, 0)
 
 
-class MemoryDoors(Protocol):
-    """The public ``Memory`` methods a binding uses (``Memory`` has them all).
-
-    Examples:
-        >>> import tempfile
-        >>> from memtrellis import Memory
-        >>> from memtrellis.testing import HashingEmbedder
-        >>> with Memory(tempfile.mkdtemp(), embedder=HashingEmbedder()) as memory:
-        ...     doors: MemoryDoors = memory
-        ...     doors.call_scope()
-        {}
-    """
-
-    @property
-    def default_scope(self) -> Scope:
-        """The memory's own default scope."""
-
-    def call_scope(self) -> dict[str, str]:
-        """What an active ``Memory.scope`` block sets for this thread or task."""
-
-    @property
-    def recall(self) -> Callable[..., RecallResult]:
-        """``Memory.recall``."""
-
-    @property
-    def arecall(self) -> Callable[..., Awaitable[RecallResult]]:
-        """``Memory.arecall``."""
-
-    @property
-    def capture(self) -> Callable[..., str]:
-        """``Memory.capture``: queue a turn; returns its capture id."""
-
-    @property
-    def acapture(self) -> Callable[..., Awaitable[str]]:
-        """``Memory.acapture``."""
-
-    def report_failure(
-        self, what: Step, *, source: str, error: BaseException | None = None
-    ) -> None:
-        """Count a failure an adapter absorbed."""
-
-    def count_adapter(self, event: Literal["call", "capture"], *, source: str) -> None:
-        """Count a call or a capture an adapter made."""
+#: The public ``Memory`` methods a binding uses: the doors every adapter may use
+#: (``memtrellis._host.MemoryHost``; ``Memory`` has them all).
+MemoryDoors = MemoryHost
 
 
 @dataclass(frozen=True)

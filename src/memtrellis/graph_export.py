@@ -84,7 +84,7 @@ def export_graph(
     ``source_message_ids``; edges carry ``kind`` (also their key).
 
     Args:
-        graph: The store's graph (``memory._store.graph``).
+        graph: The store's graph (``store_of(memory).graph_of(entity)`` in tests).
         path: File to write.
         format: ``"graphml"`` (reads back with ``networkx.read_graphml``), ``"json"``
             (node-link data for ``networkx.node_link_graph(data, edges="edges")``),
@@ -227,10 +227,10 @@ def export_store_graph(
     Examples:
         >>> import tempfile
         >>> from memtrellis import Memory
-        >>> from memtrellis.testing import HashingEmbedder
+        >>> from memtrellis.testing import HashingEmbedder, store_of
         >>> with Memory(tempfile.mkdtemp(), embedder=HashingEmbedder()) as m:
         ...     _ = m.add("Ana moved to Porto", entity_id="ana")
-        ...     export_store_graph(m._store, m.path / "ana.json", "json", "ana").name
+        ...     export_store_graph(store_of(m), m.path / "ana.json", "json", "ana").name
         'ana.json'
     """
     if entity_id is None:

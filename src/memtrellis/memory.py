@@ -1,5 +1,8 @@
 """The [`Memory`][memtrellis.Memory] facade: the one object every adapter and user talks to.
 
+Its methods check their arguments and delegate in one line to the engine under it
+(`memtrellis._engine`: a reader, a writer and a capturer over the store).
+
 Examples:
     >>> import tempfile
     >>> from memtrellis import Memory
@@ -12,62 +15,35 @@ Examples:
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import contextvars
 import logging
 import os
-import weakref
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from memtrellis import _memory_capture as _capture
-from memtrellis import _memory_reading as _reading
-from memtrellis import _memory_registration as _registration
-from memtrellis import _memory_writing as _writing
+from memtrellis import registry
 from memtrellis._deprecated import renamed
-from memtrellis._health import FacadeStats
-from memtrellis._memory_args import (
-    call_scope,
-    default_store_path,
-    list_filters,
-    make_scope,
-    memory_type_arg,
-    ready_item,
-    recall_args,
-    recall_filters,
-    store_path,
-)
-from memtrellis._memory_args import given as _given
+from memtrellis._engine import args as _args
+from memtrellis._engine import open_engine
 from memtrellis._memory_async import in_thread as _in_thread
-from memtrellis._progress import progress_arg
-from memtrellis.capture.config import CaptureConfig, resolve_capture_config
-from memtrellis.clients.patch import uninstall
-from memtrellis.embeddings.base import Embedder, as_embedder
+from memtrellis.capture.config import CaptureConfig
+from memtrellis.embeddings.base import Embedder
 from memtrellis.errors import InvalidInputError
 from memtrellis.extraction.model import Mode
-from memtrellis.extraction.normalize import check_labels
-from memtrellis.extraction.pipeline import ExtractionConfig, Extractor
+from memtrellis.extraction.pipeline import ExtractionConfig
 from memtrellis.extraction.refine import RefineReport
 from memtrellis.graph_export import ExportFormat
 from memtrellis.lifecycle import LifecycleConfig
-from memtrellis.lifecycle.relation_judge import llm_relation_judge
 from memtrellis.llm import LLM
-from memtrellis.store import EmbedderInfo, Store
 from memtrellis.store.store import DEFAULT_RESIDENT_MEMORIES, DEFAULT_RESIDENT_SHARDS
 from memtrellis.transfer import ImportReport, PathOrFile, export_to, import_from
-from memtrellis.types import (
-    Health,
-    HistoryEvent,
-    MemoryItem,
-    MemoryType,
-    RecallResult,
-    Scope,
-)
+from memtrellis.types import Health, HistoryEvent, MemoryItem, MemoryType, RecallResult, Scope
 
 __all__ = ["Memory", "default_store_path"]
+
+default_store_path = _args.default_store_path
 
 log = logging.getLogger("memtrellis")
 
@@ -75,56 +51,16 @@ log = logging.getLogger("memtrellis")
 class Memory:
     """Long-term memory on one store directory, shared by every adapter.
 
-    The methods that read or write memories have an async form, named with an ``a`` prefix
-    and taking the same arguments: `aadd` (LLM calls awaited concurrently) and `acapture`
-    (it only queues) are coroutines of their own; `astore`, `aupdate`, `aforget`, `aget`,
-    `ahistory`, `aversions`, `alist`, `aentities`, `arecall`, `ahealth`, `aflush`, `arefine`,
-    `aexport`, `aimport_` and `aclose` run the sync method in a worker thread, so the loop
-    never blocks. `async with
-    Memory(...)` closes the store on exit.
-
-    Args:
-        path: Store directory; default ``$MEMTRELLIS_HOME`` or ``./.memtrellis``.
-        entity_id: Whose memory calls refer to when they do not say (default ``"default"``).
-        process_id: Which app or agent writes; recall and list filter by it when set.
-        session_id: Session recorded on new memories; recall filters by session only
-            when a call passes ``session_id=`` itself, so memory spans sessions.
-        embedder: Any [`Embedder`][memtrellis.embeddings.Embedder], LangChain ``Embeddings``,
-            LlamaIndex ``BaseEmbedding`` or Chroma embedding function; default the
-            offline all-MiniLM-L6-v2 int8 ONNX model.
-        chroma_url: Use a Chroma server (``http://host:port``) instead of the embedded
-            index, for several processes or machines.
-        postgres_url: Keep the entity shards, their logs, the catalog and the writer
-            locks in PostgreSQL (``postgresql://user@host/db``; the ``postgres`` extra),
-            so that app servers with no shared disk share one memory; needs
-            ``chroma_url``. ``path`` then holds only this machine's capture spool.
-        lock_timeout: Seconds to wait for another process's write before giving up.
-        llm: A chat model for fine-mode extraction and for the relation judge (how a new
-            memory relates to the closest existing ones): anything with
-            ``complete(messages)``, or a framework model an installed integration adapts
-            (LangChain, LlamaIndex).
-        capture: How captured turns are retried
-            ([`CaptureConfig`][memtrellis.CaptureConfig]).
-        lifecycle: Validity by kind, confidence, decay and matching thresholds
-            ([`LifecycleConfig`][memtrellis.lifecycle.LifecycleConfig]).
-        max_resident_shards: How many entities' shards (graph and keyword index) stay
-            loaded at once; the least recently used is unloaded beyond it. See
-            "Scaling out" in the operations guide for sizing.
-        max_resident_memories: The same bound counted in memories over all loaded shards
-            (resident memory is about a few KB per memory).
-        vector_process: Run the embedded Chroma index in a child process of its own, so
-            that its writes (which hold the GIL for their whole duration) never stall
-            this process's threads or event loop; for async apps and servers. Costs a
-            child process, about a second to start, and a fraction of a millisecond per
-            query. Ignored with ``chroma_url`` (a server is already another process).
+    Every argument is described in the [configuration guide](../configuration.md). Each
+    method that reads or writes has an async twin named with an ``a`` (`aadd`, `arecall`,
+    `aget`...) that never blocks the loop; `async with Memory(...)` closes on exit.
 
     Examples:
         >>> import tempfile
         >>> from memtrellis.testing import HashingEmbedder
-        >>> memory = Memory(tempfile.mkdtemp(), embedder=HashingEmbedder())
-        >>> [m.memory_type.value for m in memory.add({"role": "user", "content": "Hi"})]
+        >>> with Memory(tempfile.mkdtemp(), embedder=HashingEmbedder()) as memory:
+        ...     [m.memory_type.value for m in memory.add({"role": "user", "content": "Hi"})]
         ['episode']
-        >>> memory.close()
     """
 
     def __init__(
@@ -147,39 +83,18 @@ class Memory:
         max_resident_memories: int = DEFAULT_RESIDENT_MEMORIES,
         vector_process: bool = False,
     ) -> None:
-        self.default_scope = self._make_scope(entity_id, process_id, session_id)
-        self.path = store_path(path)
-        for name, url in (("chroma_url", chroma_url), ("postgres_url", postgres_url)):
-            if url is not None and not isinstance(url, str):
-                raise InvalidInputError(f"{name} must be a str, not {type(url).__name__}")
-        # Memory.scope(): this memory's scope for the current thread or task only.
-        self._overrides: contextvars.ContextVar[dict[str, str] | None] = contextvars.ContextVar(
-            f"memtrellis_scope_{id(self)}", default=None
-        )
-        self._clients: weakref.WeakSet[Any] = weakref.WeakSet()
-        # Everything that can reject an argument runs before the store takes its lock.
-        self.extractor = Extractor(llm, extraction)
-        self.capture_config = resolve_capture_config(capture, self.extractor.config)
-        if lifecycle is not None and not isinstance(lifecycle, LifecycleConfig):
-            raise InvalidInputError("lifecycle must be a LifecycleConfig")
-        self.lifecycle = lifecycle or LifecycleConfig()
-        # The extractor adapted the llm (a LangChain or LlamaIndex model, say) to the LLM
-        # protocol; the judge asks the same adapted model.
-        chat = self.extractor.llm
-        timeout = self.extractor.config.llm_timeout
-        self._judge = llm_relation_judge(chat, timeout=timeout) if chat is not None else None
-        if embedder is None:
-            from memtrellis.embeddings import default_embedder
-
-            self.embedder: Embedder = default_embedder()
-        else:
-            self.embedder = as_embedder(embedder)
-        self._store = Store(
+        self.default_scope = _args.make_scope(entity_id, process_id, session_id)
+        self.path = _args.store_path(path)
+        self._drain_timeout = drain_timeout
+        self._engine = engine = open_engine(
+            self,
             self.path,
-            embedder=EmbedderInfo(
-                model_id=self.embedder.model_id, dimension=self.embedder.dimension
-            ),
-            embed=lambda texts: self.embedder.embed_documents(texts),
+            self.default_scope,
+            embedder=embedder,
+            llm=llm,
+            extraction=extraction,
+            capture=capture,
+            lifecycle=lifecycle,
             chroma_url=chroma_url,
             postgres_url=postgres_url,
             lock_timeout=lock_timeout,
@@ -187,26 +102,32 @@ class Memory:
             max_resident_memories=max_resident_memories,
             vector_process=vector_process,
         )
-        self._stats = FacadeStats()
-        self._drain_timeout = drain_timeout
-        self._capture = _capture.capture_service(self)
+        p = engine.parts
+        self.capture_config = p.capture
+        self.extractor, self.lifecycle, self.embedder = p.extractor, p.lifecycle, p.embedder
+        self._store, self._reader, self._writer = engine.store, engine.reader, engine.writer
+        self._capturer, self._scope = engine.capturer, engine.scopes.current
 
-    # -- scope ---------------------------------------------------------------------------
-    @staticmethod
-    def _make_scope(entity_id: Any, process_id: Any, session_id: Any) -> Scope:
-        return make_scope(entity_id, process_id, session_id)
-
-    def _scope(
-        self, entity_id: str | None, process_id: str | None, session_id: str | None
+    def current_scope(
+        self,
+        *,
+        entity_id: str | None = None,
+        process_id: str | None = None,
+        session_id: str | None = None,
+        defaults: Mapping[str, str] | None = None,
     ) -> Scope:
-        return call_scope(
-            self.default_scope, self._scope_overrides(), entity_id, process_id, session_id
-        )
+        """The scope a call uses: each argument given, else the active
+        [`scope`][memtrellis.Memory.scope] block's, else ``defaults`` (an adapter's), else
+        this memory's.
 
-    def _scope_overrides(self) -> dict[str, str]:
-        """What the innermost active [`scope`][memtrellis.Memory.scope] sets, for this thread or
-        task."""
-        return dict(self._overrides.get() or {})
+        Examples:
+            >>> from memtrellis.testing import temp_memory
+            >>> with temp_memory() as memory, memory.scope(session_id="s1"):
+            ...     scope = memory.current_scope(defaults={"entity_id": "bob"})
+            ...     scope.entity_id, scope.session_id
+            ('bob', 's1')
+        """
+        return self._scope(entity_id, process_id, session_id, defaults=defaults)
 
     @contextlib.contextmanager
     def scope(
@@ -216,37 +137,21 @@ class Memory:
         process_id: str | None = None,
         session_id: str | None = None,
     ) -> Iterator[Scope]:
-        """Use another entity, process or session inside a ``with`` block.
-
-        The scope holds for the current thread or asyncio task only (a context
-        variable), so concurrent requests of different users do not mix. Inside the
-        block it is the default of every method that takes a scope (an argument given
-        to a call still wins) and of every client registered with this memory, over
-        the scope given at registration. Blocks nest; the inner one wins per field.
+        """Use another entity, process or session inside a ``with`` block, for the current
+        thread or task: the default of every call and registered client (a call's argument
+        still wins); blocks nest, the inner one wins per field.
 
         Examples:
-            >>> import tempfile
-            >>> from memtrellis.testing import HashingEmbedder
-            >>> memory = Memory(tempfile.mkdtemp(), embedder=HashingEmbedder())
-            >>> with memory.scope(entity_id="bob", session_id="s1") as scope:
+            >>> from memtrellis.testing import temp_memory
+            >>> with temp_memory() as memory, memory.scope(entity_id="bob") as scope:
             ...     [item] = memory.add("Bob likes jazz")
-            >>> scope.entity_id, item.scope.entity_id, item.scope.session_id
-            ('bob', 'bob', 's1')
-            >>> memory.list()  # outside the block: the default entity again
-            []
-            >>> memory.close()
+            ...     scope.entity_id, item.scope.entity_id
+            ('bob', 'bob')
         """
-        given = _given(entity_id=entity_id, process_id=process_id, session_id=session_id)
-        token = self._overrides.set({**self._scope_overrides(), **given})
-        try:
-            yield self._scope(None, None, None)  # checks the values before the block runs
-        finally:
-            self._overrides.reset(token)
+        fields = _args.given(entity_id=entity_id, process_id=process_id, session_id=session_id)
+        with self._engine.scopes.using(fields) as scope:
+            yield scope
 
-    def _visible(self, memory_id: Any, entity_id: str | None) -> MemoryItem:
-        return _reading.visible(self, memory_id, entity_id)
-
-    # -- writing -------------------------------------------------------------------------
     def add(
         self,
         data: str | Mapping[str, Any] | Sequence[Mapping[str, Any] | str],
@@ -263,39 +168,19 @@ class Memory:
     ) -> list[MemoryItem]:
         """Remember messages, conversations, text or documents; returns the stored items.
 
-        ``data`` is plain text, one message dict (``role``, ``content``, optional ``id``,
-        ``timestamp``, ``name``/``speaker``), a list of them, a list of such lists (several
-        conversations), or a ``pathlib.Path`` to a ``.txt``/``.md`` document (PDF and Word
-        with the ``documents`` extra). ``mode="fine"`` distils memories with the LLM given
-        to ``Memory(llm=...)`` (the default when there is one); ``mode="fast"`` stores
-        each message as a memory. Messages with an unknown role or no text are skipped
-        and counted in [`health`][memtrellis.Memory.health]. A long input shows progress
-        on stderr (windows extracted, memories embedded) when stderr is a terminal;
-        ``progress=False`` never, ``True`` always.
+        ``data``: text, a message dict (``role``, ``content``, ``id``...), a list of them or
+        of such lists, or a ``pathlib.Path`` to a document. ``mode``: ``"fine"`` (the LLM
+        distils; the default with an LLM) or ``"fast"``. See the [concepts](../concepts.md).
 
         Examples:
-            >>> import tempfile
-            >>> from memtrellis.testing import HashingEmbedder
-            >>> m = Memory(tempfile.mkdtemp(), embedder=HashingEmbedder())
-            >>> [item] = m.add([{"role": "user", "content": "I moved to Lyon", "id": "m1"}])
-            >>> item.sources[0].message_id
+            >>> from memtrellis.testing import temp_memory
+            >>> with temp_memory() as m:
+            ...     [item] = m.add([{"role": "user", "content": "I moved to Lyon", "id": "m1"}])
+            ...     item.sources[0].message_id
             'm1'
-            >>> m.close()
         """
-        scope, kind = self._add_args(entity_id, process_id, session_id, memory_type)
-        tags, entities, metadata = check_labels(tags, entities, metadata)
-        shown = progress_arg(progress)
-        result = self.extractor.extract(
-            data,
-            scope,
-            mode=mode,
-            memory_type=kind,
-            tags=tags,
-            entities=entities,
-            metadata=metadata,
-            progress=shown,
-        )
-        return _writing.store_result(self, result, progress=shown)
+        scope, labels = self._scope(entity_id, process_id, session_id), (tags, entities, metadata)
+        return self._writer.add(data, scope, mode, memory_type, labels, progress)
 
     async def aadd(
         self,
@@ -313,31 +198,9 @@ class Memory:
     ) -> list[MemoryItem]:
         """Async [`add`][memtrellis.Memory.add]: fine-mode windows are extracted concurrently
         through the LLM's native ``acomplete`` when it has one; storing runs in a worker thread."""
-        scope, kind = self._add_args(entity_id, process_id, session_id, memory_type)
-        tags, entities, metadata = check_labels(tags, entities, metadata)
-        shown = progress_arg(progress)
-        result = await self.extractor.aextract(
-            data,
-            scope,
-            mode=mode,
-            memory_type=kind,
-            tags=tags,
-            entities=entities,
-            metadata=metadata,
-            progress=shown,
-        )
-        return await asyncio.to_thread(_writing.store_result, self, result, None, shown)
+        scope, labels = self._scope(entity_id, process_id, session_id), (tags, entities, metadata)
+        return await self._writer.aadd(data, scope, mode, memory_type, labels, progress)
 
-    def _add_args(
-        self,
-        entity_id: str | None,
-        process_id: str | None,
-        session_id: str | None,
-        memory_type: MemoryType | str | None,
-    ) -> tuple[Scope, MemoryType | None]:
-        return self._scope(entity_id, process_id, session_id), memory_type_arg(memory_type)
-
-    # -- background capture ----------------------------------------------------------------
     def capture(
         self,
         data: str | Mapping[str, Any] | Sequence[Any],
@@ -349,14 +212,12 @@ class Memory:
         tags: Sequence[str] = (),
         metadata: Mapping[str, Any] | None = None,
     ) -> str:
-        """Queue a turn (messages or text) for extraction in the background; returns at once.
+        """Queue a turn (messages or text) for extraction in the background; its capture id.
 
-        The turn is validated and written to the spool before this returns, so it is
-        extracted even if the process dies first (on the next open). Returns the capture
-        id. [`flush`][memtrellis.Memory.flush] waits until everything captured is stored.
-        """
+        It is checked and spooled first, so a crash does not lose it (the next open
+        extracts it); [`flush`][memtrellis.Memory.flush] waits until it is stored."""
         scope = self._scope(entity_id, process_id, session_id)
-        return _capture.capture(self, data, scope, mode=mode, tags=tags, metadata=metadata)
+        return self._capturer.capture(data, scope, mode=mode, tags=tags, metadata=metadata)
 
     async def acapture(
         self,
@@ -381,53 +242,27 @@ class Memory:
             metadata=metadata,
         )
 
-    def _store_captured(self, entry: dict[str, Any]) -> None:
-        _capture.store_captured(self, entry)
-
-    def _store_captured_fallback(self, entry: dict[str, Any]) -> None:
-        _capture.store_captured_fallback(self, entry)
-
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until every captured turn is stored; False when ``timeout`` ran out."""
-        return self._capture.flush(timeout)
+        return self._capturer.service.flush(timeout)
 
-    # -- refine -------------------------------------------------------------------------------
-    def refine(
-        self,
-        *,
-        entity_id: str | None = None,
-        limit: int | None = None,
-    ) -> RefineReport:
-        """Re-extract fast-mode memories with the LLM and supersede them with fine ones.
-
-        Fast now, fine when idle: the rebuilt conversations go through fine extraction;
-        each new memory keeps the sources it cites, and the fast memories it cites are
-        marked superseded by it (kept as history, linked by ``supersedes`` edges). Fast
-        memories that no new memory cites are left as they are.
-        """
-        if self.extractor.llm is None:
-            raise InvalidInputError("refine() needs an LLM: Memory(llm=...)")
-        tenant = self._scope(entity_id, None, None).entity_id
-        return _writing.refine(self, tenant, limit)
+    def refine(self, *, entity_id: str | None = None, limit: int | None = None) -> RefineReport:
+        """Re-extract fast-mode memories with the LLM; the fast ones a new memory cites are
+        superseded by it (kept as history), the others stay."""
+        return self._writer.refine(self._scope(entity_id, None, None).entity_id, limit)
 
     def store(self, item: MemoryItem, *, lifecycle: bool = True) -> MemoryItem:
-        """Store a ready-made item (its own scope and id); replaces one with its id.
-
-        A new item goes through the lifecycle like [`add`][memtrellis.Memory.add]: its entities are
-        resolved, it gets its kind's default validity, and it is compared with the closest memories
-        of its scope (a duplicate is merged: the memory it joined is returned; a contradiction
-        supersedes the older one). ``lifecycle=False`` stores it exactly as given.
+        """Store a ready-made item (its own scope and id), replacing one with its id; a new one
+        goes through the [lifecycle](../lifecycle.md) unless ``lifecycle=False``.
 
         Examples:
-            >>> import tempfile
-            >>> from memtrellis.testing import HashingEmbedder
+            >>> from memtrellis.testing import temp_memory
             >>> from memtrellis.types import Scope
-            >>> m = Memory(tempfile.mkdtemp(), embedder=HashingEmbedder())
-            >>> m.store(MemoryItem(id="f1", text="Bob is vegan", scope=Scope(entity_id="bob"))).id
+            >>> with temp_memory() as m:
+            ...     m.store(MemoryItem(id="f1", text="Bob is vegan", scope=Scope(entity_id="b"))).id
             'f1'
-            >>> m.close()
         """
-        return _writing.store_item(self, ready_item(item), lifecycle=lifecycle)
+        return self._writer.store_item(_args.ready_item(item), lifecycle=lifecycle)
 
     def update(
         self,
@@ -444,92 +279,57 @@ class Memory:
         valid_until: datetime | None = None,
         metadata: Mapping[str, Any] | None = None,
     ) -> MemoryItem:
-        """Change fields of a memory; fields left ``None`` keep their value.
-
-        The text is re-embedded only when it changes; the change is kept in
-        [`history`][memtrellis.Memory.history].
-        """
-        changes = _given(
-            text=text,
-            key=key,
-            memory_type=memory_type,
-            tags=tags,
-            entities=entities,
-            confidence=confidence,
-            valid_from=valid_from,
-            valid_until=valid_until,
-            metadata=metadata,
-        )
-        return _writing.update_item(self, self._visible(memory_id, entity_id), changes)
+        """Change fields of a memory found by id (``None``: unchanged); kept in
+        [`history`][memtrellis.Memory.history], re-embedded only when the text changes."""
+        changes = _args.given(text=text, key=key, memory_type=memory_type, tags=tags)
+        changes |= _args.given(entities=entities, confidence=confidence, metadata=metadata)
+        changes |= _args.given(valid_from=valid_from, valid_until=valid_until)
+        return self._writer.update_item(self._reader.find(memory_id, entity_id), changes)
 
     def forget(self, memory_id: str | None = None, *, entity_id: str | None = None) -> int:
-        """Delete one memory, or with ``entity_id=`` alone every memory of that entity.
-
-        Forgetting an entity removes all it has: its memories and entity nodes and their
-        edges, its vector collection, its keyword index, its records in the log (the
-        store is compacted at once) and its captured turns still waiting in this
-        process's spool, including one being extracted at that moment. Turns captured
-        after the call are kept.
-
-        Returns how many memories were removed from graph and index.
-        """
+        """Delete one memory by id, or with ``entity_id=`` alone all an entity has (its spooled
+        turns included: see the [operations guide](../operations.md)); how many memories."""
         if memory_id is not None:
-            item = self._visible(memory_id, entity_id)
-            self._store.delete(item.scope.entity_id, [item.id])
-            return 1
+            return self._writer.delete(self._reader.find(memory_id, entity_id))
         if entity_id is None:
             raise InvalidInputError("forget() needs a memory id, or entity_id= to forget an entity")
-        return _writing.forget_entity(self, self._scope(entity_id, None, None).entity_id)
+        return self._writer.forget_entity(self._scope(entity_id, None, None).entity_id)
 
-    # -- reading -------------------------------------------------------------------------
     def get(self, memory_id: str, *, entity_id: str | None = None) -> MemoryItem:
-        """One memory by id; [`MemoryNotFoundError`][memtrellis.errors.MemoryNotFoundError] when it
-        is not in this entity."""
-        return self._visible(memory_id, entity_id).detached()
+        """One memory by id, else [`MemoryNotFoundError`][memtrellis.errors.MemoryNotFoundError].
+        By-id calls look in the call's, scope's or memory's entity; with none of them but
+        ``"default"``, in any entity of the store ("By id" in the [concepts](../concepts.md))."""
+        return self._reader.find(memory_id, entity_id).detached()
 
     def history(self, memory_id: str, *, entity_id: str | None = None) -> list[HistoryEvent]:
-        """What happened to a memory: created (and what it superseded), merged, updated,
-        superseded (and by what), oldest first. [`versions`][memtrellis.Memory.versions] walks the
-        chain."""
-        item = self._visible(memory_id, entity_id)
-        return self._store.graph_of(item.scope.entity_id).history(memory_id)
+        """What happened to a memory (created, merged, updated, superseded), oldest first."""
+        return self._reader.history(self._reader.find(memory_id, entity_id))
 
     def versions(self, memory_id: str, *, entity_id: str | None = None) -> list[MemoryItem]:
-        """The supersession chain through a memory, oldest first, ending at the current one.
-
-        Follows ``supersedes`` edges both ways from ``memory_id``: what it replaced, what
-        replaced it. A memory never superseded is its own one-item chain.
+        """The supersession chain through a memory, oldest first, ending at the current one
+        (a memory never superseded is its own one-item chain).
 
         Examples:
-            >>> import tempfile
-            >>> from memtrellis.testing import HashingEmbedder
-            >>> m = Memory(tempfile.mkdtemp(), embedder=HashingEmbedder())
-            >>> [old] = m.add("Ana lives in Lyon", memory_type="fact")
-            >>> [new] = m.add("Ana moved to Porto", memory_type="fact")
-            >>> [v.text for v in m.versions(old.id)]
+            >>> from memtrellis.testing import temp_memory
+            >>> with temp_memory() as m:
+            ...     [old] = m.add("Ana lives in Lyon", memory_type="fact")
+            ...     [new] = m.add("Ana moved to Porto", memory_type="fact")
+            ...     [v.text for v in m.versions(old.id)]
             ['Ana lives in Lyon', 'Ana moved to Porto']
-            >>> m.close()
         """
-        item = self._visible(memory_id, entity_id)
-        return _reading.versions(self, memory_id, item.scope.entity_id)
+        return self._reader.versions(self._reader.find(memory_id, entity_id))
 
     def entities(self) -> list[str]:
-        """Every entity the store holds, in the order they were first written.
-
-        Read from the catalog: no entity's shard is loaded. An entity whose memories
-        were forgotten one by one is still listed; ``forget(entity_id=...)`` removes it.
-        It is an administrator's view (it names every tenant), as
-        ``export_graph(all_entities=True)`` is: never show it to one entity's user.
+        """Every entity the store holds, in the order they were first written (read from the
+        catalog). An administrator's view: never show it to one entity's user.
 
         Examples:
-            >>> import tempfile
-            >>> from memtrellis.testing import HashingEmbedder
-            >>> m = Memory(tempfile.mkdtemp(), embedder=HashingEmbedder())
-            >>> _ = m.add("Bob likes jazz", entity_id="bob")
-            >>> _ = m.add("Ana likes tea", entity_id="ana")
-            >>> m.entities()
+            >>> from memtrellis.testing import temp_memory
+            >>> with temp_memory() as m:
+            ...     _ = m.add("Bob likes jazz", entity_id="bob")
+            ...     _ = m.add("Ana likes tea", entity_id="ana")
+            ...     m.entities()
             ['bob', 'ana']
-            >>> m.close()
         """
         return self._store.entities()
 
@@ -543,14 +343,11 @@ class Memory:
         offset: int = 0,
         filters: Mapping[str, Any] | None = None,
     ) -> list[MemoryItem]:
-        """Memories of one entity in the order they were stored, with paging.
-
-        ``filters`` keys: ``memory_type`` (one or several), ``tags`` (any of),
-        ``key``, ``include_superseded`` and ``include_expired`` (both default true).
-        """
-        checked = list_filters(limit, offset, filters)
+        """Memories of one entity in stored order, paged; ``filters``: ``memory_type``,
+        ``tags`` (any of), ``key``, ``include_superseded``/``include_expired`` (default true)."""
+        checked = _args.list_filters(limit, offset, filters)
         scope = self._scope(entity_id, process_id, None)
-        return _reading.list_items(self, scope, session_id, checked, limit, offset)
+        return self._reader.list_items(scope, session_id, checked, limit, offset)
 
     def recall(
         self,
@@ -568,43 +365,22 @@ class Memory:
         memory_types: Sequence[MemoryType | str] | None = None,
         tags: Sequence[str] | None = None,
     ) -> RecallResult:
-        """The memories most relevant to ``query``, each with an explanation.
-
-        Dense (Chroma) and keyword (BM25) scores are fused; with ``graph_context`` each
-        candidate lends part of its score to the messages beside it in its conversation
-        and to memories sharing an entity (see `memtrellis.recall.hybrid`). Expired,
-        superseded and not-yet-valid memories (at ``as_of``, default now) are left out
-        unless asked for. ``token_budget`` (tiktoken ``o200k_base``) stops the list
-        before its rendered lines would exceed the budget. ``memory_types`` and ``tags``
-        keep only memories of one of those types / with one of those tags; the searches
-        run among those alone, so ``k`` come back whenever ``k`` match.
+        """The memories most relevant to ``query``, each with an explanation (dense, keyword
+        and graph scores; validity at ``as_of``): "Recall" in the [concepts](../concepts.md).
 
         Examples:
-            >>> import tempfile
-            >>> from memtrellis.testing import HashingEmbedder
-            >>> with Memory(tempfile.mkdtemp(), embedder=HashingEmbedder()) as m:
+            >>> from memtrellis.testing import temp_memory
+            >>> with temp_memory() as m:
             ...     _ = m.add("Ana likes green tea", memory_type="preference", tags=["drinks"])
             ...     _ = m.add("Ana drank green tea in Kyoto", memory_type="event")
             ...     [h.memory.text for h in m.recall("tea", memory_types=["preference"]).items]
             ['Ana likes green tea']
         """
-        query, as_of = recall_args(query, k, token_budget, as_of)
-        kinds, labels = recall_filters(memory_types, tags)
-        return _reading.recall(
-            self,
-            query,
-            entity_id=entity_id,
-            process_id=process_id,
-            session_id=session_id,
-            k=k,
-            token_budget=token_budget,
-            include_superseded=include_superseded,
-            include_expired=include_expired,
-            as_of=as_of,
-            graph_context=graph_context,
-            memory_types=kinds,
-            tags=labels,
-        )
+        query, as_of = _args.recall_args(query, k, token_budget, as_of)
+        kinds, labels = _args.recall_filters(memory_types, tags)
+        scope = (entity_id, process_id, session_id)
+        flags = (include_superseded, include_expired, graph_context)
+        return self._reader.recall(query, scope, k, token_budget, flags, as_of, kinds, labels)
 
     def export_graph(
         self,
@@ -615,21 +391,16 @@ class Memory:
         all_entities: bool = False,
         max_memories: int | None = None,
     ) -> Path:
-        """Write one entity's memories, entities and edges as a picture or a graph file.
-
-        ``format``: ``"html"`` (one self-contained page, no network), ``"graphml"``,
-        ``"json"`` (node-link) or ``"png"`` (the ``viz`` extra). ``all_entities=True``
-        writes every entity's part (an admin export). See
-        [`memtrellis.graph_export`][memtrellis.graph_export].
+        """Write one entity's memories, entities and edges as a picture or a graph file:
+        ``"html"``, ``"graphml"``, ``"json"`` or ``"png"``; ``all_entities=True`` for every
+        entity. See [`memtrellis.graph_export`][memtrellis.graph_export].
 
         Examples:
-            >>> import tempfile
-            >>> from memtrellis.testing import HashingEmbedder
-            >>> m = Memory(tempfile.mkdtemp(), embedder=HashingEmbedder())
-            >>> _ = m.add("Ana moved to Porto", memory_type="fact")
-            >>> m.export_graph(m.path / "ana.graphml", format="graphml").name
+            >>> from memtrellis.testing import temp_memory
+            >>> with temp_memory() as m:
+            ...     _ = m.add("Ana moved to Porto", memory_type="fact")
+            ...     m.export_graph(m.path / "ana.graphml", format="graphml").name
             'ana.graphml'
-            >>> m.close()
         """
         from memtrellis.graph_export import export_store_graph
 
@@ -643,18 +414,13 @@ class Memory:
         entity_id: str | None = None,
         progress: bool | None = None,
     ) -> int:
-        """Write memories as JSON lines (history, edges and vectors included), one entity's
-        shard at a time; how many were written.
-
-        ``entity_id=None`` exports every entity (a backup), an id that entity alone;
-        superseded and expired memories are written too. ``path_or_file``: a path or a text
-        file open for writing. Format: [`memtrellis.transfer`][memtrellis.transfer].
-        ``progress``: a bar on stderr (default: when it is a terminal).
+        """Write memories as JSON lines (every entity's by default: a backup); how many. See
+        [`memtrellis.transfer`][memtrellis.transfer] and the [operations guide](../operations.md).
 
         Examples:
-            >>> import io, tempfile
-            >>> from memtrellis.testing import HashingEmbedder
-            >>> with Memory(tempfile.mkdtemp(), embedder=HashingEmbedder()) as m:
+            >>> import io
+            >>> from memtrellis.testing import temp_memory
+            >>> with temp_memory() as m:
             ...     _ = m.add("Ana moved to Porto", entity_id="ana")
             ...     _ = m.add("Bob is vegan", entity_id="bob")
             ...     m.export(io.StringIO()), m.export(io.StringIO(), entity_id="bob")
@@ -671,18 +437,13 @@ class Memory:
         batch_size: int = 256,
         progress: bool | None = None,
     ) -> ImportReport:
-        """Store the memories of an [`export`][memtrellis.Memory.export] exactly as they were.
-
-        Ids, scopes, sources, validity, recall counts, history, edges and (same embedder)
-        vectors are restored, without the lifecycle; a memory already there is replaced.
-        The file is read a line at a time; every ``batch_size`` memories are one commit
-        per entity and at most one embedding call. ``entity_id`` / ``process_id`` store
-        every memory under that entity / process. Invalid lines are skipped and reported.
+        """Store the memories of an [`export`][memtrellis.Memory.export] as they were (no
+        lifecycle), under ``entity_id``/``process_id`` when given; ``batch_size`` a commit.
 
         Examples:
-            >>> import io, tempfile
-            >>> from memtrellis.testing import HashingEmbedder
-            >>> with Memory(tempfile.mkdtemp(), embedder=HashingEmbedder()) as m:
+            >>> import io
+            >>> from memtrellis.testing import temp_memory
+            >>> with temp_memory() as m:
             ...     line = '{"id": "n1", "text": "Bob is vegan", "scope": {"entity_id": "bob"}}'
             ...     report = m.import_(io.StringIO(line + "\\n"), entity_id="robert")
             ...     report.imported, m.get("n1", entity_id="robert").text
@@ -708,84 +469,65 @@ class Memory:
     ) -> Any:
         """Give memory to an SDK client or a framework object, through one registry.
 
-        * ``memory.register(client)``: an ``OpenAI``, ``AsyncOpenAI``, ``Anthropic`` or
-          ``AsyncAnthropic`` client is patched in place and returned. Its calls
-          (``chat.completions.create``/``parse``, ``responses.create``,
-          ``messages.create``/``parse``/``stream``) recall memories, place the memory context
-          and capture each turn in the background; nothing else in your code changes.
-          Registering twice wraps once; [`unregister`][memtrellis.Memory.unregister] restores the
-          client.
-        * ``memory.register(openai=client)``, ``register(anthropic=...)``,
-          ``register(langchain=chat_model)``...: the integration of that name (entry-point
-          group ``memtrellis.integrations``); one keyword returns the wrapped object,
-          several a dict by name.
-
-        Args:
-            client: A supported SDK client (positional).
-            entity_id: Whose memory this registration's calls use (``Memory.scope``
-                overrides it per call).
-            process_id: Which app or agent.
-            session_id: Recorded on captured turns.
-            k: Memories recalled per call.
-            token_budget: Tokens the memory-context block may take.
-            capture_mode: ``"fast"`` or ``"fine"`` extraction of captured turns.
-            strict: Raise memory failures instead of logging and counting them in
-                [`health`][memtrellis.Memory.health] (the default never breaks the user's call).
-            **named: ``integration_name=object``.
+        ``register(client)`` patches an ``OpenAI``/``Anthropic`` client in place and returns
+        it ([SDK clients](../sdk-clients.md)); ``register(langchain=obj)``...: the
+        integration of that name (one keyword: the wrapped object; several: a dict by name).
+        The options hold for the registration; ``Memory.scope`` overrides its scope per call.
 
         Examples:
-            >>> import tempfile
-            >>> from memtrellis.testing import HashingEmbedder
-            >>> memory = Memory(tempfile.mkdtemp(), embedder=HashingEmbedder())
-            >>> memory.register(object())  # doctest: +ELLIPSIS
+            >>> from memtrellis.testing import temp_memory
+            >>> with temp_memory() as memory:  # doctest: +ELLIPSIS
+            ...     memory.register(object())
             Traceback (most recent call last):
             ...
             memtrellis.errors.UnsupportedClientError: memtrellis cannot register a builtins...
-            >>> memory.close()
 
         Raises:
-            UnsupportedClientError: ``client`` is of no supported type (the message lists
-                the supported types and the named forms).
+            UnsupportedClientError: ``client`` is of no supported type.
             UnknownIntegrationError: A name no installed package registers.
             InvalidInputError: Nothing to register, or a client and names together.
         """
-        options = _given(
-            entity_id=entity_id,
-            process_id=process_id,
-            session_id=session_id,
-            k=k,
-            token_budget=token_budget,
-            capture_mode=capture_mode,
-            strict=strict,
+        options = _args.given(entity_id=entity_id, process_id=process_id, session_id=session_id)
+        options |= _args.given(
+            k=k, token_budget=token_budget, capture_mode=capture_mode, strict=strict
         )
-        return _registration.register(self, client, named, options)
+        return registry.register_objects(self, client, named, options)
 
     def unregister(self, client: Any) -> bool:
-        """Restore the original methods of a client registered with this memory.
-
-        Returns False when the client is not registered with this memory.
-        [`close`][memtrellis.Memory.close] unregisters every client still registered.
+        """Restore a client registered with this memory; False when it is not.
 
         Examples:
-            >>> import tempfile
-            >>> from memtrellis.testing import HashingEmbedder
-            >>> with Memory(tempfile.mkdtemp(), embedder=HashingEmbedder()) as memory:
+            >>> from memtrellis.testing import temp_memory
+            >>> with temp_memory() as memory:
             ...     memory.unregister(object())
             False
         """
-        if not uninstall(client, self):
-            return False
-        self._clients.discard(client)
-        return True
+        return registry.unregister(self, client)
 
-    def _registered(self, client: Any) -> None:
-        """Remember a patched client, so that [`close`][memtrellis.Memory.close] can restore it."""
-        with contextlib.suppress(TypeError):  # no weak references: close() cannot restore it
-            self._clients.add(client)
+    def on_close(self, callback: Callable[[], object]) -> Callable[[], None]:
+        """Run ``callback`` on [`close`][memtrellis.Memory.close] (last registered first); returns
+        a function that cancels it.
 
-    def health(self) -> Health:
-        """Counts, edges by kind, recall latency since open, capture queue and disk size."""
-        return _reading.health(self)
+        Examples:
+            >>> from memtrellis.testing import temp_memory
+            >>> with temp_memory() as memory:
+            ...     cancel = memory.on_close(lambda: print("closing"))
+            closing
+        """
+        return self._engine.on_close(callback)
+
+    def count_client(self, counter: str) -> None:
+        """Add one to a ``client_*`` counter of [`health`][memtrellis.Memory.health], such as
+        ``"client_calls"``; never raises (an unknown name is logged).
+
+        Examples:
+            >>> from memtrellis.testing import temp_memory
+            >>> with temp_memory() as memory:
+            ...     memory.count_client("client_calls")
+            ...     memory.health().client_calls
+            1
+        """
+        self._engine.stats.count(counter)
 
     def report_failure(
         self,
@@ -794,43 +536,29 @@ class Memory:
         source: str,
         error: BaseException | None = None,
     ) -> None:
-        """Count a memory failure an adapter absorbed (fail-open), so that health shows it.
-
-        For integrations, ours and third-party ones: an adapter that catches a memory
-        failure so that the user's model call goes on calls this, then logs the failure
-        as it does (or raises it, in strict mode). [`health`][memtrellis.Memory.health]
-        reports the counts as ``adapter_recall_failures``, ``adapter_capture_failures``,
-        ``adapter_context_failures`` and, by ``"source.kind"``, ``adapter_failures``.
-        Thread-safe, works after [`close`][memtrellis.Memory.close], and never raises:
-        it runs on failure paths, so a kind it does not know counts as ``"other"`` (in
-        ``adapter_failures`` only, with a warning) and a source that is not a string as
-        ``"unknown"``.
-
-        Args:
-            what: What failed: ``"recall"`` (reading memories for a call), ``"capture"``
-                (handing a turn to memory) or ``"context"`` (rendering or trimming the
-                memory-context block).
-            source: Who reports, a short stable name such as ``"langchain"``.
-            error: The exception absorbed, logged at debug level (it is not kept).
+        """Count a memory failure an adapter absorbed (fail-open) in ``adapter_<what>_failures``
+        and ``adapter_failures`` by ``"source.what"`` ("Health" in the
+        [operations guide](../operations.md)); ``error`` is logged. Never raises.
 
         Examples:
-            >>> import tempfile
-            >>> from memtrellis.testing import HashingEmbedder
-            >>> memory = Memory(tempfile.mkdtemp(), embedder=HashingEmbedder())
-            >>> memory.report_failure("recall", source="my_adapter", error=TimeoutError())
-            >>> health = memory.health()
-            >>> health.adapter_recall_failures, health.adapter_failures
+            >>> from memtrellis.testing import temp_memory
+            >>> with temp_memory() as memory:
+            ...     memory.report_failure("recall", source="my_adapter", error=TimeoutError())
+            ...     health = memory.health()
+            ...     health.adapter_recall_failures, health.adapter_failures
             (1, {'my_adapter.recall': 1})
-            >>> memory.close()
         """
         try:
-            self._stats.count_adapter_failure(what, source)
+            self._engine.stats.count_adapter_failure(what, source)
             if error is not None:
                 log.debug("memtrellis: %s reported a %s failure: %r", source, what, error)
         except Exception:  # never let the report break the failure path it runs on
             log.debug("memtrellis: report_failure could not count a failure", exc_info=True)
 
-    # -- lifecycle -------------------------------------------------------------------------
+    def health(self) -> Health:
+        """Counts, edges by kind, recall latency since open, capture queue and disk size."""
+        return self._engine.health()
+
     @property
     def recovery_report(self) -> Any:
         """What opening the store recovered after a crash (see
@@ -844,15 +572,11 @@ class Memory:
         return self._store.recovery
 
     def close(self) -> None:
-        """Drain captured turns (up to ``drain_timeout``), flush and release the store.
-
-        Turns still queued when the timeout runs out stay in the spool and are extracted
-        on the next open. Safe to call twice. Registered clients are unregistered.
-        """
-        for client in list(self._clients):
-            self.unregister(client)
+        """Run the [`on_close`][memtrellis.Memory.on_close] hooks (clients are unregistered),
+        drain captured turns (``drain_timeout``), release the store. Safe to call twice."""
+        self._engine.run_close_hooks()
         try:
-            if not self._capture.close(self._drain_timeout):
+            if not self._capturer.service.close(self._drain_timeout):
                 log.warning("capture queue not drained on close; the rest stays spooled")
         finally:
             self._store.close()
@@ -867,47 +591,38 @@ class Memory:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        await asyncio.to_thread(self.close)
+        await self.aclose()
 
-    # -- adapter doors (issue 18) --
+    # -- doors for adapters (memtrellis.binding) --
     def call_scope(self) -> dict[str, str]:
-        """What the innermost active [`scope`][memtrellis.Memory.scope] block sets, by name.
-
-        For adapters (``memtrellis.binding``): the per-call scope of the current thread or
-        task, over an adapter's own defaults. Empty outside a ``scope`` block.
+        """What the innermost active [`scope`][memtrellis.Memory.scope] block sets, by name
+        (empty outside one): an adapter lays it over its own defaults.
 
         Examples:
-            >>> import tempfile
-            >>> from memtrellis.testing import HashingEmbedder
-            >>> memory = Memory(tempfile.mkdtemp(), embedder=HashingEmbedder())
-            >>> with memory.scope(entity_id="bob"):
-            ...     memory.call_scope()
+            >>> from memtrellis.testing import temp_memory
+            >>> with temp_memory() as memory:
+            ...     with memory.scope(entity_id="bob"):
+            ...         print(memory.call_scope())
+            ...     print(memory.call_scope())
             {'entity_id': 'bob'}
-            >>> memory.call_scope()
             {}
-            >>> memory.close()
         """
-        return self._scope_overrides()
+        return self._engine.scopes.overrides()
 
     def count_adapter(self, event: Literal["call", "capture"], *, source: str) -> None:
-        """Count a model call or a captured turn of an adapter, so that health shows it.
-
-        The successes beside [`report_failure`][memtrellis.Memory.report_failure]'s
-        failures, in one family: [`health`][memtrellis.Memory.health] reports them as
-        ``adapter_counts`` by ``"source.event"`` (SDK clients are the source
-        ``"client"``, read as ``client_calls`` and ``client_captures`` too). Never raises.
+        """Count an adapter's model call or captured turn: ``adapter_counts`` of
+        [`health`][memtrellis.Memory.health] by ``"source.event"`` (SDK clients are
+        ``"client"``, also read as ``client_calls``/``client_captures``). Never raises.
 
         Examples:
-            >>> import tempfile
-            >>> from memtrellis.testing import HashingEmbedder
-            >>> memory = Memory(tempfile.mkdtemp(), embedder=HashingEmbedder())
-            >>> memory.count_adapter("call", source="client")
-            >>> memory.health().adapter_counts, memory.health().client_calls
+            >>> from memtrellis.testing import temp_memory
+            >>> with temp_memory() as memory:
+            ...     memory.count_adapter("call", source="client")
+            ...     memory.health().adapter_counts, memory.health().client_calls
             ({'client.call': 1}, 1)
-            >>> memory.close()
         """
         try:
-            self._stats.count_adapter_event(event, source)
+            self._engine.stats.count_adapter_event(event, source)
         except Exception:  # never let counting break the call it runs in
             log.debug("memtrellis: count_adapter could not count an event", exc_info=True)
 

@@ -1,7 +1,10 @@
-"""Named integrations and LLM adapters, found through entry points.
+"""The one registry: what ``Memory.register`` can give memory to, and the LLM adapters.
+
+Everything that can be registered is found here, through entry points:
 
 Integration packages register themselves in their ``pyproject.toml``; the core never
-imports them:
+imports them (the core's own OpenAI and Anthropic handlers are entry points too, in
+`memtrellis.clients.handlers`):
 
 * group ``memtrellis.integrations``: ``name = "package.module:callable"``, where the
   callable is ``(memory, obj, **options) -> wrapped``.
@@ -24,11 +27,11 @@ Examples:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
-from memtrellis.errors import InvalidInputError, UnknownIntegrationError
+from memtrellis.errors import InvalidInputError, UnknownIntegrationError, UnsupportedClientError
 
 __all__ = [
     "INTEGRATIONS_GROUP",
@@ -37,6 +40,9 @@ __all__ = [
     "llm_adapters",
     "load_integration",
     "register",
+    "register_client",
+    "register_objects",
+    "unregister",
 ]
 
 INTEGRATIONS_GROUP = "memtrellis.integrations"
@@ -98,6 +104,66 @@ def register(memory: Any, name: str, obj: Any, **options: Any) -> Any:
         memtrellis.errors.UnknownIntegrationError: no memtrellis integration named ...
     """
     return load_integration(name)(memory, obj, **options)
+
+
+def register_client(memory: Any, client: Any, **options: Any) -> Any:
+    """Register an object given positionally: the matcher that recognises it names the
+    integration (``openai``, ``anthropic``) that wraps it.
+
+    Raises:
+        UnsupportedClientError: No matcher recognises ``client`` (the message lists the
+            supported types and the installed integrations).
+
+    Examples:
+        >>> register_client(None, object())  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        memtrellis.errors.UnsupportedClientError: memtrellis cannot register a builtins...
+    """
+    from memtrellis.clients.matchers import match_client, supported_clients
+
+    found = match_client(client)
+    if found is None:
+        kind = f"{type(client).__module__}.{type(client).__qualname__}"
+        raise UnsupportedClientError(kind, supported_clients(), integration_names())
+    return register(memory, found.matcher.name, client, **options)
+
+
+def register_objects(
+    memory: Any, client: Any, named: Mapping[str, Any], options: Mapping[str, Any]
+) -> Any:
+    """``Memory.register``: a client given positionally, or ``name=object`` pairs.
+
+    Returns the registered client, the one wrapped object, or several by name.
+
+    Examples:
+        >>> register_objects(None, None, {}, {})  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        memtrellis.errors.InvalidInputError: register() takes a client, or integration=object...
+    """
+    if client is not None:
+        if named:
+            raise InvalidInputError("register() takes a client or name=object, not both")
+        return register_client(memory, client, **options)
+    if not named:
+        raise InvalidInputError(
+            "register() takes a client, or integration=object, e.g. langchain=llm"
+        )
+    wrapped = {name: register(memory, name, obj, **options) for name, obj in named.items()}
+    return next(iter(wrapped.values())) if len(wrapped) == 1 else wrapped
+
+
+def unregister(memory: Any, client: Any) -> bool:
+    """Restore a client patched for ``memory``; False when it is not registered with it.
+
+    Examples:
+        >>> unregister(None, object())
+        False
+    """
+    from memtrellis.clients.patch import uninstall
+
+    return uninstall(client, memory)
 
 
 def llm_adapters(

@@ -36,9 +36,14 @@ import urllib.parse
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Literal, TypeAlias, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, overload
 
 from memtrellis.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from memtrellis.capture import CaptureService
+    from memtrellis.memory import Memory
+    from memtrellis.store import Store
 
 __all__ = [
     "HOSTILE_TEXTS",
@@ -47,10 +52,14 @@ __all__ = [
     "ScriptExhaustedError",
     "ScriptedLLM",
     "ScriptedStructuredLLM",
+    "capture_service_of",
     "find_secrets",
     "own_tempdir",
     "read_tree",
     "secret_forms",
+    "store_captured",
+    "store_of",
+    "temp_memory",
 ]
 
 _WORD = re.compile(r"\w+")
@@ -447,4 +456,104 @@ def own_tempdir(prefix: str = "memtrellis-tests-") -> Iterator[Path]:
             os.environ.pop("TMPDIR", None)
         else:
             os.environ["TMPDIR"] = saved_env
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+# -- what is under a Memory, for tests ----------------------------------------------------
+# Tests that check the store itself (its shards, index, log) or drive the capture worker
+# go through these, never through a Memory's private attributes.
+
+
+def store_of(memory: Memory) -> Store:
+    """The [`Store`][memtrellis.store.Store] under ``memory``: shards, vectors, catalog.
+
+    For tests that look at what was written (a shard's graph, the vector index, the
+    log); an app never needs it.
+
+    Examples:
+        >>> import tempfile
+        >>> from memtrellis import Memory
+        >>> with Memory(tempfile.mkdtemp(), embedder=HashingEmbedder()) as memory:
+        ...     [item] = memory.add("Bob likes jazz", entity_id="bob")
+        ...     store_of(memory).graph_of("bob").item(item.id).text
+        'Bob likes jazz'
+    """
+    from memtrellis._engine import engine_of
+
+    return engine_of(memory).store
+
+
+def capture_service_of(memory: Memory) -> CaptureService:
+    """The capture queue and worker under ``memory`` (its spool, stats, adopted entries).
+
+    Examples:
+        >>> import tempfile
+        >>> from memtrellis import Memory
+        >>> with Memory(tempfile.mkdtemp(), embedder=HashingEmbedder()) as memory:
+        ...     _ = memory.capture("Ana likes tea")
+        ...     _ = memory.flush()
+        ...     capture_service_of(memory).spool.open_entries
+        0
+    """
+    from memtrellis._engine import engine_of
+
+    return engine_of(memory).capturer.service
+
+
+def store_captured(
+    memory: Memory, entries: dict[str, Any] | Sequence[dict[str, Any]]
+) -> dict[str, Exception]:
+    """Extract and store spooled capture entries as the worker does (a replay, say).
+
+    One entry goes the worker's way for a lone turn (an error raises); a list of them
+    its way for a batch: the error of each entry not stored comes back, by entry id.
+
+    Examples:
+        >>> import tempfile
+        >>> from memtrellis import Memory, Scope
+        >>> from memtrellis.capture.entry import build_entry
+        >>> from memtrellis.types import utcnow
+        >>> with Memory(tempfile.mkdtemp(), embedder=HashingEmbedder()) as memory:
+        ...     scope = Scope(entity_id="default")
+        ...     entry = build_entry(
+        ...         "Ana likes tea", scope, mode="fast", at=utcnow(), tags=[], metadata=None
+        ...     )
+        ...     store_captured(memory, entry)
+        ...     store_captured(memory, [entry])  # a replay replaces, never duplicates
+        ...     [m.text for m in memory.list()]
+        {}
+        {}
+        ['Ana likes tea']
+    """
+    from memtrellis._engine import engine_of
+
+    capturer = engine_of(memory).capturer
+    if isinstance(entries, dict):
+        capturer.store_one(entries)
+        return {}
+    return capturer.store_batch(list(entries))
+
+
+@contextmanager
+def temp_memory(**options: Any) -> Iterator[Memory]:
+    """A [`Memory`][memtrellis.Memory] on a new temporary directory with a `HashingEmbedder`
+    (unless ``options`` name an embedder), closed and removed at the end. For examples
+    and tests; ``options`` go to ``Memory(...)``.
+
+    Examples:
+        >>> with temp_memory(entity_id="ana") as memory:
+        ...     [item] = memory.add("Ana likes tea")
+        ...     item.scope.entity_id
+        'ana'
+        >>> memory.path.exists()
+        False
+    """
+    from memtrellis.memory import Memory
+
+    directory = Path(tempfile.mkdtemp(prefix="memtrellis-"))
+    options.setdefault("embedder", HashingEmbedder())
+    try:
+        with Memory(directory / "store", **options) as memory:
+            yield memory
+    finally:
         shutil.rmtree(directory, ignore_errors=True)

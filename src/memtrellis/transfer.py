@@ -218,11 +218,11 @@ def export_store(
     Examples:
         >>> import io, tempfile
         >>> from memtrellis import Memory
-        >>> from memtrellis.testing import HashingEmbedder
+        >>> from memtrellis.testing import HashingEmbedder, store_of
         >>> with Memory(tempfile.mkdtemp(), embedder=HashingEmbedder()) as memory:
         ...     _ = memory.add("Bob is vegan", entity_id="bob")
         ...     out = io.StringIO()
-        ...     export_store(memory._store, out, entity_id="bob")
+        ...     export_store(store_of(memory), out, entity_id="bob")
         1
         >>> sorted(json.loads(out.getvalue()))
         ['edges', 'history', 'memory']
@@ -398,10 +398,10 @@ def import_lines(
     Examples:
         >>> import tempfile
         >>> from memtrellis import Memory
-        >>> from memtrellis.testing import HashingEmbedder
+        >>> from memtrellis.testing import HashingEmbedder, store_of
         >>> line = '{"id": "n1", "text": "Bob is vegan", "scope": {"entity_id": "bob"}}'
         >>> with Memory(tempfile.mkdtemp(), embedder=HashingEmbedder()) as memory:
-        ...     report = import_lines(memory._store, memory.embedder, [line, "{oops"])
+        ...     report = import_lines(store_of(memory), memory.embedder, [line, "{oops"])
         ...     memory.get("n1", entity_id="bob").text
         'Bob is vegan'
         >>> report.imported, report.skipped[0].line

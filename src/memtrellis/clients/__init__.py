@@ -6,7 +6,7 @@ where the API reads instructions, calls the original method and captures the new
 in the background, streams included. See ``docs/sdk-clients.md``.
 
 Modules: `matchers` (which SDK a client is),
-`registry` (handlers, entry points),
+`handlers` (the ``openai`` and ``anthropic`` entry points of `memtrellis.registry`),
 `patch` (idempotent, reversible patching),
 `calls` (one call's memory steps),
 `streams` (pass-through streams captured at their end),
@@ -14,8 +14,8 @@ Modules: `matchers` (which SDK a client is),
 `openai` and `anthropic` (the APIs).
 """
 
+from memtrellis.clients.handlers import register_client
 from memtrellis.clients.matchers import match_client, supported_clients
 from memtrellis.clients.patch import registration_of
-from memtrellis.clients.registry import register_client
 
 __all__ = ["match_client", "register_client", "registration_of", "supported_clients"]

@@ -14,10 +14,11 @@ import functools
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, Literal
 
+from memtrellis._host import MemoryHost
 from memtrellis.binding import DEFAULT_K, DEFAULT_TOKEN_BUDGET, AdapterOptions, Binding, Step
-from memtrellis.clients.payload import Reply, capture_metadata, given
+from memtrellis.clients.payload import Collector, Reply, capture_metadata, given
 from memtrellis.clients.streams import (
     AsyncCapturingManager,
     CapturingManager,
@@ -26,25 +27,12 @@ from memtrellis.clients.streams import (
 from memtrellis.context import MemoryContext
 from memtrellis.types import RecallResult, utcnow
 
-if TYPE_CHECKING:
-    from memtrellis.memory import Memory
-
 __all__ = ["Api", "Call", "Collector", "Kind", "Settings", "patched_method"]
 
 
 #: ``call``: returns a response or a ``stream=True`` stream; ``manager``: returns a
 #: stream manager (a context manager that opens the stream), like Anthropic's ``stream``.
 Kind = Literal["call", "manager"]
-
-
-class Collector(Protocol):
-    """Gathers a streamed reply chunk by chunk."""
-
-    def feed(self, chunk: Any) -> None:
-        """Take one chunk (it is passed on to the user unchanged)."""
-
-    def reply(self, complete: bool) -> Reply:
-        """The reply gathered so far; ``complete`` is False for a stream closed early."""
 
 
 @dataclass(frozen=True)
@@ -76,7 +64,7 @@ class Api:
 class Settings:
     """What one registration asks of memory (see ``Memory.register``)."""
 
-    memory: Memory
+    memory: MemoryHost
     scope: dict[str, str] = field(default_factory=dict)
     k: int = DEFAULT_K
     token_budget: int = DEFAULT_TOKEN_BUDGET

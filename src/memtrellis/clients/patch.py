@@ -14,19 +14,19 @@ so that the copy is registered with the same settings.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import threading
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from memtrellis._host import MemoryHost
 from memtrellis.clients.calls import Api, Settings, patched_method
 
-if TYPE_CHECKING:
-    from memtrellis.memory import Memory
-
-__all__ = ["Registration", "install", "registration_of", "uninstall"]
+__all__ = ["Registration", "install", "registration_of", "restore_on_close", "uninstall"]
 
 log = logging.getLogger("memtrellis")
 
@@ -50,6 +50,8 @@ class Registration:
 
     settings: Settings
     patches: list[_Patch] = field(default_factory=list)
+    #: The memories whose close restores the client (one close hook each).
+    closers: weakref.WeakSet[Any] = field(default_factory=weakref.WeakSet)
 
 
 def registration_of(client: Any) -> Registration | None:
@@ -104,7 +106,7 @@ def _copying(
         made = original(*args, **kwargs)
         settings = registration.settings
         install(made, apis, is_async=is_async, settings=settings)
-        settings.memory._registered(made)
+        restore_on_close(settings.memory, made)
         return made
 
     return copy
@@ -151,7 +153,7 @@ def install(
         return registration
 
 
-def uninstall(client: Any, memory: Memory | None = None) -> bool:
+def uninstall(client: Any, memory: MemoryHost | None = None) -> bool:
     """Put back the original methods; False when ``client`` is not registered (with
     ``memory``, when given)."""
     with _LOCK:
@@ -163,3 +165,44 @@ def uninstall(client: Any, memory: Memory | None = None) -> bool:
         _restore(registration)
         del vars(client)[_ATTR]
         return True
+
+
+def restore_on_close(memory: MemoryHost, client: Any) -> None:
+    """Unregister ``client`` when ``memory`` closes (without keeping the client alive).
+
+    A client that takes no weak reference cannot be restored on close; it stays patched
+    until ``memory.unregister(client)``.
+
+    Examples:
+        >>> class Client:  # any object that takes weak references
+        ...     pass
+        >>> class Host:
+        ...     hooks = []
+        ...     def on_close(self, callback):
+        ...         self.hooks.append(callback)
+        ...         return lambda: self.hooks.remove(callback)
+        >>> host, client = Host(), Client()
+        >>> _ = install(client, (), is_async=False, settings=Settings(memory=host))
+        >>> restore_on_close(host, client)
+        >>> len(host.hooks)
+        1
+        >>> del client  # the hook goes with the client
+        >>> len(host.hooks)
+        0
+    """
+    registration = registration_of(client)
+    if registration is None or memory in registration.closers:
+        return
+    try:  # weak both ways: the hook keeps neither the client nor the memory alive
+        ref, owner = weakref.ref(client), weakref.ref(memory)
+    except TypeError:  # no weak references: close() cannot restore it
+        return
+    with contextlib.suppress(TypeError):
+        registration.closers.add(memory)
+
+    def restore() -> None:
+        alive, host = ref(), owner()
+        if alive is not None and host is not None:
+            uninstall(alive, host)
+
+    weakref.finalize(client, memory.on_close(restore))

@@ -19,10 +19,11 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 __all__ = [
     "USAGE_FIELDS",
+    "Collector",
     "Reply",
     "TextCollector",
     "capture_metadata",
@@ -195,3 +196,13 @@ def capture_metadata(
         "usage": dict(reply.usage),
         "response_id": reply.response_id,
     }
+
+
+class Collector(Protocol):
+    """Gathers a streamed reply chunk by chunk."""
+
+    def feed(self, chunk: Any) -> None:
+        """Take one chunk (it is passed on to the user unchanged)."""
+
+    def reply(self, complete: bool) -> Reply:
+        """The reply gathered so far; ``complete`` is False for a stream closed early."""

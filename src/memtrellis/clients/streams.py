@@ -18,8 +18,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from memtrellis.clients.calls import Collector
-    from memtrellis.clients.payload import Reply
+    from memtrellis.clients.payload import Collector, Reply
 
 __all__ = [
     "AsyncCapturingManager",

@@ -11,9 +11,8 @@ import inspect
 import threading
 import warnings
 from collections.abc import Callable, Sequence
-from typing import Any, cast
+from typing import Any
 
-from memtrellis.embeddings.base import Embedder
 from memtrellis.errors import EmbeddingMismatchError, InvalidInputError
 
 _MODEL_ATTRS = ("model_name", "model", "model_id")
@@ -104,8 +103,9 @@ class AdaptedEmbedder:
         return f"AdaptedEmbedder(model_id={self._model_id!r})"
 
 
-def adapt(obj: object, *, model_id: str | None, dimension: int | None) -> Embedder:
-    """See [`memtrellis.embeddings.as_embedder`][memtrellis.embeddings.as_embedder]."""
+def adapt(obj: object, *, model_id: str | None, dimension: int | None) -> Any:
+    """See [`memtrellis.embeddings.as_embedder`][memtrellis.embeddings.as_embedder] (an
+    ``Embedder``; typed ``Any`` so that this module needs nothing of ``base``)."""
     if isinstance(obj, type):
         raise InvalidInputError(
             f"as_embedder got the class {obj.__name__}, pass an instance of it; "
@@ -116,7 +116,7 @@ def adapt(obj: object, *, model_id: str | None, dimension: int | None) -> Embedd
         obj = hook()
     if _is_embedder(obj):
         if model_id is None and dimension is None:
-            return cast(Embedder, obj)
+            return obj
         native: Any = obj
         return AdaptedEmbedder(
             model_id or native.model_id,

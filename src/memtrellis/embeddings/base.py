@@ -9,7 +9,7 @@ LlamaIndex ``BaseEmbedding``) by duck typing, so the core never imports those fr
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import Protocol, cast, runtime_checkable
 
 __all__ = ["Embedder", "as_embedder"]
 
@@ -89,4 +89,4 @@ def as_embedder(
     """
     from memtrellis.embeddings._adapters import adapt
 
-    return adapt(obj, model_id=model_id, dimension=dimension)
+    return cast(Embedder, adapt(obj, model_id=model_id, dimension=dimension))

@@ -40,6 +40,7 @@ from memtrellis.errors import (
     StoreLockedError,
 )
 from memtrellis.memory import Memory
+from memtrellis.service._openapi_tidy import tidy
 from memtrellis.service.auth import KeyRing, Principal
 from memtrellis.service.errors import (
     ForbiddenScopeError,
@@ -49,7 +50,6 @@ from memtrellis.service.errors import (
 )
 from memtrellis.service.metrics import CONTENT_TYPE, ServiceMetrics
 from memtrellis.service.middleware import BodyLimitMiddleware, MetricsMiddleware
-from memtrellis.service.openapi import tidy
 from memtrellis.service.schemas import (
     AddRequest,
     AddResponse,

@@ -15,19 +15,25 @@ import threading
 import time
 from collections.abc import Hashable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import psycopg
 from psycopg import errors as pg_errors
-from psycopg_pool import PoolTimeout
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from memtrellis.errors import StoreCorruptError, StoreLockedError
+from memtrellis.store._pgkeys import Connection, entity_lock_key
 from memtrellis.store.graph import MemoryGraph
-from memtrellis.store.postgres import Connection, entity_lock_key
 from memtrellis.store.storage import LogRead
 
-if TYPE_CHECKING:
-    from memtrellis.store.postgres import PostgresBackend
+
+class PostgresBackend(Protocol):
+    """What a shard storage uses of `memtrellis.store.postgres.PostgresBackend`."""
+
+    label: str
+    max_size: int
+    pool: ConnectionPool[Connection]
+
 
 __all__ = ["PostgresShardStorage"]
 

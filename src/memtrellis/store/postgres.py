@@ -18,11 +18,11 @@ server releases them when a writer's connection ends, a killed process included.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import TYPE_CHECKING, Any
 
 from memtrellis.errors import MissingDependencyError, StoreCorruptError
+from memtrellis.store._pgkeys import Connection, advisory_key, entity_lock_key
 from memtrellis.store.storage import EntityStats
 
 try:
@@ -45,8 +45,6 @@ __all__ = [
 
 #: The schema version this code writes; a database at a higher version is refused.
 SCHEMA_VERSION = 1
-
-Connection = psycopg.Connection[tuple[Any, ...]]
 
 _SCHEMA_TABLE = """
 CREATE TABLE IF NOT EXISTS memtrellis_schema (
@@ -96,25 +94,8 @@ _SCHEMA_V1 = (
 )
 
 
-def _key(namespace: str, name: str) -> int:
-    digest = hashlib.blake2b(f"{namespace}\x00{name}".encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "big", signed=True)
-
-
-def entity_lock_key(entity_id: str) -> int:
-    """The 64-bit advisory lock key of ``entity_id``'s writer lock (a hash of the id).
-
-    Examples:
-        >>> entity_lock_key("ana") == entity_lock_key("ana") != entity_lock_key("bob")
-        True
-        >>> -(2**63) <= entity_lock_key("ana") < 2**63
-        True
-    """
-    return _key("memtrellis-shard", entity_id)
-
-
 #: Held (per transaction) while the schema is created or migrated.
-_SCHEMA_LOCK = _key("memtrellis-schema", "")
+_SCHEMA_LOCK = advisory_key("memtrellis-schema", "")
 
 
 def safe_label(url: str) -> str:

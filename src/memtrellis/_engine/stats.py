@@ -70,8 +70,14 @@ class FacadeStats:
             self.skipped += skipped
             self.fallbacks += fallbacks
 
-    def count(self, counter: str) -> None:
-        """Add one to a client counter (one of `CLIENT_COUNTERS`), in the adapter family."""
+    def count(self, counter: object) -> None:
+        """Add one to a client counter (one of `CLIENT_COUNTERS`), in the adapter family.
+
+        Never raises: it runs on the user's call path. A name it does not know is logged.
+        """
+        if not isinstance(counter, str) or counter not in _CLIENT_KEYS:
+            log.warning("memtrellis: unknown client counter %r not counted", counter)
+            return
         key = _CLIENT_KEYS[counter][0]
         if counter.endswith("_failures"):
             self.count_adapter_failure(key.rpartition(".")[2], "client")

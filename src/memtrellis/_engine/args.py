@@ -58,22 +58,6 @@ def make_scope(entity_id: Any, process_id: Any, session_id: Any) -> Scope:
         raise InvalidInputError(f"invalid scope: {exc}") from exc
 
 
-def call_scope(
-    default: Scope,
-    overrides: Mapping[str, str],
-    entity_id: str | None,
-    process_id: str | None,
-    session_id: str | None,
-) -> Scope:
-    """A call's own argument, else the active ``Memory.scope()``, else the defaults."""
-    base = {**default.model_dump(), **overrides}
-    return make_scope(
-        entity_id if entity_id is not None else base["entity_id"],
-        process_id if process_id is not None else base["process_id"],
-        session_id if session_id is not None else base["session_id"],
-    )
-
-
 def memory_type_arg(memory_type: MemoryType | str | None) -> MemoryType | None:
     """The ``memory_type`` an ``add`` names, if any."""
     if memory_type is not None and not isinstance(memory_type, str):

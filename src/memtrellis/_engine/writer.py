@@ -1,0 +1,291 @@
+"""How a ``Memory`` writes: extraction results, ready-made items, updates, deletes,
+refinement and forgetting an entity. The writer is the one owner of the write lock (the
+store's ``writing(entity)``), of the refresh that waits for the index under it, and of the
+lifecycle's commit. Works on the engine's `Parts`, never on the ``Memory``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from memtrellis._engine.args import memory_type_arg
+from memtrellis._engine.parts import Parts
+from memtrellis._progress import bar, progress_arg, shown
+from memtrellis.errors import InvalidInputError
+from memtrellis.extraction.fine import FALLBACK_TAG
+from memtrellis.extraction.model import Mode
+from memtrellis.extraction.normalize import check_labels
+from memtrellis.extraction.pipeline import ExtractionResult
+from memtrellis.extraction.refine import RefineReport, refine_groups
+from memtrellis.lifecycle import store_additions
+from memtrellis.types import EdgeKind, MemoryItem, Scope, SourceKind, utcnow
+
+__all__ = ["EMBED_CHUNK", "Spool", "Writer", "conversation_edges", "derive_ids"]
+
+log = logging.getLogger("memtrellis")
+
+#: Texts embedded per call while a progress bar counts them.
+EMBED_CHUNK = 128
+
+
+class Spool(Protocol):
+    """What the writer asks of the capture queue: turns purged, an entity's turns dropped."""
+
+    def cancelled(self, entry_id: str) -> bool:
+        """Whether ``forget(entity_id=...)`` purged this captured turn."""
+
+    def purge(self, entity_id: str) -> int:
+        """Drop an entity's queued and spooled turns; how many."""
+
+
+def conversation_edges(items: Sequence[MemoryItem]) -> list[tuple[str, str, EdgeKind]]:
+    """``follows`` edges between memories of consecutive messages of one conversation.
+
+    Fast mode stores one memory per message in order; a message's position (its source
+    index) grows within a conversation and restarts with the next one. Recall uses the
+    edges to lend a matching message's score to its neighbours.
+    """
+    edges: list[tuple[str, str, EdgeKind]] = []
+    previous: MemoryItem | None = None
+    for item in items:
+        single = len(item.sources) == 1 and item.sources[0].kind is SourceKind.CHAT
+        if (
+            single
+            and previous is not None
+            and previous.scope == item.scope
+            and (item.sources[0].index or 0) > (previous.sources[0].index or 0)
+        ):
+            edges.append((item.id, previous.id, EdgeKind.FOLLOWS))
+        previous = item if single else None
+    return edges
+
+
+def derive_ids(result: ExtractionResult, capture_id: str) -> None:
+    """Give a captured turn's memories ids derived from its capture id.
+
+    Replaying the entry after a crash then replaces what it stored instead of storing it
+    twice.
+    """
+    for number, item in enumerate(result.items):
+        item.id = uuid.uuid5(uuid.NAMESPACE_URL, f"{capture_id}:{number}").hex
+
+
+class Writer:
+    """The write side of the engine."""
+
+    def __init__(self, parts: Parts) -> None:
+        self.parts = parts
+        self.store = parts.store
+        #: The capture queue, once the capturer made it (see `Engine`).
+        self.spool: Spool | None = None
+
+    def embed_texts(self, texts: list[str], progress: bool | None) -> list[list[float]]:
+        """One embedding call; in chunks counted by a bar when one can be seen."""
+        embedder = self.parts.embedder
+        if len(texts) <= EMBED_CHUNK or not shown(progress):
+            return embedder.embed_documents(texts)
+        vectors: list[list[float]] = []
+        with bar(progress, desc="embedding", total=len(texts), unit="memory") as counted:
+            for start in range(0, len(texts), EMBED_CHUNK):
+                chunk = texts[start : start + EMBED_CHUNK]
+                vectors.extend(embedder.embed_documents(chunk))
+                counted.update(len(chunk))
+        return vectors
+
+    def add(
+        self,
+        data: Any,
+        scope: Scope,
+        mode: Mode | str | None,
+        memory_type: Any,
+        labels: tuple[Any, Any, Any],
+        progress: Any,
+    ) -> list[MemoryItem]:
+        """``Memory.add``: check the type and ``labels`` (tags, entities, metadata), extract,
+        then store what was found."""
+        kind = memory_type_arg(memory_type)
+        tags, entities, metadata = check_labels(*labels)
+        progress = progress_arg(progress)
+        result = self.parts.extractor.extract(
+            data,
+            scope,
+            mode=mode,
+            memory_type=kind,
+            tags=tags,
+            entities=entities,
+            metadata=metadata,
+            progress=progress,
+        )
+        return self.store_result(result, progress=progress)
+
+    async def aadd(
+        self,
+        data: Any,
+        scope: Scope,
+        mode: Mode | str | None,
+        memory_type: Any,
+        labels: tuple[Any, Any, Any],
+        progress: Any,
+    ) -> list[MemoryItem]:
+        """``Memory.aadd``: windows extracted concurrently, stored in a worker thread."""
+        kind = memory_type_arg(memory_type)
+        tags, entities, metadata = check_labels(*labels)
+        progress = progress_arg(progress)
+        result = await self.parts.extractor.aextract(
+            data,
+            scope,
+            mode=mode,
+            memory_type=kind,
+            tags=tags,
+            entities=entities,
+            metadata=metadata,
+            progress=progress,
+        )
+        return await asyncio.to_thread(self.store_result, result, None, progress)
+
+    def store_result(
+        self,
+        result: ExtractionResult,
+        ids: str | None = None,
+        progress: bool | None = False,
+    ) -> list[MemoryItem]:
+        """Store what an extraction found; ``ids``: the capture id it came from, if any."""
+        self.parts.stats.record_extraction(result.skipped, result.fallbacks)
+        if not result.items:
+            return []
+        if ids is not None:
+            derive_ids(result, ids)
+        embeddings = self.embed_texts([item.search_text() for item in result.items], progress)
+        return self.commit_results([(result, ids)], embeddings)
+
+    def commit_results(
+        self,
+        results: Sequence[tuple[ExtractionResult, str | None]],
+        embeddings: Sequence[Sequence[float]],
+    ) -> list[MemoryItem]:
+        """Plan and commit the memories of several extraction results in one store commit.
+
+        ``results`` pairs each result with the capture id it came from (None for ``add``);
+        ``embeddings`` holds the vectors of all their items, in order. The results are of
+        one mode (it goes into the history events) and of one entity (one commit in its
+        shard). A captured turn that ``forget(entity_id=...)`` purged meanwhile is left out.
+        """
+        tenants = {item.scope.entity_id for result, _ in results for item in result.items}
+        if len(tenants) != 1:
+            if not tenants:
+                return []
+            raise InvalidInputError("commit_results takes the results of one entity")
+        [tenant] = tenants
+        with self.store.writing(tenant):
+            items: list[MemoryItem] = []
+            vectors: list[Sequence[float]] = []
+            edges: list[tuple[str, str, EdgeKind]] = []
+            position = 0
+            for result, capture_id in results:
+                count = len(result.items)
+                # forget(entity_id=...) purged this turn while it was being extracted;
+                # forget holds the same entity's lock, so the check cannot miss it.
+                if capture_id is None or self.spool is None or not self.spool.cancelled(capture_id):
+                    items.extend(result.items)
+                    vectors.extend(embeddings[position : position + count])
+                    edges.extend(conversation_edges(result.items))
+                position += count
+            if not items:
+                return []
+            self.store.refresh(tenant, wait=True)  # the plan compares with the current index
+            outcomes = store_additions(
+                self.store,
+                items,
+                vectors,
+                utcnow(),
+                config=self.parts.lifecycle,
+                relation_judge=self.parts.judge,
+                detail={"mode": results[0][0].mode.value},
+                edges=edges,
+            )
+        return [outcome.item.detached() for outcome in outcomes]
+
+    def store_item(self, item: MemoryItem, *, lifecycle: bool) -> MemoryItem:
+        """``Memory.store`` of a checked item: through the lifecycle unless it replaces one."""
+        tenant = item.scope.entity_id
+        self.store.refresh(tenant)
+        existing = self.store.graph_of(tenant).item(item.id)
+        [embedding] = self.parts.embedder.embed_documents([item.search_text()])
+        if existing is not None or not lifecycle:
+            self.store.put([item], [embedding], "updated" if existing else "created")
+            return item.detached()
+        with self.store.writing(tenant):
+            self.store.refresh(tenant, wait=True)
+            [outcome] = store_additions(
+                self.store,
+                [item],
+                [embedding],
+                utcnow(),
+                config=self.parts.lifecycle,
+                relation_judge=self.parts.judge,
+            )
+        return outcome.item.detached()
+
+    def update_item(self, current: MemoryItem, changes: Mapping[str, Any]) -> MemoryItem:
+        """``Memory.update`` of a found memory: re-embedded only when its text changes."""
+        data = current.model_dump()
+        data.update(changes)
+        data["updated_at"] = utcnow()
+        try:
+            updated = MemoryItem.model_validate(data)
+        except ValueError as exc:
+            raise InvalidInputError(f"invalid update of {current.id}: {exc}") from exc
+        text_changed = updated.text != current.text
+        embeddings = (
+            self.parts.embedder.embed_documents([updated.search_text()]) if text_changed else None
+        )
+        self.store.put([updated], embeddings, "updated", {"fields": sorted(changes)})
+        return updated.detached()
+
+    def delete(self, item: MemoryItem) -> int:
+        """Delete one found memory; 1."""
+        self.store.delete(item.scope.entity_id, [item.id])
+        return 1
+
+    def refine(self, tenant: str, limit: int | None) -> RefineReport:
+        """Re-extract one entity's fast-mode memories in fine mode; supersede those cited."""
+        if self.parts.extractor.llm is None:
+            raise InvalidInputError("refine() needs an LLM: Memory(llm=...)")
+        self.store.refresh(tenant)
+        with self.store.reading(tenant) as shard:
+            groups = refine_groups([i.detached() for i in shard.graph.items(tenant)], limit=limit)
+        report = RefineReport(conversations=len(groups))
+        for group in groups:
+            scope = Scope(
+                entity_id=tenant, process_id=group.process_id, session_id=group.session_id
+            )
+            result = self.parts.extractor.extract(group.messages, scope, mode=Mode.FINE)
+            result.items = [i for i in result.items if FALLBACK_TAG not in i.tags]
+            created = self.store_result(result)
+            replaced: dict[str, str] = {}
+            for item in created:
+                for source in item.sources:
+                    old = group.memory_by_message.get(source.message_id or "")
+                    if old is not None:
+                        replaced.setdefault(old, item.id)
+            report.created.extend(i.id for i in created)
+            report.kept += len(group.memory_by_message) - len(replaced)
+            if replaced:
+                self.store.supersede(tenant, replaced)
+                report.superseded.extend(replaced)
+        return report
+
+    def forget_entity(self, tenant: str) -> int:
+        """Remove everything of one entity, its spooled turns included; how many memories."""
+        with self.store.writing(tenant):  # the capture worker stores under this lock too
+            purged = self.spool.purge(tenant) if self.spool is not None else 0
+            if purged:
+                log.info("forget: %d captured turn(s) purged from the spool", purged)
+            self.store.refresh(tenant)
+            count = len(self.store.graph_of(tenant).memory_ids(tenant))
+            self.store.drop_entity(tenant)
+        return count
