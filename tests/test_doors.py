@@ -1,5 +1,5 @@
 """The public doors of ``Memory`` that clients and adapters use instead of its private
-attributes: ``current_scope``, ``count_client``, ``on_close``."""
+attributes: ``current_scope``, ``call_scope``, ``count_adapter``, ``on_close``."""
 
 from __future__ import annotations
 
@@ -27,17 +27,19 @@ def test_current_scope_takes_the_call_then_the_block_then_the_defaults(tmp_path:
         assert m.current_scope().entity_id == "own"
 
 
-def test_count_client_counts_known_counters_and_never_raises(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
+def test_count_adapter_counts_in_one_family_and_never_raises(tmp_path: Path) -> None:
     with Memory(tmp_path, embedder=HashingEmbedder()) as memory:
-        memory.count_client("client_calls")
-        memory.count_client("client_capture_failures")
-        with caplog.at_level(logging.WARNING, logger="memtrellis"):
-            memory.count_client("no_such_counter")
+        memory.count_adapter("call", source="client")
+        memory.count_adapter("capture", source="my_sdk")
+        memory.count_adapter("bogus", source=None)  # type: ignore[arg-type]
+        memory.report_failure("capture", source="client")
         health = memory.health()
         assert (health.client_calls, health.client_capture_failures) == (1, 1)
-        assert "no_such_counter" in caplog.text
+        assert health.adapter_counts == {
+            "client.call": 1,
+            "my_sdk.capture": 1,
+            "unknown.other": 1,
+        }
 
 
 def test_close_hooks_run_once_last_first_and_a_failing_one_does_not_stop_the_others(

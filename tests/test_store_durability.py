@@ -62,7 +62,7 @@ def test_crash_between_graph_and_index_is_rolled_forward(store_path: Path) -> No
         # The shard is read, and repaired, on the entity's first use.
         texts = {i.text for i in m.list()}
         assert len(m.recovery_report.rolled_forward) == 1
-        assert m.health().repaired_on_open == 1
+        assert m.health().recovered_on_open == 1
         assert texts == {"survives the crash", "written to the log, not yet to the index"}
         ids = {i.id for i in m.list()}
         assert _index_ids(store_path, "alice") == ids

@@ -58,9 +58,6 @@ class MemoryHost(Protocol):
     ) -> Scope:
         """``Memory.current_scope``: the scope a call uses, ``Memory.scope`` blocks honoured."""
 
-    def count_client(self, counter: str) -> None:
-        """``Memory.count_client``: one more of a ``client_*`` counter of ``Health``."""
-
     def report_failure(
         self,
         what: Literal["recall", "capture", "context"],

@@ -23,6 +23,8 @@ import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
+from typing_extensions import Self
+
 P = ParamSpec("P")
 R = TypeVar("R")
 S = TypeVar("S")
@@ -76,3 +78,38 @@ def in_thread(
     wrapper.__name__ = wrapper.__qualname__ = f"a{method.__name__}"
     wrapper.__doc__ = f"Async form of `{method.__name__}` (runs in a worker thread)."
     return wrapper
+
+
+class Closing:
+    """``with`` and ``async with`` (closing in a worker thread) for an object with ``close``.
+
+    Examples:
+        >>> import asyncio
+        >>> class Door(Closing):
+        ...     def close(self) -> None:
+        ...         print("closed")
+        >>> with Door():
+        ...     pass
+        closed
+        >>> async def main() -> None:
+        ...     async with Door():
+        ...         pass
+        >>> asyncio.run(main())
+        closed
+    """
+
+    def close(self) -> None:
+        """Release what the object holds (subclasses define it)."""
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await asyncio.to_thread(self.close)

@@ -27,6 +27,7 @@ from memtrellis import registry
 from memtrellis._deprecated import renamed
 from memtrellis._engine import args as _args
 from memtrellis._engine import open_engine
+from memtrellis._memory_async import Closing
 from memtrellis._memory_async import in_thread as _in_thread
 from memtrellis.capture.config import CaptureConfig
 from memtrellis.embeddings.base import Embedder
@@ -48,7 +49,7 @@ default_store_path = _args.default_store_path
 log = logging.getLogger("memtrellis")
 
 
-class Memory:
+class Memory(Closing):
     """Long-term memory on one store directory, shared by every adapter.
 
     Every argument is described in the [configuration guide](../configuration.md). Each
@@ -230,25 +231,16 @@ class Memory:
         tags: Sequence[str] = (),
         metadata: Mapping[str, Any] | None = None,
     ) -> str:
-        """Async [`capture`][memtrellis.Memory.capture]; it only spools and queues, so it runs
-        inline."""
-        return self.capture(
-            data,
-            entity_id=entity_id,
-            process_id=process_id,
-            session_id=session_id,
-            mode=mode,
-            tags=tags,
-            metadata=metadata,
-        )
+        """Async [`capture`][memtrellis.Memory.capture]; it only spools and queues: inline."""
+        scope = {"entity_id": entity_id, "process_id": process_id, "session_id": session_id}
+        return self.capture(data, mode=mode, tags=tags, metadata=metadata, **scope)
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until every captured turn is stored; False when ``timeout`` ran out."""
         return self._capturer.service.flush(timeout)
 
     def refine(self, *, entity_id: str | None = None, limit: int | None = None) -> RefineReport:
-        """Re-extract fast-mode memories with the LLM; the fast ones a new memory cites are
-        superseded by it (kept as history), the others stay."""
+        """Re-extract fast-mode memories with the LLM; those a new memory cites it supersedes."""
         return self._writer.refine(self._scope(entity_id, None, None).entity_id, limit)
 
     def store(self, item: MemoryItem, *, lifecycle: bool = True) -> MemoryItem:
@@ -474,18 +466,18 @@ class Memory:
         integration of that name (one keyword: the wrapped object; several: a dict by name).
         The options hold for the registration; ``Memory.scope`` overrides its scope per call.
 
+        Raises `UnsupportedClientError` for an unsupported client, `UnknownIntegrationError`
+        for a name no installed package registers, `InvalidInputError` for nothing to
+        register or a client and names together.
+
         Examples:
             >>> from memtrellis.testing import temp_memory
-            >>> with temp_memory() as memory:  # doctest: +ELLIPSIS
-            ...     memory.register(object())
-            Traceback (most recent call last):
-            ...
-            memtrellis.errors.UnsupportedClientError: memtrellis cannot register a builtins...
-
-        Raises:
-            UnsupportedClientError: ``client`` is of no supported type.
-            UnknownIntegrationError: A name no installed package registers.
-            InvalidInputError: Nothing to register, or a client and names together.
+            >>> with temp_memory() as memory:
+            ...     try:
+            ...         memory.register(object())
+            ...     except Exception as error:
+            ...         print(type(error).__name__)
+            UnsupportedClientError
         """
         options = _args.given(entity_id=entity_id, process_id=process_id, session_id=session_id)
         options |= _args.given(
@@ -494,14 +486,8 @@ class Memory:
         return registry.register_objects(self, client, named, options)
 
     def unregister(self, client: Any) -> bool:
-        """Restore a client registered with this memory; False when it is not.
-
-        Examples:
-            >>> from memtrellis.testing import temp_memory
-            >>> with temp_memory() as memory:
-            ...     memory.unregister(object())
-            False
-        """
+        """Restore a client registered with this memory; False when it is not (see
+        [`register`][memtrellis.Memory.register])."""
         return registry.unregister(self, client)
 
     def on_close(self, callback: Callable[[], object]) -> Callable[[], None]:
@@ -515,19 +501,6 @@ class Memory:
             closing
         """
         return self._engine.on_close(callback)
-
-    def count_client(self, counter: str) -> None:
-        """Add one to a ``client_*`` counter of [`health`][memtrellis.Memory.health], such as
-        ``"client_calls"``; never raises (an unknown name is logged).
-
-        Examples:
-            >>> from memtrellis.testing import temp_memory
-            >>> with temp_memory() as memory:
-            ...     memory.count_client("client_calls")
-            ...     memory.health().client_calls
-            1
-        """
-        self._engine.stats.count(counter)
 
     def report_failure(
         self,
@@ -581,45 +554,28 @@ class Memory:
         finally:
             self._store.close()
 
-    def __enter__(self) -> Memory:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    async def __aenter__(self) -> Memory:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
     # -- doors for adapters (memtrellis.binding) --
     def call_scope(self) -> dict[str, str]:
-        """What the innermost active [`scope`][memtrellis.Memory.scope] block sets, by name
-        (empty outside one): an adapter lays it over its own defaults.
+        """What the innermost [`scope`][memtrellis.Memory.scope] block sets (empty outside).
 
         Examples:
             >>> from memtrellis.testing import temp_memory
-            >>> with temp_memory() as memory:
-            ...     with memory.scope(entity_id="bob"):
-            ...         print(memory.call_scope())
-            ...     print(memory.call_scope())
+            >>> with temp_memory() as memory, memory.scope(entity_id="bob"):
+            ...     memory.call_scope()
             {'entity_id': 'bob'}
-            {}
         """
         return self._engine.scopes.overrides()
 
     def count_adapter(self, event: Literal["call", "capture"], *, source: str) -> None:
-        """Count an adapter's model call or captured turn: ``adapter_counts`` of
-        [`health`][memtrellis.Memory.health] by ``"source.event"`` (SDK clients are
-        ``"client"``, also read as ``client_calls``/``client_captures``). Never raises.
+        """Count an adapter's call or capture in ``adapter_counts`` by ``"source.event"``
+        (SDK clients: ``"client"``, also ``client_calls``/``client_captures``). Never raises.
 
         Examples:
             >>> from memtrellis.testing import temp_memory
             >>> with temp_memory() as memory:
             ...     memory.count_adapter("call", source="client")
-            ...     memory.health().adapter_counts, memory.health().client_calls
-            ({'client.call': 1}, 1)
+            ...     memory.health().client_calls
+            1
         """
         try:
             self._engine.stats.count_adapter_event(event, source)
