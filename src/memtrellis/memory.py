@@ -117,9 +117,8 @@ class Memory(Closing):
         session_id: str | None = None,
         defaults: Mapping[str, str] | None = None,
     ) -> Scope:
-        """The scope a call uses: each argument given, else the active
-        [`scope`][memtrellis.Memory.scope] block's, else ``defaults`` (an adapter's), else
-        this memory's.
+        """The scope a call uses: each argument given, else the active `scope` block's, else
+        ``defaults`` (an adapter's), else this memory's.
 
         Examples:
             >>> from memtrellis.testing import temp_memory
@@ -197,8 +196,7 @@ class Memory(Closing):
         mode: Mode | str | None = None,
         progress: bool | None = None,
     ) -> list[MemoryItem]:
-        """Async [`add`][memtrellis.Memory.add]: fine-mode windows are extracted concurrently
-        through the LLM's native ``acomplete`` when it has one; storing runs in a worker thread."""
+        """Async [`add`][memtrellis.Memory.add]: fine-mode windows extracted concurrently."""
         scope, labels = self._scope(entity_id, process_id, session_id), (tags, entities, metadata)
         return await self._writer.aadd(data, scope, mode, memory_type, labels, progress)
 
@@ -288,9 +286,8 @@ class Memory(Closing):
         return self._writer.forget_entity(self._scope(entity_id, None, None).entity_id)
 
     def get(self, memory_id: str, *, entity_id: str | None = None) -> MemoryItem:
-        """One memory by id, else [`MemoryNotFoundError`][memtrellis.errors.MemoryNotFoundError].
-        By-id calls look in the call's, scope's or memory's entity; with none of them but
-        ``"default"``, in any entity of the store ("By id" in the [concepts](../concepts.md))."""
+        """One memory by id, else `MemoryNotFoundError`; in the entity the call, a scope or the
+        memory names, else in any ("By id" in the [concepts](../concepts.md))."""
         return self._reader.find(memory_id, entity_id).detached()
 
     def history(self, memory_id: str, *, entity_id: str | None = None) -> list[HistoryEvent]:
@@ -298,8 +295,7 @@ class Memory(Closing):
         return self._reader.history(self._reader.find(memory_id, entity_id))
 
     def versions(self, memory_id: str, *, entity_id: str | None = None) -> list[MemoryItem]:
-        """The supersession chain through a memory, oldest first, ending at the current one
-        (a memory never superseded is its own one-item chain).
+        """The supersession chain through a memory, oldest first, ending at the current one.
 
         Examples:
             >>> from memtrellis.testing import temp_memory
@@ -318,8 +314,7 @@ class Memory(Closing):
         Examples:
             >>> from memtrellis.testing import temp_memory
             >>> with temp_memory() as m:
-            ...     _ = m.add("Bob likes jazz", entity_id="bob")
-            ...     _ = m.add("Ana likes tea", entity_id="ana")
+            ...     _ = m.add("Bob likes jazz", entity_id="bob"), m.add("Tea", entity_id="ana")
             ...     m.entities()
             ['bob', 'ana']
         """
@@ -413,8 +408,7 @@ class Memory(Closing):
             >>> import io
             >>> from memtrellis.testing import temp_memory
             >>> with temp_memory() as m:
-            ...     _ = m.add("Ana moved to Porto", entity_id="ana")
-            ...     _ = m.add("Bob is vegan", entity_id="bob")
+            ...     _ = m.add("Ana moved to Porto", entity_id="ana"), m.add("Bob", entity_id="bob")
             ...     m.export(io.StringIO()), m.export(io.StringIO(), entity_id="bob")
             (2, 1)
         """
@@ -486,8 +480,14 @@ class Memory(Closing):
         return registry.register_objects(self, client, named, options)
 
     def unregister(self, client: Any) -> bool:
-        """Restore a client registered with this memory; False when it is not (see
-        [`register`][memtrellis.Memory.register])."""
+        """Restore a client registered with this memory; False when it is not.
+
+        Examples:
+            >>> from memtrellis.testing import temp_memory
+            >>> with temp_memory() as memory:
+            ...     memory.unregister(object())
+            False
+        """
         return registry.unregister(self, client)
 
     def on_close(self, callback: Callable[[], object]) -> Callable[[], None]:

@@ -8,6 +8,7 @@ directory that is removed when the server stops; each caller gets a database of 
 from __future__ import annotations
 
 import atexit
+import os
 import shutil
 import tempfile
 import threading
@@ -23,6 +24,13 @@ class ScratchServer:
     """A PostgreSQL server in a temporary directory, stopped and removed by `close`."""
 
     def __init__(self) -> None:
+        # pgserver keeps a lock file in the user's runtime directory, which is /tmp/runtime-<uid>
+        # where XDG_RUNTIME_DIR is not set: give it one inside our temporary directory (under
+        # the test suites, the run's own), removed at exit, so nothing stays in /tmp.
+        if "XDG_RUNTIME_DIR" not in os.environ:
+            runtime = tempfile.mkdtemp(prefix="mt-pg-run-")
+            os.environ["XDG_RUNTIME_DIR"] = runtime
+            atexit.register(shutil.rmtree, runtime, ignore_errors=True)
         with warnings.catch_warnings():
             # platformdirs' notice that it picked /tmp/runtime-<uid> for pgserver's lock file
             warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
