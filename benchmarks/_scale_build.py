@@ -84,9 +84,10 @@ def write_entity(memory: Any, items: list[Any], vectors: list[list[float]]) -> N
     shard (one log append, its keyword index and one Chroma upsert), in either mode.
     """
     from memtrellis._engine.writer import conversation_edges
+    from memtrellis.testing import store_of
 
     edges = conversation_edges(items)
-    memory._store.put(items, vectors, "created", {"mode": "fast"}, edges=edges)
+    store_of(memory).put(items, vectors, "created", {"mode": "fast"}, edges=edges)
 
 
 def prepared(jobs: list[tuple[str, str, int, int]], workers: int) -> Iterator[Any]:

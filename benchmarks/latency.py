@@ -62,6 +62,8 @@ import numpy as np
 from _locomo import percentile, results_dir
 from _synth import Message, UserStream, corpus_vocabulary
 
+from memtrellis.testing import store_of
+
 TARGET_P99_MS = 30.0
 TARGET_RATIO = 2.0
 TARGET_RSS_MB = 1536.0
@@ -251,10 +253,10 @@ def measure_entity(
     from memtrellis.store import collection_name
 
     embedder = memory.embedder
-    collection = memory._store.vectors._client.get_collection(
+    collection = store_of(memory).vectors._client.get_collection(
         collection_name(user), embedding_function=None
     )
-    graph = memory._store.graph_of(user)
+    graph = store_of(memory).graph_of(user)
 
     def ours(question: str, graph_context: bool) -> list[str]:
         result = memory.recall(question, entity_id=user, k=10, graph_context=graph_context)
@@ -323,7 +325,7 @@ def stage_breakdown(memory: Any, user: str, queries: list[dict[str, str]]) -> di
     from memtrellis.recall.hybrid import _MIN_FETCH
     from memtrellis.types import utcnow
 
-    store = memory._store
+    store = store_of(memory)
     parts: dict[str, list[float]] = {
         "embed_query": [],
         "dense_fetch_100": [],

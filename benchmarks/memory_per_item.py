@@ -54,6 +54,8 @@ from pathlib import Path
 from types import BuiltinFunctionType, FunctionType, ModuleType
 from typing import Any
 
+from memtrellis.testing import store_of
+
 sys.path.insert(0, str(Path(__file__).parent))
 
 PARTS = ["item fields", "sources", "history", "graph", "keyword"]
@@ -109,7 +111,8 @@ def build(path: Path, memories: int, users: int, seed: int) -> dict[str, Any]:
         "updates": updates,
         "recalls": recalls,
         "build_s": round(time.perf_counter() - started, 1),
-        "graph_json_bytes": (path / "graph.json").stat().st_size,
+        # every entity's shard snapshot (shards/xx/<hash>/graph.json)
+        "graph_json_bytes": sum(p.stat().st_size for p in path.glob("shards/*/*/graph.json")),
     }
 
 
@@ -180,7 +183,7 @@ class Walker:
 
 def split(memory: Any) -> dict[str, int]:
     """Bytes per part (see the module docstring), for one open ``Memory``."""
-    store = memory._store
+    store = store_of(memory)
     walker = Walker()
     parts = dict.fromkeys(PARTS, 0)
     shards = [store.shard(entity) for entity in store.entities()]
@@ -226,8 +229,8 @@ def measure(path: Path, mode: str) -> dict[str, Any]:
     started = time.perf_counter()
     memory = Memory(path, embedder=embedder)
     # Opening loads no shard: load every entity's, as serving them all would.
-    for entity in memory._store.entities():
-        memory._store.shard(entity)
+    for entity in store_of(memory).entities():
+        store_of(memory).shard(entity)
     opened = time.perf_counter() - started
     gc.collect()
     after = rss_bytes()
@@ -247,7 +250,9 @@ def measure(path: Path, mode: str) -> dict[str, Any]:
             for stat in snapshot.statistics("filename")[:10]
         }
         figures["parts"] = split(memory)
-        figures["memories"] = sum(len(memory._store.graph_of(e)) for e in memory._store.entities())
+        figures["memories"] = sum(
+            len(store_of(memory).graph_of(e)) for e in store_of(memory).entities()
+        )
     memory.close()
     return figures
 
@@ -335,7 +340,9 @@ def main() -> None:
             print(f"building {args.memories} memories in {path} ...", flush=True)
             built = build(path, args.memories, args.users, args.seed)
             info_path.write_text(json.dumps(built))
-        built["graph_json_bytes"] = (path / "graph.json").stat().st_size
+        built["graph_json_bytes"] = sum(
+            p.stat().st_size for p in path.glob("shards/*/*/graph.json")
+        )
         empty = root / "empty"
         from memtrellis import Memory
         from memtrellis.testing import HashingEmbedder
