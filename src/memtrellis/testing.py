@@ -423,14 +423,34 @@ def read_tree(root: str | Path) -> dict[str, bytes]:
     return {str(p.relative_to(base)): p.read_bytes() for p in base.rglob("*") if p.is_file()}
 
 
+def _hypothesis_inside(directory: Path) -> Callable[[], None]:
+    """Hypothesis keeps the examples it found, and a cache, in ``./.hypothesis`` unless
+    told: while a test run lasts, no example database and its home inside ``directory``.
+    Returns what puts Hypothesis back (nothing to do when it is not installed)."""
+    try:
+        from hypothesis import configuration, settings
+    except ImportError:
+        return lambda: None
+    configuration.set_hypothesis_home_dir(directory / "hypothesis")
+    settings.register_profile("memtrellis-tests", database=None)
+    settings.load_profile("memtrellis-tests")
+
+    def restore() -> None:
+        configuration.set_hypothesis_home_dir(None)
+        settings.load_profile("default")
+
+    return restore
+
+
 @contextmanager
 def own_tempdir(prefix: str = "memtrellis-tests-") -> Iterator[Path]:
     """Point the temp directory of this process and its children at a new directory, and
     remove it with everything in it at the end.
 
     For test runs: doctests, notebooks and servers that call ``tempfile.mkdtemp()`` then
-    leave no store behind in the machine's temp directory. The test suites enter it in
-    ``pytest_configure``.
+    leave no store behind in the machine's temp directory, and Hypothesis (when installed)
+    keeps no example database and no ``.hypothesis`` directory in the working directory.
+    The test suites enter it in ``pytest_configure``.
 
     Examples:
         >>> import tempfile
@@ -448,9 +468,11 @@ def own_tempdir(prefix: str = "memtrellis-tests-") -> Iterator[Path]:
     saved_env, saved_default = os.environ.get("TMPDIR"), tempfile.tempdir
     os.environ["TMPDIR"] = str(directory)
     tempfile.tempdir = str(directory)
+    restore_hypothesis = _hypothesis_inside(directory)
     try:
         yield directory
     finally:
+        restore_hypothesis()
         tempfile.tempdir = saved_default
         if saved_env is None:
             os.environ.pop("TMPDIR", None)

@@ -46,15 +46,6 @@ _CLEANUP = ExitStack()
 
 def pytest_configure(config: pytest.Config) -> None:
     _CLEANUP.enter_context(own_tempdir())
-    # Hypothesis keeps the examples it found, and a cache, in ./.hypothesis unless told:
-    # no database, and its directory inside the run's own temporary directory.
-    import tempfile
-
-    from hypothesis import configuration, settings
-
-    configuration.set_hypothesis_home_dir(tempfile.mkdtemp(prefix="hypothesis-"))
-    settings.register_profile("memtrellis", database=None)
-    settings.load_profile("memtrellis")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
