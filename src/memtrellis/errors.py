@@ -25,6 +25,7 @@ __all__ = [
     "UnknownIntegrationError",
     "UnsupportedClientError",
     "VectorIndexUnavailableError",
+    "WriteConflictError",
 ]
 
 
@@ -116,6 +117,35 @@ class StoreLockedError(MemtrellisError):
         >>> issubclass(StoreLockedError, MemtrellisError)
         True
     """
+
+
+class WriteConflictError(MemtrellisError):
+    """An entity's memories changed between the planning of a write and its commit, so
+    nothing of the write was stored: a memory it changes was forgotten (``missing``), the
+    whole entity was forgotten since the write began (``forgotten``), or another writer
+    committed to the entity first. `Memory` handles it itself (an addition is planned
+    again, an update of a forgotten memory raises
+    [`MemoryNotFoundError`][memtrellis.errors.MemoryNotFoundError]); only code that uses
+    the store directly sees it.
+
+    Examples:
+        >>> WriteConflictError("changed", missing=("m1",)).missing
+        ('m1',)
+    """
+
+    def __init__(
+        self, message: str, *, missing: tuple[str, ...] = (), forgotten: bool = False
+    ) -> None:
+        super().__init__(message)
+        self.missing = missing
+        self.forgotten = forgotten
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_conflict, (str(self), self.missing, self.forgotten))
+
+
+def _rebuild_conflict(message: str, missing: tuple[str, ...], forgotten: bool) -> Any:
+    return WriteConflictError(message, missing=missing, forgotten=forgotten)
 
 
 class VectorIndexUnavailableError(MemtrellisError, RuntimeError):

@@ -15,13 +15,14 @@ from typing import Any, Protocol
 from memtrellis._engine.args import memory_type_arg
 from memtrellis._engine.parts import Parts
 from memtrellis._progress import bar, progress_arg, shown
-from memtrellis.errors import InvalidInputError
+from memtrellis.errors import InvalidInputError, MemoryNotFoundError, WriteConflictError
 from memtrellis.extraction.fine import FALLBACK_TAG
 from memtrellis.extraction.model import Mode
 from memtrellis.extraction.normalize import check_labels
 from memtrellis.extraction.pipeline import ExtractionResult
 from memtrellis.extraction.refine import RefineReport, refine_groups
 from memtrellis.lifecycle import store_additions
+from memtrellis.store import Expect
 from memtrellis.types import EdgeKind, MemoryItem, Scope, SourceKind, utcnow
 
 __all__ = ["EMBED_CHUNK", "Spool", "Writer", "conversation_edges", "derive_ids"]
@@ -110,6 +111,7 @@ class Writer:
         kind = memory_type_arg(memory_type)
         tags, entities, metadata = check_labels(*labels)
         progress = progress_arg(progress)
+        epoch = self.store.epoch(scope.entity_id)  # a forget from now on wins over this add
         result = self.parts.extractor.extract(
             data,
             scope,
@@ -120,7 +122,7 @@ class Writer:
             metadata=metadata,
             progress=progress,
         )
-        return self.store_result(result, progress=progress)
+        return self.store_result(result, progress=progress, epoch=epoch)
 
     async def aadd(
         self,
@@ -135,6 +137,7 @@ class Writer:
         kind = memory_type_arg(memory_type)
         tags, entities, metadata = check_labels(*labels)
         progress = progress_arg(progress)
+        epoch = await asyncio.to_thread(self.store.epoch, scope.entity_id)
         result = await self.parts.extractor.aextract(
             data,
             scope,
@@ -145,34 +148,39 @@ class Writer:
             metadata=metadata,
             progress=progress,
         )
-        return await asyncio.to_thread(self.store_result, result, None, progress)
+        return await asyncio.to_thread(self.store_result, result, None, progress, epoch)
 
     def store_result(
         self,
         result: ExtractionResult,
         ids: str | None = None,
         progress: bool | None = False,
+        epoch: int | None = None,
     ) -> list[MemoryItem]:
-        """Store what an extraction found; ``ids``: the capture id it came from, if any."""
+        """Store what an extraction found; ``ids``: the capture id it came from, if any;
+        ``epoch``: the entity's (`Store.epoch`) when the write began."""
         self.parts.stats.record_extraction(result.skipped, result.fallbacks)
         if not result.items:
             return []
         if ids is not None:
             derive_ids(result, ids)
         embeddings = self.embed_texts([item.search_text() for item in result.items], progress)
-        return self.commit_results([(result, ids)], embeddings)
+        return self.commit_results([(result, ids)], embeddings, epoch)
 
     def commit_results(
         self,
         results: Sequence[tuple[ExtractionResult, str | None]],
         embeddings: Sequence[Sequence[float]],
+        epoch: int | None = None,
     ) -> list[MemoryItem]:
         """Plan and commit the memories of several extraction results in one store commit.
 
         ``results`` pairs each result with the capture id it came from (None for ``add``);
         ``embeddings`` holds the vectors of all their items, in order. The results are of
         one mode (it goes into the history events) and of one entity (one commit in its
-        shard). A captured turn that ``forget(entity_id=...)`` purged meanwhile is left out.
+        shard). A captured turn that ``forget(entity_id=...)`` purged meanwhile is left out,
+        and so is everything when the entity was forgotten after ``epoch`` (the
+        `Store.epoch` taken when the write began; by default when this commit began).
         """
         tenants = {item.scope.entity_id for result, _ in results for item in result.items}
         if len(tenants) != 1:
@@ -197,37 +205,59 @@ class Writer:
             if not items:
                 return []
             self.store.refresh(tenant, wait=True)  # the plan compares with the current index
-            outcomes = store_additions(
-                self.store,
-                items,
-                vectors,
-                utcnow(),
-                config=self.parts.lifecycle,
-                relation_judge=self.parts.judge,
-                detail={"mode": results[0][0].mode.value},
-                edges=edges,
-            )
+            try:
+                outcomes = store_additions(
+                    self.store,
+                    items,
+                    vectors,
+                    utcnow(),
+                    config=self.parts.lifecycle,
+                    relation_judge=self.parts.judge,
+                    detail={"mode": results[0][0].mode.value},
+                    edges=edges,
+                    epoch=epoch,
+                )
+            except WriteConflictError as conflict:
+                if not conflict.forgotten:
+                    raise
+                log.info(
+                    "entity %s was forgotten while %d memories were stored: none kept",
+                    tenant,
+                    len(items),
+                )
+                return []
         return [outcome.item.detached() for outcome in outcomes]
 
     def store_item(self, item: MemoryItem, *, lifecycle: bool) -> MemoryItem:
         """``Memory.store`` of a checked item: through the lifecycle unless it replaces one."""
         tenant = item.scope.entity_id
-        self.store.refresh(tenant)
+        epoch = self.store.epoch(tenant)
         existing = self.store.graph_of(tenant).item(item.id)
         [embedding] = self.parts.embedder.embed_documents([item.search_text()])
         if existing is not None or not lifecycle:
-            self.store.put([item], [embedding], "updated" if existing else "created")
+            # A replacement only of what is still stored: a forget meanwhile wins.
+            expect = Expect(epoch=epoch, existing=(item.id,) if existing else ())
+            try:
+                self.store.put(
+                    [item], [embedding], "updated" if existing else "created", expect=expect
+                )
+            except WriteConflictError as conflict:
+                raise MemoryNotFoundError(item.id) from conflict
             return item.detached()
         with self.store.writing(tenant):
             self.store.refresh(tenant, wait=True)
-            [outcome] = store_additions(
-                self.store,
-                [item],
-                [embedding],
-                utcnow(),
-                config=self.parts.lifecycle,
-                relation_judge=self.parts.judge,
-            )
+            try:
+                [outcome] = store_additions(
+                    self.store,
+                    [item],
+                    [embedding],
+                    utcnow(),
+                    config=self.parts.lifecycle,
+                    relation_judge=self.parts.judge,
+                    epoch=epoch,
+                )
+            except WriteConflictError as conflict:  # its entity was forgotten meanwhile
+                raise MemoryNotFoundError(item.id) from conflict
         return outcome.item.detached()
 
     def update_item(self, current: MemoryItem, changes: Mapping[str, Any]) -> MemoryItem:
@@ -243,7 +273,16 @@ class Writer:
         embeddings = (
             self.parts.embedder.embed_documents([updated.search_text()]) if text_changed else None
         )
-        self.store.put([updated], embeddings, "updated", {"fields": sorted(changes)})
+        try:  # only while it is still stored: a forget committed meanwhile wins
+            self.store.put(
+                [updated],
+                embeddings,
+                "updated",
+                {"fields": sorted(changes)},
+                expect=Expect(existing=(current.id,)),
+            )
+        except WriteConflictError as conflict:
+            raise MemoryNotFoundError(current.id) from conflict
         return updated.detached()
 
     def delete(self, item: MemoryItem) -> int:

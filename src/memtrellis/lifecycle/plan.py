@@ -18,6 +18,7 @@ commits the plan.
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -25,16 +26,19 @@ from datetime import datetime
 from typing import Any
 
 from memtrellis._deprecated import module_aliases, renamed_argument
+from memtrellis.errors import WriteConflictError
 from memtrellis.lifecycle.confidence import source_prior
 from memtrellis.lifecycle.config import RECORD_KINDS, LifecycleConfig
 from memtrellis.lifecycle.entities import heuristic_entities, resolve_entities
 from memtrellis.lifecycle.relate import Relation, RelationKind, relate
-from memtrellis.store import Change, Store, normalize_subject
+from memtrellis.store import Change, Expect, Store, normalize_subject
 from memtrellis.store.storage import merged_count
+from memtrellis.store.store import PLAN_ATTEMPTS
 from memtrellis.types import EdgeKind, MemoryItem, SourceRef
 
 __all__ = ["Candidate", "Outcome", "Plan", "RelationJudge", "plan_additions", "store_additions"]
 
+log = logging.getLogger("memtrellis.lifecycle")
 #: Dense neighbours compared with each new memory.
 DENSE_CANDIDATES = 10
 #: Memories per shared entity compared with each new memory (newest first).
@@ -355,6 +359,7 @@ def store_additions(
     action: str = "created",
     detail: dict[str, Any] | None = None,
     edges: Sequence[tuple[str, str, EdgeKind]] = (),
+    epoch: int | None = None,
     **deprecated: Any,
 ) -> list[Outcome]:
     """Plan and commit new memories in one store commit; returns each one's outcome.
@@ -363,6 +368,15 @@ def store_additions(
 
     Memories whose id is already stored (a captured turn replayed after a crash) replace
     their earlier copy without being compared again.
+
+    The memories of one entity are committed only if the entity is as the plan found it:
+    when another writer (a thread, or another process) changed it meanwhile, the plan is
+    made again against what is stored now, so that a memory forgotten meanwhile is never
+    merged into or superseded back to life and a text stored meanwhile by another process
+    is found as a duplicate. ``epoch`` (see [`Store.epoch`][memtrellis.store.Store.epoch],
+    taken when the write began): if the whole entity is forgotten before the commit,
+    [`WriteConflictError`][memtrellis.errors.WriteConflictError] (``forgotten``) is raised
+    and nothing is stored.
 
     Examples:
         >>> import tempfile
@@ -389,6 +403,52 @@ def store_additions(
     judge = renamed_argument(
         "store_additions", deprecated, "judge", "relation_judge", relation_judge
     )
+    entities = {i.scope.entity_id for i in items}
+    if len(entities) != 1:  # several entities (or none): one commit each, unchecked
+        return _store_once(store, items, embeddings, now, (config, judge, action, detail), edges)
+    [entity_id] = entities
+    if epoch is None:
+        epoch = store.epoch(entity_id)
+    # Planning changes the new items in place (validity, confidence, a supersession):
+    # a second plan starts from them as they were given.
+    pristine = [i.model_copy() for i in items]
+    batch, vectors = list(items), list(embeddings)
+    replays: set[str] | None = None
+    for attempt in range(1, PLAN_ATTEMPTS + 1):
+        graph = store.graph_of(entity_id)
+        known = {i.id for i in batch if graph.item(i.id) is not None}
+        if replays is None:
+            replays = known
+        elif replays - known:
+            # Replayed turns forgotten since the first plan stay forgotten.
+            kept = [n for n, i in enumerate(batch) if i.id not in replays - known]
+            batch, vectors = [batch[n] for n in kept], [vectors[n] for n in kept]
+            replays &= known
+        expect = Expect(epoch=epoch, version=store.version(entity_id))
+        try:
+            return _store_once(
+                store, batch, vectors, now, (config, judge, action, detail), edges, expect
+            )
+        except WriteConflictError as conflict:
+            if conflict.forgotten or attempt == PLAN_ATTEMPTS:
+                raise
+            log.debug("entity %s changed while planning; planning again", entity_id)
+            store.refresh(entity_id, wait=True)
+            ids = {i.id for i in batch}
+            batch = [p.model_copy() for p in pristine if p.id in ids]
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _store_once(
+    store: Store,
+    items: Sequence[MemoryItem],
+    embeddings: Sequence[Sequence[float]],
+    now: datetime,
+    how: tuple[LifecycleConfig | None, RelationJudge | None, str, dict[str, Any] | None],
+    edges: Sequence[tuple[str, str, EdgeKind]],
+    expect: Expect | None = None,
+) -> list[Outcome]:
+    config, judge, action, detail = how
     known = [store.graph_of(i.scope.entity_id).item(i.id) is not None for i in items]
     fresh = [(i, e) for i, e, k in zip(items, embeddings, known, strict=True) if not k]
     plan = plan_additions(
@@ -406,5 +466,9 @@ def store_additions(
         for i, e, k in zip(items, embeddings, known, strict=True)
         if k
     ]
-    store.apply([*plan.changes, *replayed], [*plan.edges, *edges])
+    if expect is not None:
+        new_ids = {i.id for i, _ in fresh}
+        changed = tuple(c.item.id for c in [*plan.changes, *replayed] if c.item.id not in new_ids)
+        expect = Expect(epoch=expect.epoch, version=expect.version, existing=changed)
+    store.apply([*plan.changes, *replayed], [*plan.edges, *edges], expect=expect)
     return [*plan.outcomes, *(Outcome(c.item) for c in replayed)]

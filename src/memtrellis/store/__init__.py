@@ -5,13 +5,14 @@ from memtrellis._deprecated import module_aliases
 from memtrellis.store.graph import MemoryGraph, normalize_subject, subject_node_id
 from memtrellis.store.keyword import KeywordIndex, tokenize
 from memtrellis.store.manifest import SCHEMA_VERSION, EmbedderInfo, Manifest
-from memtrellis.store.store import Change, RecoveryReport, Store
+from memtrellis.store.store import Change, Expect, RecoveryReport, Store
 from memtrellis.store.vectors import VectorIndex, collection_name
 
 __all__ = [
     "SCHEMA_VERSION",
     "Change",
     "EmbedderInfo",
+    "Expect",
     "KeywordIndex",
     "Manifest",
     "MemoryGraph",

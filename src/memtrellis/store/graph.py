@@ -118,6 +118,9 @@ class MemoryGraph:
         # Each memory node holds its item (its parts shared with the other items where
         # equal) and its history as the JSON bytes the snapshot writes.
         self._slim = Slimmer()
+        #: entity_id -> how many times everything of it was forgotten: a write planned
+        #: before a forget sees the count move and is refused (see `Shard.commit`).
+        self.drops: dict[str, int] = {}
 
     # -- reads ---------------------------------------------------------------------------
     def __contains__(self, memory_id: object) -> bool:
@@ -319,6 +322,7 @@ class MemoryGraph:
         self._by_entity.pop(entity_id, None)
         self._subjects.pop(entity_id, None)
         self._slim.forget(entity_id)
+        self.drops[entity_id] = self.drops.get(entity_id, 0) + 1
         return ids
 
     # Deprecated names (an entity is whose memory it is, never a mentioned subject).
@@ -391,7 +395,11 @@ class MemoryGraph:
         return {
             "directed": True,
             "multigraph": True,
-            "graph": {"generation": generation, "format": "memtrellis-graph"},
+            "graph": {
+                "generation": generation,
+                "format": "memtrellis-graph",
+                **({"drops": dict(sorted(self.drops.items()))} if self.drops else {}),
+            },
         }
 
     def to_node_link(self, generation: int) -> dict[str, Any]:
@@ -488,6 +496,8 @@ class MemoryGraph:
             >>> sorted(ana.entity_ids())
             ['ana', 'bo']
         """
+        for entity_id, count in other.drops.items():
+            self.drops[entity_id] = max(count, self.drops.get(entity_id, 0))
         for item in other.items():
             self._slim.item(item)
             self._insert(item, None, other.g.nodes[item.id]["history"])
@@ -505,6 +515,7 @@ class MemoryGraph:
         for name, value in members(text, seen):
             if name == "graph":
                 generation = int(value["generation"])
+                self.drops = {str(k): int(v) for k, v in value.get("drops", {}).items()}
             elif name == "nodes":
                 if value.get("kind") == _MEMORY:
                     item = MemoryItem.model_validate(value["item"])

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from memtrellis._deprecated import renamed
-from memtrellis.errors import StoreLockedError
+from memtrellis.errors import StoreLockedError, WriteConflictError
 from memtrellis.store._corrupt import damaged
 from memtrellis.store.graph import MemoryGraph
 from memtrellis.store.keyword import KeywordIndex
@@ -29,12 +29,14 @@ from memtrellis.store.storage import EntityStats, ShardStorage
 from memtrellis.store.vectors import Vectors
 from memtrellis.store.wal import replay_record
 
-__all__ = ["RecoveryReport", "Shard", "ShardSettings"]
+__all__ = ["Expect", "RecoveryReport", "Shard", "ShardSettings"]
 
 log = logging.getLogger("memtrellis.store")
 
 EmbedFn = Callable[[list[str]], list[list[float]]]
 CHANGE_OPS = frozenset({"put", "del", "drop"})
+#: Records that change what the shard holds (a plan made before one of them is stale).
+VERSION_OPS = frozenset({"put", "del", "drop", "edge"})
 #: Seconds a read waits for the entity's lock (to reload the vector index, to log recall
 #: counts) before it goes on without (see Shard.refresh and Shard.touch).
 RELOAD_WAIT = 0.2
@@ -77,6 +79,26 @@ class RecoveryReport:
             f"rolled forward {len(self.rolled_forward)} interrupted change(s), "
             f"dropped {self.torn_records} torn log record(s)"
         )
+
+
+@dataclass(frozen=True)
+class Expect:
+    """What a write was planned against; `Shard.commit` refuses the write, storing none
+    of it, when that no longer holds once it has caught up under the entity's lock.
+
+    Examples:
+        >>> Expect(epoch=0, existing=("m1",)).existing
+        ('m1',)
+    """
+
+    #: `Shard.epoch` when the write began: a forget of the whole entity since refuses it.
+    epoch: int | None = None
+    #: `Shard.version` the plan read: any change since (here or in another process)
+    #: refuses it, so that the plan is made again against what is stored now.
+    version: int | None = None
+    #: Memories the write changes (an update, a merge, a supersession): each must still
+    #: be stored, so that a forget committed meanwhile is never undone.
+    existing: tuple[str, ...] = ()
 
 
 @dataclass
@@ -135,6 +157,8 @@ class Shard:
         self.keywords = KeywordIndex()
         self.generation = 0
         self.position = 0
+        #: Grows with every change applied (and every reload): see `Expect.version`.
+        self.version = 0
         self._stamp: Any = None
         self._pending: dict[str, dict[str, Any]] = {}
         self._touches: list[tuple[str, str]] = []
@@ -173,6 +197,7 @@ class Shard:
             self.keywords.add(self.entity_id, item.id, item.search_text())
         self.generation = generation
         self.position = 0
+        self.version += 1
         self._stamp = None
         self._ops_since_snapshot = 0
         self._touches_since_snapshot = 0
@@ -218,6 +243,8 @@ class Shard:
             self.dirty = True
         if op in CHANGE_OPS:
             self._pending[record["rid"]] = record
+        if op in VERSION_OPS:
+            self.version += 1
         try:
             replay_record(self.graph, record)
         except (ValueError, KeyError, TypeError) as exc:
@@ -274,14 +301,46 @@ class Shard:
         self._stamp = self.storage.stamp()
 
     # -- writing ---------------------------------------------------------------------------
+    @property
+    def epoch(self) -> int:
+        """How many times everything of this entity was forgotten (see `Expect.epoch`)."""
+        return self.graph.drops.get(self.entity_id, 0)
+
+    def _check(self, expect: Expect) -> None:
+        if expect.epoch is not None and self.epoch != expect.epoch:
+            raise WriteConflictError(
+                f"everything of entity {self.entity_id!r} was forgotten while this write "
+                "was under way; none of it was stored",
+                forgotten=True,
+            )
+        missing = tuple(i for i in expect.existing if self.graph.item(i) is None)
+        if missing:
+            raise WriteConflictError(
+                f"memory {missing[0]!r} was forgotten while this write was under way; "
+                "none of it was stored",
+                missing=missing,
+            )
+        if expect.version is not None and self.version != expect.version:
+            raise WriteConflictError(
+                f"entity {self.entity_id!r} changed while this write was planned; "
+                "none of it was stored"
+            )
+
     def commit(
         self,
         records: list[dict[str, Any]],
         index: Callable[[], None] | None = None,
         *,
         compact: bool = False,
+        expect: Expect | None = None,
+        admitted: Callable[[], None] | None = None,
     ) -> None:
         """Log ``records``, apply them, then run ``index`` (the vector-index half).
+
+        ``expect``: what the write was planned against; when it no longer holds the
+        write is refused with [`WriteConflictError`][memtrellis.errors.WriteConflictError]
+        before anything is logged. ``admitted`` runs once the write is admitted, before
+        it is logged.
 
         Change records (``put``, ``del``, ``drop``) get a record id here. If ``index``
         fails the change stays logged and pending: it is in the graph now and reaches the
@@ -291,6 +350,10 @@ class Shard:
         """
         with self._locked():
             self._catch_up(locked=True)
+            if expect is not None:
+                self._check(expect)
+            if admitted is not None:
+                admitted()
             rids: list[str] = []
             for record in records:
                 record["w"] = self.settings.writer

@@ -24,7 +24,6 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -32,10 +31,16 @@ from typing import Any
 from filelock import FileLock
 
 from memtrellis._deprecated import renamed
-from memtrellis.errors import InvalidInputError, StoreClosedError, StoreLockedError
+from memtrellis.errors import (
+    InvalidInputError,
+    StoreClosedError,
+    StoreLockedError,
+    WriteConflictError,
+)
 from memtrellis.store._corrupt import FROM_GRAPH, damaged, embedder_flags
 from memtrellis.store._files import holding
 from memtrellis.store.catalog import SqliteCatalog
+from memtrellis.store.changes import Change, change_records, superseded_records
 from memtrellis.store.graph import MemoryGraph
 from memtrellis.store.manifest import (
     EmbedderInfo,
@@ -43,14 +48,14 @@ from memtrellis.store.manifest import (
     read_manifest,
     write_manifest,
 )
-from memtrellis.store.shard import RecoveryReport, Shard, ShardSettings
+from memtrellis.store.shard import Expect, RecoveryReport, Shard, ShardSettings
 from memtrellis.store.shardfiles import FileShardStorage
 from memtrellis.store.storage import Catalog, EntityStats, ShardStorage
 from memtrellis.store.vectorproc import VectorProcess
 from memtrellis.store.vectors import VectorIndex, Vectors
-from memtrellis.types import EdgeKind, HistoryEvent, MemoryItem, utcnow
+from memtrellis.types import EdgeKind, MemoryItem, utcnow
 
-__all__ = ["Change", "RecoveryReport", "Store"]
+__all__ = ["Change", "Expect", "RecoveryReport", "Store"]
 
 log = logging.getLogger("memtrellis.store")
 
@@ -59,26 +64,9 @@ EmbedFn = Callable[[list[str]], list[list[float]]]
 DEFAULT_RESIDENT_SHARDS = 256
 #: Memories kept loaded at once by default, over all resident shards.
 DEFAULT_RESIDENT_MEMORIES = 1_000_000
-
-
-@dataclass(frozen=True)
-class Change:
-    """One item to store: its new state, its vector (``None``: text unchanged), the event.
-
-    Examples:
-        >>> from memtrellis import MemoryItem, Scope
-        >>> item = MemoryItem(text="Ana lives in Porto.", scope=Scope(entity_id="ana"))
-        >>> Change(item, embedding=None, action="updated").detail
-        {}
-    """
-
-    item: MemoryItem
-    embedding: Sequence[float] | None
-    action: str
-    detail: dict[str, Any] = field(default_factory=dict)
-    #: Events recorded before ``action``, oldest first: a memory's past, when an import
-    #: restores it (each is logged as a ``put`` of the item carrying that event).
-    history: tuple[HistoryEvent, ...] = ()
+#: How many times a write planned against an entity that changed meanwhile is planned
+#: again before its `WriteConflictError` reaches the caller.
+PLAN_ATTEMPTS = 8
 
 
 class Store:
@@ -329,10 +317,25 @@ class Store:
 
     def _writable(self, entity_id: str) -> Shard:
         shard = self.shard(entity_id)
+        self._known_now(entity_id)
+        return shard
+
+    def _known_now(self, entity_id: str) -> None:
         if entity_id not in self._known:
             self.catalog.ensure(entity_id)
             self._known.add(entity_id)
-        return shard
+
+    def epoch(self, entity_id: str) -> int:
+        """How many times everything of ``entity_id`` was forgotten, as stored now: a
+        write that passes it in its [`Expect`][memtrellis.store.Expect] is refused if the
+        entity is forgotten before the write commits."""
+        shard = self.shard(entity_id)
+        shard.refresh()
+        return shard.epoch
+
+    def version(self, entity_id: str) -> int:
+        """A number that grows with every change of the entity's shard (see `Expect`)."""
+        return self.shard(entity_id).version
 
     def resident(self) -> list[str]:
         """The entities whose shards are loaded now, least recently used first."""
@@ -370,9 +373,16 @@ class Store:
         index: Callable[[], None] | None = None,
         *,
         compact: bool = False,
+        expect: Expect | None = None,
     ) -> None:
         """Log, apply and index ``records`` of one entity (see `Shard.commit`)."""
-        self._writable(entity_id).commit(records, index, compact=compact)
+        self.shard(entity_id).commit(
+            records,
+            index,
+            compact=compact,
+            expect=expect,
+            admitted=lambda: self._known_now(entity_id),
+        )
 
     def put(
         self,
@@ -381,24 +391,36 @@ class Store:
         action: str,
         detail: dict[str, Any] | None = None,
         edges: Sequence[tuple[str, str, EdgeKind]] = (),
+        *,
+        expect: Expect | None = None,
     ) -> None:
         """Store items (and edges among them), one commit per entity.
 
-        ``embeddings=None`` means the text did not change (metadata only).
+        ``embeddings=None`` means the text did not change (metadata only); ``expect`` as
+        in `apply`.
         """
         vectors: Sequence[Sequence[float] | None] = embeddings or [None] * len(items)
         self.apply(
-            [Change(i, v, action, detail or {}) for i, v in zip(items, vectors, strict=True)], edges
+            [Change(i, v, action, detail or {}) for i, v in zip(items, vectors, strict=True)],
+            edges,
+            expect=expect,
         )
 
     def apply(
-        self, changes: Sequence[Change], edges: Sequence[tuple[str, str, EdgeKind]] = ()
+        self,
+        changes: Sequence[Change],
+        edges: Sequence[tuple[str, str, EdgeKind]] = (),
+        *,
+        expect: Expect | None = None,
     ) -> None:
         """Store new and changed items with their history events, and edges: one commit per
         entity, each atomic.
 
         A change with an embedding is (re)indexed with it; one without keeps its vector
         and only its metadata is refreshed. An edge belongs to the entity of its source.
+        ``expect`` (changes of one entity only): what the changes were planned against;
+        if that no longer holds, [`WriteConflictError`][memtrellis.errors.WriteConflictError]
+        is raised and nothing is stored.
         """
         owner = {c.item.id: c.item.scope.entity_id for c in changes}
         by_entity: dict[str, tuple[list[Change], list[tuple[str, str, EdgeKind]]]] = {}
@@ -409,31 +431,20 @@ class Store:
             if entity_id is None:
                 raise InvalidInputError(f"edge {edge[0]} -> {edge[1]} names no stored item")
             by_entity.setdefault(entity_id, ([], []))[1].append(edge)
+        if expect is not None and len(by_entity) > 1:
+            raise InvalidInputError("apply(expect=...) takes the changes of one entity")
         for entity_id, (group, group_edges) in by_entity.items():
-            self._apply_one(entity_id, group, group_edges)
+            self._apply_one(entity_id, group, group_edges, expect)
 
     def _apply_one(
-        self, entity_id: str, changes: list[Change], edges: list[tuple[str, str, EdgeKind]]
+        self,
+        entity_id: str,
+        changes: list[Change],
+        edges: list[tuple[str, str, EdgeKind]],
+        expect: Expect | None,
     ) -> None:
-        at = utcnow()
-        records: list[dict[str, Any]] = []
-        for change in changes:
-            item = change.item.model_dump(mode="json")
-            reembed = change.embedding is not None
-            event = HistoryEvent(at=at, action=change.action, detail=change.detail)
-            for past in (*change.history, event):
-                records.append(
-                    {
-                        "op": "put",
-                        "item": item,
-                        "event": past.model_dump(mode="json"),
-                        "reembed": reembed,
-                    }
-                )
-        records.extend(
-            {"op": "edge", "src": src, "dst": dst, "kind": kind.value} for src, dst, kind in edges
-        )
-        shard = self._writable(entity_id)
+        records = change_records(changes, edges, utcnow())
+        shard = self.shard(entity_id)
 
         def index() -> None:
             embedded = [c for c in changes if c.embedding is not None]
@@ -444,7 +455,7 @@ class Store:
                 if record["op"] == "put" and not record["reembed"]:
                     shard.index_change(record)
 
-        shard.commit(records, index)
+        shard.commit(records, index, expect=expect, admitted=lambda: self._known_now(entity_id))
 
     def delete(self, entity_id: str, ids: Sequence[str]) -> None:
         """Delete memories of one entity from graph and index."""
@@ -469,31 +480,23 @@ class Store:
         shard.dirty = False  # its (empty) figures must not bring the row back on close
 
     def supersede(self, entity_id: str, replaced: dict[str, str]) -> None:
-        """Mark each ``old id -> new id`` superseded, with a ``supersedes`` edge new -> old."""
-        records: list[dict[str, Any]] = []
-        at = utcnow()
-        shard = self._writable(entity_id)
+        """Mark each ``old id -> new id`` superseded, with a ``supersedes`` edge new -> old
+        (an old memory forgotten meanwhile stays forgotten)."""
+        for _ in range(PLAN_ATTEMPTS - 1):
+            try:
+                self._supersede(entity_id, replaced)
+                return
+            except WriteConflictError:
+                continue  # one was forgotten meanwhile: again without it
+        self._supersede(entity_id, replaced)
+
+    def _supersede(self, entity_id: str, replaced: dict[str, str]) -> None:
+        shard = self.shard(entity_id)
+        shard.refresh(wait=True)
         with shard.mu:
-            for old_id, new_id in replaced.items():
-                old = shard.graph.item(old_id)
-                if old is None:
-                    continue
-                event = HistoryEvent(at=at, action="superseded", detail={"by": new_id})
-                records.append(
-                    {
-                        "op": "put",
-                        "item": old.model_copy(update={"superseded_by": new_id}).model_dump(
-                            mode="json"
-                        ),
-                        "event": event.model_dump(mode="json"),
-                        "reembed": False,
-                    }
-                )
-                records.append(
-                    {"op": "edge", "src": new_id, "dst": old_id, "kind": EdgeKind.SUPERSEDES.value}
-                )
+            records, found = superseded_records(shard.graph, replaced, utcnow())
             if records:
-                shard.commit(records)
+                shard.commit(records, expect=Expect(existing=found))
 
     def add_edge(self, entity_id: str, source: str, target: str, kind: EdgeKind) -> None:
         """Add a typed memory-to-memory edge within one entity."""
