@@ -353,3 +353,32 @@ def test_processes_adding_the_same_texts_store_each_once(tmp_path: Path) -> None
         texts = [item.text for item in memory.list()]
     assert len(texts) == 20
     assert sorted(set(texts)) == sorted(texts)
+
+
+def test_a_write_begun_before_a_forget_is_refused_though_it_read_the_count_after(
+    tmp_path: Path,
+) -> None:
+    # A write that began, then waited (say, for the entity's lock) while the forget ran,
+    # reads the count of forgets after the forget: when it began still decides.
+    from datetime import timedelta
+
+    from memtrellis.errors import WriteConflictError
+    from memtrellis.lifecycle import store_additions
+    from memtrellis.store import Expect
+    from memtrellis.types import MemoryItem, Scope, utcnow
+
+    with Memory(tmp_path / "s", entity_id="ana", embedder=HashingEmbedder()) as memory:
+        memory.add("Ana likes tea.")
+        began = utcnow() - timedelta(milliseconds=1)
+        assert memory.forget(entity_id="ana") == 1
+        store = store_of(memory)
+        late = Expect(epoch=store.began("ana").epoch, began=began)
+        item = MemoryItem(text="Ana plays chess.", scope=Scope(entity_id="ana"))
+        vector = HashingEmbedder().embed_documents([item.text])
+        with pytest.raises(WriteConflictError) as refused:
+            store_additions(store, [item], vector, utcnow(), since=late)
+        assert refused.value.forgotten
+        assert stored_ids(memory, "ana") == set()
+        # Begun after the forget: stored.
+        [stored] = store_additions(store, [item], vector, utcnow(), since=store.began("ana"))
+        assert stored_ids(memory, "ana") == {stored.item.id}

@@ -10,6 +10,7 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Protocol
 
 from memtrellis._engine.args import memory_type_arg
@@ -111,7 +112,7 @@ class Writer:
         kind = memory_type_arg(memory_type)
         tags, entities, metadata = check_labels(*labels)
         progress = progress_arg(progress)
-        epoch = self.store.epoch(scope.entity_id)  # a forget from now on wins over this add
+        since = self.store.began(scope.entity_id)  # a forget from now on wins over this add
         result = self.parts.extractor.extract(
             data,
             scope,
@@ -122,7 +123,7 @@ class Writer:
             metadata=metadata,
             progress=progress,
         )
-        return self.store_result(result, progress=progress, epoch=epoch)
+        return self.store_result(result, progress=progress, since=since)
 
     async def aadd(
         self,
@@ -137,7 +138,7 @@ class Writer:
         kind = memory_type_arg(memory_type)
         tags, entities, metadata = check_labels(*labels)
         progress = progress_arg(progress)
-        epoch = await asyncio.to_thread(self.store.epoch, scope.entity_id)
+        since = await asyncio.to_thread(self.store.began, scope.entity_id)
         result = await self.parts.extractor.aextract(
             data,
             scope,
@@ -148,30 +149,30 @@ class Writer:
             metadata=metadata,
             progress=progress,
         )
-        return await asyncio.to_thread(self.store_result, result, None, progress, epoch)
+        return await asyncio.to_thread(self.store_result, result, None, progress, since)
 
     def store_result(
         self,
         result: ExtractionResult,
         ids: str | None = None,
         progress: bool | None = False,
-        epoch: int | None = None,
+        since: Expect | None = None,
     ) -> list[MemoryItem]:
         """Store what an extraction found; ``ids``: the capture id it came from, if any;
-        ``epoch``: the entity's (`Store.epoch`) when the write began."""
+        ``since``: `Store.began` when the write began."""
         self.parts.stats.record_extraction(result.skipped, result.fallbacks)
         if not result.items:
             return []
         if ids is not None:
             derive_ids(result, ids)
         embeddings = self.embed_texts([item.search_text() for item in result.items], progress)
-        return self.commit_results([(result, ids)], embeddings, epoch)
+        return self.commit_results([(result, ids)], embeddings, since)
 
     def commit_results(
         self,
         results: Sequence[tuple[ExtractionResult, str | None]],
         embeddings: Sequence[Sequence[float]],
-        epoch: int | None = None,
+        since: Expect | None = None,
     ) -> list[MemoryItem]:
         """Plan and commit the memories of several extraction results in one store commit.
 
@@ -179,8 +180,8 @@ class Writer:
         ``embeddings`` holds the vectors of all their items, in order. The results are of
         one mode (it goes into the history events) and of one entity (one commit in its
         shard). A captured turn that ``forget(entity_id=...)`` purged meanwhile is left out,
-        and so is everything when the entity was forgotten after ``epoch`` (the
-        `Store.epoch` taken when the write began; by default when this commit began).
+        and so is everything when the entity was forgotten after ``since`` (`Store.began`
+        when the write began; by default when this commit began).
         """
         tenants = {item.scope.entity_id for result, _ in results for item in result.items}
         if len(tenants) != 1:
@@ -215,7 +216,7 @@ class Writer:
                     relation_judge=self.parts.judge,
                     detail={"mode": results[0][0].mode.value},
                     edges=edges,
-                    epoch=epoch,
+                    since=since,
                 )
             except WriteConflictError as conflict:
                 if not conflict.forgotten:
@@ -231,12 +232,12 @@ class Writer:
     def store_item(self, item: MemoryItem, *, lifecycle: bool) -> MemoryItem:
         """``Memory.store`` of a checked item: through the lifecycle unless it replaces one."""
         tenant = item.scope.entity_id
-        epoch = self.store.epoch(tenant)
+        since = self.store.began(tenant)
         existing = self.store.graph_of(tenant).item(item.id)
         [embedding] = self.parts.embedder.embed_documents([item.search_text()])
         if existing is not None or not lifecycle:
             # A replacement only of what is still stored: a forget meanwhile wins.
-            expect = Expect(epoch=epoch, existing=(item.id,) if existing else ())
+            expect = replace(since, existing=(item.id,) if existing else ())
             try:
                 self.store.put(
                     [item], [embedding], "updated" if existing else "created", expect=expect
@@ -254,7 +255,7 @@ class Writer:
                     utcnow(),
                     config=self.parts.lifecycle,
                     relation_judge=self.parts.judge,
-                    epoch=epoch,
+                    since=since,
                 )
             except WriteConflictError as conflict:  # its entity was forgotten meanwhile
                 raise MemoryNotFoundError(item.id) from conflict
@@ -319,12 +320,14 @@ class Writer:
         return report
 
     def forget_entity(self, tenant: str) -> int:
-        """Remove everything of one entity, its spooled turns included; how many memories."""
+        """Remove everything of one entity, its spooled turns included; how many memories.
+        A write of the entity begun before this call stores nothing (see `Store.began`)."""
+        began = utcnow()
         with self.store.writing(tenant):  # the capture worker stores under this lock too
             purged = self.spool.purge(tenant) if self.spool is not None else 0
             if purged:
                 log.info("forget: %d captured turn(s) purged from the spool", purged)
             self.store.refresh(tenant)
             count = len(self.store.graph_of(tenant).memory_ids(tenant))
-            self.store.drop_entity(tenant)
+            self.store.drop_entity(tenant, began=began)
         return count

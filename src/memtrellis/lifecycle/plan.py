@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -359,7 +359,7 @@ def store_additions(
     action: str = "created",
     detail: dict[str, Any] | None = None,
     edges: Sequence[tuple[str, str, EdgeKind]] = (),
-    epoch: int | None = None,
+    since: Expect | None = None,
     **deprecated: Any,
 ) -> list[Outcome]:
     """Plan and commit new memories in one store commit; returns each one's outcome.
@@ -373,7 +373,7 @@ def store_additions(
     when another writer (a thread, or another process) changed it meanwhile, the plan is
     made again against what is stored now, so that a memory forgotten meanwhile is never
     merged into or superseded back to life and a text stored meanwhile by another process
-    is found as a duplicate. ``epoch`` (see [`Store.epoch`][memtrellis.store.Store.epoch],
+    is found as a duplicate. ``since`` (see [`Store.began`][memtrellis.store.Store.began],
     taken when the write began): if the whole entity is forgotten before the commit,
     [`WriteConflictError`][memtrellis.errors.WriteConflictError] (``forgotten``) is raised
     and nothing is stored.
@@ -407,8 +407,8 @@ def store_additions(
     if len(entities) != 1:  # several entities (or none): one commit each, unchecked
         return _store_once(store, items, embeddings, now, (config, judge, action, detail), edges)
     [entity_id] = entities
-    if epoch is None:
-        epoch = store.epoch(entity_id)
+    if since is None:
+        since = store.began(entity_id)
     # Planning changes the new items in place (validity, confidence, a supersession):
     # a second plan starts from them as they were given.
     pristine = [i.model_copy() for i in items]
@@ -424,7 +424,7 @@ def store_additions(
             kept = [n for n, i in enumerate(batch) if i.id not in replays - known]
             batch, vectors = [batch[n] for n in kept], [vectors[n] for n in kept]
             replays &= known
-        expect = Expect(epoch=epoch, version=store.version(entity_id))
+        expect = replace(since, version=store.version(entity_id))
         try:
             return _store_once(
                 store, batch, vectors, now, (config, judge, action, detail), edges, expect
@@ -469,6 +469,6 @@ def _store_once(
     if expect is not None:
         new_ids = {i.id for i, _ in fresh}
         changed = tuple(c.item.id for c in [*plan.changes, *replayed] if c.item.id not in new_ids)
-        expect = Expect(epoch=expect.epoch, version=expect.version, existing=changed)
+        expect = replace(expect, existing=changed)
     store.apply([*plan.changes, *replayed], [*plan.edges, *edges], expect=expect)
     return [*plan.outcomes, *(Outcome(c.item) for c in replayed)]

@@ -121,6 +121,9 @@ class MemoryGraph:
         #: entity_id -> how many times everything of it was forgotten: a write planned
         #: before a forget sees the count move and is refused (see `Shard.commit`).
         self.drops: dict[str, int] = {}
+        #: entity_id -> when the last of those forgets began (ISO 8601): a write begun
+        #: earlier is refused too, even if it read the count after the forget.
+        self.dropped_at: dict[str, str] = {}
 
     # -- reads ---------------------------------------------------------------------------
     def __contains__(self, memory_id: object) -> bool:
@@ -314,8 +317,9 @@ class MemoryGraph:
                 self._remove_subject(subject)
         return item
 
-    def remove_entity(self, entity_id: str) -> list[str]:
-        """Remove every memory of one entity; returns their ids."""
+    def remove_entity(self, entity_id: str, *, began: str | None = None) -> list[str]:
+        """Remove every memory of one entity; returns their ids. ``began``: when the
+        forget that asks it began (ISO 8601), kept with the count of forgets."""
         ids = self.memory_ids(entity_id)
         for memory_id in ids:
             self.remove(memory_id)
@@ -323,6 +327,8 @@ class MemoryGraph:
         self._subjects.pop(entity_id, None)
         self._slim.forget(entity_id)
         self.drops[entity_id] = self.drops.get(entity_id, 0) + 1
+        if began is not None:
+            self.dropped_at[entity_id] = max(began, self.dropped_at.get(entity_id, began))
         return ids
 
     # Deprecated names (an entity is whose memory it is, never a mentioned subject).
@@ -399,6 +405,9 @@ class MemoryGraph:
                 "generation": generation,
                 "format": "memtrellis-graph",
                 **({"drops": dict(sorted(self.drops.items()))} if self.drops else {}),
+                **(
+                    {"dropped_at": dict(sorted(self.dropped_at.items()))} if self.dropped_at else {}
+                ),
             },
         }
 
@@ -498,6 +507,8 @@ class MemoryGraph:
         """
         for entity_id, count in other.drops.items():
             self.drops[entity_id] = max(count, self.drops.get(entity_id, 0))
+        for entity_id, at in other.dropped_at.items():
+            self.dropped_at[entity_id] = max(at, self.dropped_at.get(entity_id, at))
         for item in other.items():
             self._slim.item(item)
             self._insert(item, None, other.g.nodes[item.id]["history"])
@@ -516,6 +527,7 @@ class MemoryGraph:
             if name == "graph":
                 generation = int(value["generation"])
                 self.drops = {str(k): int(v) for k, v in value.get("drops", {}).items()}
+                self.dropped_at = {str(k): str(v) for k, v in value.get("dropped_at", {}).items()}
             elif name == "nodes":
                 if value.get("kind") == _MEMORY:
                     item = MemoryItem.model_validate(value["item"])

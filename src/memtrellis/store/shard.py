@@ -93,6 +93,9 @@ class Expect:
 
     #: `Shard.epoch` when the write began: a forget of the whole entity since refuses it.
     epoch: int | None = None
+    #: When the write began (before ``epoch`` was read): a forget of the whole entity
+    #: that began later refuses it too, though it committed before ``epoch`` was read.
+    began: datetime | None = None
     #: `Shard.version` the plan read: any change since (here or in another process)
     #: refuses it, so that the plan is made again against what is stored now.
     version: int | None = None
@@ -307,7 +310,12 @@ class Shard:
         return self.graph.drops.get(self.entity_id, 0)
 
     def _check(self, expect: Expect) -> None:
-        if expect.epoch is not None and self.epoch != expect.epoch:
+        last = self.graph.dropped_at.get(self.entity_id)
+        began = expect.began
+        later = (
+            began is not None and last is not None and last > began.isoformat("T", "microseconds")
+        )
+        if later or (expect.epoch is not None and self.epoch != expect.epoch):
             raise WriteConflictError(
                 f"everything of entity {self.entity_id!r} was forgotten while this write "
                 "was under way; none of it was stored",

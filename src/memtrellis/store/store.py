@@ -325,13 +325,13 @@ class Store:
             self.catalog.ensure(entity_id)
             self._known.add(entity_id)
 
-    def epoch(self, entity_id: str) -> int:
-        """How many times everything of ``entity_id`` was forgotten, as stored now: a
-        write that passes it in its [`Expect`][memtrellis.store.Expect] is refused if the
-        entity is forgotten before the write commits."""
+    def began(self, entity_id: str) -> Expect:
+        """What a write of ``entity_id`` beginning now expects: that its entity is not
+        forgotten before it commits (see [`Expect`][memtrellis.store.Expect])."""
+        began = utcnow()
         shard = self.shard(entity_id)
         shard.refresh()
-        return shard.epoch
+        return Expect(epoch=shard.epoch, began=began)
 
     def version(self, entity_id: str) -> int:
         """A number that grows with every change of the entity's shard (see `Expect`)."""
@@ -462,19 +462,23 @@ class Store:
         if ids:
             self.commit(entity_id, [{"op": "del", "entity_id": entity_id, "ids": list(ids)}])
 
-    def drop_entity(self, entity_id: str) -> None:
+    def drop_entity(self, entity_id: str, *, began: datetime | None = None) -> None:
         """Delete everything one entity has, then compact its shard.
 
         The entity's log still holds its ``put`` records until its next snapshot, so a
         snapshot is written at once: afterwards no file of the store holds its memories.
         The catalog marks the entity first, so a crash midway is finished by the next open.
+        ``began``: when the forget began; a write of the entity begun earlier is refused.
         """
         self.catalog.mark_dropping(entity_id)
-        self._finish_drop(entity_id)
+        self._finish_drop(entity_id, began)
 
-    def _finish_drop(self, entity_id: str) -> None:
+    def _finish_drop(self, entity_id: str, began: datetime | None = None) -> None:
         shard = self.shard(entity_id)
-        shard.commit([{"op": "drop", "entity_id": entity_id}], compact=True)
+        record: dict[str, Any] = {"op": "drop", "entity_id": entity_id}
+        if began is not None:
+            record["began"] = began.isoformat(timespec="microseconds")
+        shard.commit([record], compact=True)
         self.catalog.remove(entity_id)
         self._known.discard(entity_id)
         shard.dirty = False  # its (empty) figures must not bring the row back on close

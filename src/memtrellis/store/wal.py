@@ -43,7 +43,7 @@ def replay_record(graph: MemoryGraph, record: dict[str, Any]) -> None:
         for memory_id in record["ids"]:
             graph.remove(memory_id)
     elif op == "drop":
-        graph.remove_entity(record["entity_id"])
+        graph.remove_entity(record["entity_id"], began=record.get("began"))
     elif op == "edge":
         graph.add_edge(record["src"], record["dst"], EdgeKind(record["kind"]))
     elif op == "touch":
