@@ -123,6 +123,7 @@ class Writer:
             metadata=metadata,
             progress=progress,
         )
+        self.leave_out_stored_messages(result)
         return self.store_result(result, progress=progress, since=since)
 
     async def aadd(
@@ -149,7 +150,34 @@ class Writer:
             metadata=metadata,
             progress=progress,
         )
+        await asyncio.to_thread(self.leave_out_stored_messages, result)
         return await asyncio.to_thread(self.store_result, result, None, progress, since)
+
+    def leave_out_stored_messages(self, result: ExtractionResult) -> None:
+        """Leave out the memories whose every source is a message (by its id and text)
+        that a memory of the same scope already cites, or cited before it was forgotten:
+        a resent conversation adds only what is new, and never what was forgotten.
+        Messages given without an id get a new one, so they always count."""
+        tenants = {item.scope.entity_id for item in result.items}
+        for tenant in tenants:
+            self.store.refresh(tenant)
+            with self.store.reading(tenant) as shard:
+                stored = {
+                    item.id
+                    for item in result.items
+                    if item.scope.entity_id == tenant
+                    and shard.messages.stored(
+                        item.scope,
+                        item.sources,
+                        shard.graph.item,
+                        shard.graph.forgotten.messages.get(tenant, ()),
+                    )
+                }
+            if stored:
+                log.info(
+                    "add: %d memories left out: their messages were stored before", len(stored)
+                )
+                result.items = [item for item in result.items if item.id not in stored]
 
     def store_result(
         self,

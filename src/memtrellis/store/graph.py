@@ -33,6 +33,7 @@ from memtrellis.store._slim import (
     read_history,
 )
 from memtrellis.store._stream import members
+from memtrellis.store.forgotten import Forgotten
 from memtrellis.types import EdgeKind, HistoryEvent, MemoryItem
 
 __all__ = [
@@ -118,12 +119,8 @@ class MemoryGraph:
         # Each memory node holds its item (its parts shared with the other items where
         # equal) and its history as the JSON bytes the snapshot writes.
         self._slim = Slimmer()
-        #: entity_id -> how many times everything of it was forgotten: a write planned
-        #: before a forget sees the count move and is refused (see `Shard.commit`).
-        self.drops: dict[str, int] = {}
-        #: entity_id -> when the last of those forgets began (ISO 8601): a write begun
-        #: earlier is refused too, even if it read the count after the forget.
-        self.dropped_at: dict[str, str] = {}
+        #: What was forgotten, so that it stays so (see `Shard.commit` and `Forgotten`).
+        self.forgotten = Forgotten()
 
     # -- reads ---------------------------------------------------------------------------
     def __contains__(self, memory_id: object) -> bool:
@@ -309,6 +306,7 @@ class MemoryGraph:
         item = self.item(memory_id)
         if item is None:
             return None
+        self.forgotten.memory(item)
         subjects = [t for _, t, k in self.g.out_edges(memory_id, keys=True) if k == "mentions"]
         self.g.remove_node(memory_id)
         self._by_entity.get(item.scope.entity_id, {}).pop(memory_id, None)
@@ -326,9 +324,7 @@ class MemoryGraph:
         self._by_entity.pop(entity_id, None)
         self._subjects.pop(entity_id, None)
         self._slim.forget(entity_id)
-        self.drops[entity_id] = self.drops.get(entity_id, 0) + 1
-        if began is not None:
-            self.dropped_at[entity_id] = max(began, self.dropped_at.get(entity_id, began))
+        self.forgotten.entity(entity_id, began=began)
         return ids
 
     # Deprecated names (an entity is whose memory it is, never a mentioned subject).
@@ -404,10 +400,7 @@ class MemoryGraph:
             "graph": {
                 "generation": generation,
                 "format": "memtrellis-graph",
-                **({"drops": dict(sorted(self.drops.items()))} if self.drops else {}),
-                **(
-                    {"dropped_at": dict(sorted(self.dropped_at.items()))} if self.dropped_at else {}
-                ),
+                **self.forgotten.header(),
             },
         }
 
@@ -505,10 +498,7 @@ class MemoryGraph:
             >>> sorted(ana.entity_ids())
             ['ana', 'bo']
         """
-        for entity_id, count in other.drops.items():
-            self.drops[entity_id] = max(count, self.drops.get(entity_id, 0))
-        for entity_id, at in other.dropped_at.items():
-            self.dropped_at[entity_id] = max(at, self.dropped_at.get(entity_id, at))
+        self.forgotten.absorb(other.forgotten)
         for item in other.items():
             self._slim.item(item)
             self._insert(item, None, other.g.nodes[item.id]["history"])
@@ -526,8 +516,7 @@ class MemoryGraph:
         for name, value in members(text, seen):
             if name == "graph":
                 generation = int(value["generation"])
-                self.drops = {str(k): int(v) for k, v in value.get("drops", {}).items()}
-                self.dropped_at = {str(k): str(v) for k, v in value.get("dropped_at", {}).items()}
+                self.forgotten.read(value)
             elif name == "nodes":
                 if value.get("kind") == _MEMORY:
                     item = MemoryItem.model_validate(value["item"])

@@ -25,6 +25,7 @@ from memtrellis.errors import StoreLockedError, WriteConflictError
 from memtrellis.store._corrupt import damaged
 from memtrellis.store.graph import MemoryGraph
 from memtrellis.store.keyword import KeywordIndex
+from memtrellis.store.messages import MessageIndex
 from memtrellis.store.storage import EntityStats, ShardStorage
 from memtrellis.store.vectors import Vectors
 from memtrellis.store.wal import replay_record
@@ -158,6 +159,7 @@ class Shard:
         self.mu = threading.RLock()
         self.graph = MemoryGraph()
         self.keywords = KeywordIndex()
+        self.messages = MessageIndex()
         self.generation = 0
         self.position = 0
         #: Grows with every change applied (and every reload): see `Expect.version`.
@@ -196,8 +198,10 @@ class Shard:
                 gc.enable()
         self.graph = graph
         self.keywords = KeywordIndex()
+        self.messages = MessageIndex()
         for item in graph.items():
             self.keywords.add(self.entity_id, item.id, item.search_text())
+            self.messages.add(item)
         self.generation = generation
         self.position = 0
         self.version += 1
@@ -260,11 +264,14 @@ class Shard:
             item = self.graph.item(record["item"]["id"])
             if item is not None:
                 self.keywords.add(self.entity_id, item.id, item.search_text())
+                self.messages.add(item)
         elif op == "del":
             for memory_id in record["ids"]:
                 self.keywords.remove(memory_id)
+                self.messages.remove(memory_id)
         elif op == "drop":
             self.keywords.drop_entity(self.entity_id)
+            self.messages.clear()
 
     def index_change(self, record: dict[str, Any]) -> None:
         """Carry one logged change into the vector index (idempotent)."""
@@ -307,10 +314,10 @@ class Shard:
     @property
     def epoch(self) -> int:
         """How many times everything of this entity was forgotten (see `Expect.epoch`)."""
-        return self.graph.drops.get(self.entity_id, 0)
+        return self.graph.forgotten.drops.get(self.entity_id, 0)
 
     def _check(self, expect: Expect) -> None:
-        last = self.graph.dropped_at.get(self.entity_id)
+        last = self.graph.forgotten.dropped_at.get(self.entity_id)
         began = expect.began
         later = (
             began is not None and last is not None and last > began.isoformat("T", "microseconds")
