@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import logging
 import math
+import random
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -433,6 +435,8 @@ def store_additions(
             if conflict.forgotten or attempt == PLAN_ATTEMPTS:
                 raise
             log.debug("entity %s changed while planning; planning again", entity_id)
+            # Writers that keep meeting each other step apart a little more each time.
+            time.sleep(random.random() * 0.005 * attempt)
             store.refresh(entity_id, wait=True)
             ids = {i.id for i in batch}
             batch = [p.model_copy() for p in pristine if p.id in ids]
