@@ -11,6 +11,7 @@ import logging
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from datetime import datetime
 from typing import Any, Protocol
 
 from memtrellis._engine.args import memory_type_arg
@@ -201,6 +202,7 @@ class Writer:
         results: Sequence[tuple[ExtractionResult, str | None]],
         embeddings: Sequence[Sequence[float]],
         since: Expect | None = None,
+        captured: Mapping[str, datetime] | None = None,
     ) -> list[MemoryItem]:
         """Plan and commit the memories of several extraction results in one store commit.
 
@@ -209,7 +211,9 @@ class Writer:
         one mode (it goes into the history events) and of one entity (one commit in its
         shard). A captured turn that ``forget(entity_id=...)`` purged meanwhile is left out,
         and so is everything when the entity was forgotten after ``since`` (`Store.began`
-        when the write began; by default when this commit began).
+        when the write began; by default when this commit began). ``captured``: when each
+        captured turn was captured, by capture id; a turn captured before a forget of its
+        entity began (in any process) is left out.
         """
         tenants = {item.scope.entity_id for result, _ in results for item in result.items}
         if len(tenants) != 1:
@@ -218,22 +222,35 @@ class Writer:
             raise InvalidInputError("commit_results takes the results of one entity")
         [tenant] = tenants
         with self.store.writing(tenant):
+            self.store.refresh(tenant, wait=True)  # the plan compares with the current index
+            forgotten_at = self.store.dropped_at(tenant)
             items: list[MemoryItem] = []
             vectors: list[Sequence[float]] = []
             edges: list[tuple[str, str, EdgeKind]] = []
+            began: list[datetime] = []
             position = 0
             for result, capture_id in results:
                 count = len(result.items)
+                at = (captured or {}).get(capture_id or "")
                 # forget(entity_id=...) purged this turn while it was being extracted;
-                # forget holds the same entity's lock, so the check cannot miss it.
-                if capture_id is None or self.spool is None or not self.spool.cancelled(capture_id):
+                # forget holds the same entity's lock, so the check cannot miss it. A
+                # forget in another process is known by when it began.
+                spool = self.spool
+                purged = (
+                    capture_id is not None and spool is not None and spool.cancelled(capture_id)
+                )
+                before = at is not None and forgotten_at is not None and at < forgotten_at
+                if not purged and not before:
+                    if at is not None:
+                        began.append(at)
                     items.extend(result.items)
                     vectors.extend(embeddings[position : position + count])
                     edges.extend(conversation_edges(result.items))
                 position += count
             if not items:
                 return []
-            self.store.refresh(tenant, wait=True)  # the plan compares with the current index
+            if since is None and began:
+                since = replace(self.store.began(tenant), began=min(began))
             try:
                 outcomes = store_additions(
                     self.store,

@@ -333,6 +333,11 @@ class Store:
         shard.refresh()
         return Expect(epoch=shard.epoch, began=began)
 
+    def dropped_at(self, entity_id: str) -> datetime | None:
+        """When the last forget of everything of ``entity_id`` began, if one did."""
+        at = self.shard(entity_id).graph.forgotten.dropped_at.get(entity_id)
+        return datetime.fromisoformat(at) if at is not None else None
+
     def version(self, entity_id: str) -> int:
         """A number that grows with every change of the entity's shard (see `Expect`)."""
         return self.shard(entity_id).version
