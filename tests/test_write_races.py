@@ -222,32 +222,53 @@ with Memory(path, entity_id="ana", embedder=Held()) as memory:
 """
 
 
+class HeldChild:
+    """Another process running ``script`` with ``args``, held where the script waits for
+    the ``release`` file (it touches ``entered`` when it gets there)."""
+
+    def __init__(self, tmp_path: Path, script: str, *args: str) -> None:
+        self.entered, self.release = tmp_path / "entered", tmp_path / "release"
+        self.child = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                textwrap.dedent(script),
+                *args,
+                str(self.entered),
+                str(self.release),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    def wait_until_held(self) -> None:
+        deadline = time.monotonic() + WAIT
+        while not self.entered.exists():
+            assert self.child.poll() is None, self.child.communicate()
+            assert time.monotonic() < deadline, "the other process never got to its gate"
+            time.sleep(0.01)
+
+    def finish(self) -> str:
+        """Let it go; what it printed."""
+        self.release.touch()
+        out, err = self.child.communicate(timeout=WAIT)
+        assert self.child.returncode == 0, err
+        return out
+
+
 @pytest.mark.parametrize("whole_entity", [False, True])
 def test_an_update_in_another_process_does_not_undo_a_forget(
     tmp_path: Path, whole_entity: bool
 ) -> None:
     path = tmp_path / "s"
-    entered, release = tmp_path / "entered", tmp_path / "release"
-    gates = [str(entered), str(release)]
     with Memory(path, entity_id="ana", embedder=HashingEmbedder()) as memory:
         [item] = memory.add("Ana drinks green tea every morning.")
-        child = subprocess.Popen(
-            [sys.executable, "-c", textwrap.dedent(HELD_UPDATE), str(path), item.id, *gates],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        deadline = time.monotonic() + WAIT
-        while not entered.exists():
-            assert child.poll() is None, child.communicate()
-            assert time.monotonic() < deadline, "the other process never began its update"
-            time.sleep(0.01)
+        child = HeldChild(tmp_path, HELD_UPDATE, str(path), item.id)
+        child.wait_until_held()
         forgotten = memory.forget(entity_id="ana") if whole_entity else memory.forget(item.id)
         assert forgotten == 1
-        release.touch()
-        out, err = child.communicate(timeout=WAIT)
-        assert child.returncode == 0, err
-        assert out.strip() == "not found"
+        assert child.finish().strip() == "not found"
         assert stored_ids(memory, "ana") == set()
     with Memory(path, entity_id="ana", embedder=HashingEmbedder()) as memory:
         assert stored_ids(memory, "ana") == set()
@@ -280,28 +301,14 @@ with Memory(path, entity_id="ana", embedder=HashingEmbedder(), llm=llm) as memor
 
 def test_a_text_two_processes_store_at_once_is_stored_once(tmp_path: Path) -> None:
     path = tmp_path / "s"
-    entered, release = tmp_path / "entered", tmp_path / "release"
-    gates = [str(entered), str(release)]
     text = "Ana's daughter Mia starts school in Porto in September."
     with Memory(path, entity_id="ana", embedder=HashingEmbedder()) as memory:
         memory.add("Ana plays chess on Sundays.", memory_type="fact")  # a candidate to judge
-        child = subprocess.Popen(
-            [sys.executable, "-c", textwrap.dedent(HELD_PLAN), str(path), text, *gates],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        deadline = time.monotonic() + WAIT
-        while not entered.exists():
-            assert child.poll() is None, child.communicate()
-            assert time.monotonic() < deadline, "the other process never planned its add"
-            time.sleep(0.01)
+        child = HeldChild(tmp_path, HELD_PLAN, str(path), text)
+        child.wait_until_held()
         [mine] = memory.add(text, memory_type="fact")
-        release.touch()
-        out, err = child.communicate(timeout=WAIT)
-        assert child.returncode == 0, err
         # The other process planned again, found this one's copy and merged into it.
-        assert json.loads(out) == [mine.id]
+        assert json.loads(child.finish()) == [mine.id]
     with Memory(path, entity_id="ana", embedder=HashingEmbedder()) as memory:
         same = [item for item in memory.list() if item.text == text]
         assert [item.id for item in same] == [mine.id]
