@@ -257,3 +257,14 @@ def test_unreadable_bodies_get_typed_errors_not_500(
     metrics = client.get("/metrics", headers=auth(keys["monitor"])).text
     statuses_counted = {status for _, _, status in counted(metrics)}
     assert statuses_counted == {"200", "201", "404", "413", "422"}  # never a 500
+
+
+def test_the_service_page_configures_uvicorn_with_the_counting_protocol() -> None:
+    """docs/service.md's example runs as written and gives the protocol the metrics need."""
+    page = (Path(__file__).resolve().parents[1] / "docs" / "service.md").read_text("utf-8")
+    namespace: dict[str, Any] = {"__name__": "__doc_example__"}
+    for block in re.findall(r"```python\n(.*?)```", page, re.DOTALL):
+        exec(compile(block, "service.md", "exec"), namespace)
+    protocol = namespace["config"].http
+    assert protocol.__name__.startswith("Counting")
+    assert protocol.metrics is namespace["app"].state.metrics
