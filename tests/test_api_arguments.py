@@ -134,9 +134,17 @@ CALLS: dict[str, Call] = {
     "unregister": lambda m, v, d, i: m.unregister(v),
     "on_close": lambda m, v, d, i: m.on_close(v),
     "count_adapter": lambda m, v, d, i: m.count_adapter(v, source=v),
+    # the async twins check the same way
+    "aget": lambda m, v, d, i: asyncio.run(m.aget(v)),
+    "aforget(entity_id=)": lambda m, v, d, i: asyncio.run(m.aforget(entity_id=v)),
+    "aupdate(tags=)": lambda m, v, d, i: asyncio.run(m.aupdate(i, tags=v)),
+    "aadd(metadata=)": lambda m, v, d, i: asyncio.run(m.aadd("tea is nice", metadata=v)),
+    "acapture(data)": lambda m, v, d, i: asyncio.run(m.acapture(v)),
+    "aflush(timeout)": lambda m, v, d, i: asyncio.run(m.aflush(v)),
+    "aexport(path)": lambda m, v, d, i: asyncio.run(m.aexport(v)),
 }
 #: Calls that name a file: the OS's own OSError (a name too long) is their documented error.
-FILE_CALLS = {"export(path)", "import_(path)", "export_graph(path)"}
+FILE_CALLS = {"export(path)", "aexport(path)", "import_(path)", "export_graph(path)"}
 
 
 @pytest.fixture

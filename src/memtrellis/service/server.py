@@ -168,8 +168,8 @@ def server_config(
     **options: Any,
 ) -> uvicorn.Config:
     """The uvicorn configuration that serves ``app`` (made by
-    [`create_app`][memtrellis.service.app.create_app]) with `counting_protocol`;
-    ``options`` go to ``uvicorn.Config`` as they are.
+    ``memtrellis.service.app.create_app``) with `counting_protocol`; ``options`` go to
+    ``uvicorn.Config`` as they are.
 
     Examples:
         >>> from memtrellis.service.app import create_app
