@@ -57,6 +57,7 @@ WRONG: list[Any] = [
     datetime(2020, 1, 1),
     -(10**30),
     10**30,
+    10**5000,  # more digits than repr() prints
 ]
 Call = Callable[[Memory, Any, Path, str], Any]
 
@@ -158,6 +159,13 @@ def _state(memory: Memory) -> dict[str, dict[str, Any]]:
     return {i.id: i.model_dump(exclude={"recall_count", "last_recalled_at"}) for i in items}
 
 
+def _named(value: Any) -> str:
+    try:
+        return repr(value)[:40]
+    except ValueError:  # 10**5000
+        return "a huge int"
+
+
 def _try(memory: Memory, name: str, value: Any, folder: Path, item_id: str) -> str | None:
     """What went wrong (None: a result or a typed error)."""
     try:
@@ -165,9 +173,9 @@ def _try(memory: Memory, name: str, value: Any, folder: Path, item_id: str) -> s
     except MemtrellisError:
         return None
     except OSError:
-        return None if name in FILE_CALLS else f"{name}({value!r:.40}): OSError"
+        return None if name in FILE_CALLS else f"{name}({_named(value)}): OSError"
     except Exception as exc:  # reported: every untyped error is a failure
-        return f"{name}({value!r:.40}): {type(exc).__name__}: {exc!s:.80}"
+        return f"{name}({_named(value)}): {type(exc).__name__}: {exc!s:.80}"
     return None
 
 

@@ -113,7 +113,8 @@ def export_graph(
     entity_id = renamed_argument("export_graph", deprecated, "tenant", "entity_id", entity_id)
     if format not in get_args(ExportFormat):
         choices = ", ".join(get_args(ExportFormat))
-        raise InvalidInputError(f"unknown graph export format {format!r}; use one of {choices}")
+        named = repr(format[:40]) if isinstance(format, str) else type(format).__name__
+        raise InvalidInputError(f"unknown graph export format {named}; use one of {choices}")
     if max_memories is not None and (
         isinstance(max_memories, bool) or not isinstance(max_memories, int) or max_memories < 0
     ):

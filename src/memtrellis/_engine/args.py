@@ -63,7 +63,10 @@ def make_scope(entity_id: Any, process_id: Any, session_id: Any) -> Scope:
 
 def _shown(value: Any) -> str:
     """``value`` for an error message: its repr, cut short."""
-    text = repr(value) if isinstance(value, (str, int, float)) else type(value).__name__
+    try:
+        text = repr(value) if isinstance(value, (str, int, float)) else type(value).__name__
+    except ValueError:  # an int of more digits than Python will print
+        text = type(value).__name__
     return text if len(text) <= 60 else text[:57] + "..."
 
 
