@@ -8,12 +8,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import uvicorn
 
 from memtrellis import Memory
 from memtrellis.service.app import create_app
 from memtrellis.service.auth import KeyRing
+from memtrellis.service.server import server_config
 
 
 def free_port() -> int:
@@ -42,15 +44,21 @@ def auth(key: str) -> dict[str, str]:
 
 @contextmanager
 def running_service(
-    memory: Memory, keys_path: Path | None, *, max_body_bytes: int = 1 << 20
+    memory: Memory,
+    keys_path: Path | None,
+    *,
+    max_body_bytes: int = 1 << 20,
+    http: Literal["auto", "h11", "httptools"] = "auto",
 ) -> Iterator[Running]:
-    """Start uvicorn on a free loopback port in a thread; stop it (and close memory) after."""
+    """Start uvicorn on a free loopback port in a thread, configured as ``memtrellis serve``
+    does (`server_config`); stop it (and close memory) after."""
     keys = KeyRing(keys_path) if keys_path is not None else None
     app = create_app(memory, keys=keys, max_body_bytes=max_body_bytes)
     port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    config = server_config(
+        app, host="127.0.0.1", port=port, http=http, log_level="warning", lifespan="on"
     )
+    server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     for _ in range(600):  # up to 30 s for the server to bind

@@ -18,7 +18,9 @@ __all__ = ["bar", "progress_arg", "shown"]
 def progress_arg(progress: Any) -> bool | None:
     """``progress=`` checked: ``None``, ``True`` or ``False``."""
     if progress is not None and not isinstance(progress, bool):
-        raise InvalidInputError(f"progress must be True, False or None, not {progress!r}")
+        raise InvalidInputError(
+            f"progress must be True, False or None, not {type(progress).__name__}"
+        )
     return progress
 
 

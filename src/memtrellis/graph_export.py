@@ -40,7 +40,7 @@ from memtrellis._graph_html import render_html
 from memtrellis._graph_png import png_bytes
 from memtrellis._graph_view import Selection, flat_graph, select
 from memtrellis.errors import InvalidInputError
-from memtrellis.store._files import atomic_write_bytes
+from memtrellis.store._files import atomic_write_bytes, given_path
 from memtrellis.store.graph import MemoryGraph
 from memtrellis.store.store import Store
 
@@ -98,7 +98,8 @@ def export_graph(
         The path written.
 
     Raises:
-        InvalidInputError: Unknown format or a negative ``max_memories``.
+        InvalidInputError: Unknown format, a ``max_memories`` that is not a non-negative
+            integer, or a path that is not a usable file name (empty, NUL, not text).
         MissingDependencyError: PNG asked for without matplotlib installed.
         OSError: The file cannot be written.
 
@@ -112,10 +113,13 @@ def export_graph(
     entity_id = renamed_argument("export_graph", deprecated, "tenant", "entity_id", entity_id)
     if format not in get_args(ExportFormat):
         choices = ", ".join(get_args(ExportFormat))
-        raise InvalidInputError(f"unknown graph export format {format!r}; use one of {choices}")
-    if max_memories is not None and max_memories < 0:
-        raise InvalidInputError("max_memories must not be negative")
-    target = Path(path)
+        named = repr(format[:40]) if isinstance(format, str) else type(format).__name__
+        raise InvalidInputError(f"unknown graph export format {named}; use one of {choices}")
+    if max_memories is not None and (
+        isinstance(max_memories, bool) or not isinstance(max_memories, int) or max_memories < 0
+    ):
+        raise InvalidInputError("max_memories must be a non-negative integer or None")
+    target = given_path(path, "the graph file")
     if format == "png":
         return render_png(graph, target, entity_id=entity_id, max_memories=max_memories)
     default = HTML_MAX_MEMORIES if format == "html" else None

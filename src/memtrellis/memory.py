@@ -86,7 +86,7 @@ class Memory(Closing):
     ) -> None:
         self.default_scope = _args.make_scope(entity_id, process_id, session_id)
         self.path = _args.store_path(path)
-        self._drain_timeout = drain_timeout
+        self._drain_timeout = _args.timeout_arg(drain_timeout)
         self._engine = engine = open_engine(
             self,
             self.path,
@@ -235,7 +235,7 @@ class Memory(Closing):
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until every captured turn is stored; False when ``timeout`` ran out."""
-        return self._capturer.service.flush(timeout)
+        return self._capturer.service.flush(_args.timeout_arg(timeout))
 
     def refine(self, *, entity_id: str | None = None, limit: int | None = None) -> RefineReport:
         """Re-extract fast-mode memories with the LLM; those a new memory cites it supersedes."""

@@ -38,7 +38,6 @@ import json
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import IO, NamedTuple, Union
 
 import numpy as np
@@ -48,6 +47,7 @@ from memtrellis._progress import bar, progress_arg
 from memtrellis.embeddings.base import Embedder
 from memtrellis.errors import InvalidInputError
 from memtrellis.store import Store
+from memtrellis.store._files import given_path
 from memtrellis.store.graph import RESERVED_ID_PREFIXES, MemoryGraph
 from memtrellis.store.shard import Shard
 from memtrellis.store.store import Change
@@ -442,7 +442,8 @@ PathOrFile = Union[str, "os.PathLike[str]", IO[str]]
 def opened(target: PathOrFile, mode: str) -> Iterator[IO[str]]:
     """A text stream for ``target``: a path opened (UTF-8) and closed, or the stream given."""
     if isinstance(target, (str, os.PathLike)):
-        with Path(target).open(mode, encoding="utf-8", newline="" if mode == "r" else None) as f:
+        path = given_path(target, "the export file" if mode == "w" else "the import file")
+        with path.open(mode, encoding="utf-8", newline="" if mode == "r" else None) as f:
             yield f
         return
     if not hasattr(target, "write" if mode == "w" else "read"):

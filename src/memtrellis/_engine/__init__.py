@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from memtrellis._engine.args import timeout_arg
 from memtrellis._engine.capturer import Capturer
 from memtrellis._engine.parts import Parts
 from memtrellis._engine.reader import Reader
@@ -85,6 +86,8 @@ class Engine:
 
     def on_close(self, callback: Callable[[], object]) -> Callable[[], None]:
         """Keep ``callback`` for `run_close_hooks`; returns a function that drops it."""
+        if not callable(callback):
+            raise InvalidInputError(f"on_close takes a function, not {type(callback).__name__}")
         ticket = next(self._tickets)
         self._closers[ticket] = callback
         return lambda: self._closers.pop(ticket, None) and None
@@ -154,6 +157,10 @@ def open_engine(
     for name, url in (("chroma_url", chroma_url), ("postgres_url", postgres_url)):
         if url is not None and not isinstance(url, str):
             raise InvalidInputError(f"{name} must be a str, not {type(url).__name__}")
+    if extraction is not None and not isinstance(extraction, ExtractionConfig):
+        raise InvalidInputError("extraction must be an ExtractionConfig")
+    if "lock_timeout" in store_options and timeout_arg(store_options["lock_timeout"]) is None:
+        raise InvalidInputError("lock_timeout must be a finite number of seconds")
     extractor = Extractor(llm, extraction)
     capture_config = resolve_capture_config(capture, extractor.config)
     if lifecycle is not None and not isinstance(lifecycle, LifecycleConfig):

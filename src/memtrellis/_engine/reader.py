@@ -9,7 +9,7 @@ from collections.abc import Iterator, Mapping
 from datetime import datetime
 from typing import Any
 
-from memtrellis._engine.args import make_scope
+from memtrellis._engine.args import make_scope, recall_flags
 from memtrellis._engine.parts import Parts
 from memtrellis._engine.scopes import DEFAULT_ENTITY
 from memtrellis.errors import InvalidInputError, MemoryNotFoundError
@@ -98,7 +98,9 @@ class Reader:
         offset: int,
     ) -> list[MemoryItem]:
         """A page of one entity's memories that pass ``filters`` (checked), in stored order."""
-        session = session_id or filters.get("session_id")
+        if session_id is not None:  # a filter here, but it must be a valid scope id
+            make_scope(scope.entity_id, None, session_id)
+        session = session_id if session_id is not None else filters.get("session_id")
         types = filters.get("memory_type")
         wanted_types = {MemoryType(t) for t in ([types] if isinstance(types, str) else types or [])}
         wanted_tags = set(filters.get("tags") or [])
@@ -139,7 +141,7 @@ class Reader:
         ``include_superseded``, ``include_expired`` and ``graph_context``.
         """
         entity_id, process_id, session_id = scope_args
-        include_superseded, include_expired, graph_context = flags
+        include_superseded, include_expired, graph_context = recall_flags(*flags)
         started = time.perf_counter()
         scope = self.parts.scopes.current(entity_id, process_id, None)
         if session_id is not None:  # a filter here, but it must be a valid scope id

@@ -10,6 +10,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from memtrellis._engine.args import make_scope
+from memtrellis.errors import InvalidInputError
 from memtrellis.types import Scope
 
 __all__ = ["DEFAULT_ENTITY", "Scopes"]
@@ -41,6 +42,10 @@ class Scopes:
         defaults: Mapping[str, Any] | None = None,
     ) -> Scope:
         """A call's own argument, else the active block, else ``defaults``, else the memory's."""
+        if defaults is not None and not isinstance(defaults, Mapping):
+            raise InvalidInputError(
+                f"defaults must be a mapping of scope ids, not {type(defaults).__name__}"
+            )
         base = {**self.default.model_dump(), **(defaults or {}), **self.overrides()}
         return make_scope(
             entity_id if entity_id is not None else base["entity_id"],

@@ -99,6 +99,7 @@ def serve(
     import uvicorn
 
     from memtrellis.service.app import create_app
+    from memtrellis.service.server import server_config
 
     keys = None if no_auth else _key_ring(state, keys_file)
     if keys is not None and not keys.list():
@@ -110,7 +111,7 @@ def serve(
     # An async server: Chroma's embedded writes must not hold the event loop's GIL.
     memory = state.open(vector_process=True)
     app = create_app(memory, keys=keys, default_entity=state.entity, max_body_bytes=max_body_bytes)
-    config = uvicorn.Config(
+    config = server_config(  # uvicorn's own 400s are counted in /metrics too
         app,
         host=host,
         port=port,

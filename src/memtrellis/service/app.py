@@ -49,7 +49,11 @@ from memtrellis.service.errors import (
     ServiceError,
 )
 from memtrellis.service.metrics import CONTENT_TYPE, ServiceMetrics
-from memtrellis.service.middleware import BodyLimitMiddleware, MetricsMiddleware
+from memtrellis.service.middleware import (
+    BodyLimitMiddleware,
+    MetricsMiddleware,
+    SingleHeaderMiddleware,
+)
 from memtrellis.service.schemas import (
     AddRequest,
     AddResponse,
@@ -440,7 +444,18 @@ def _error(status: int, error: str, message: str, details: list[Any] | None = No
     return JSONResponse(payload.model_dump(mode="json"), status_code=status, headers=headers)
 
 
-_STATUS_NAMES = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large"}
+_STATUS_NAMES = {
+    400: "bad_request",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "payload_too_large",
+}
+_UNREADABLE_JSON = (
+    "the body is not JSON the service can read: it must be UTF-8 JSON, less deeply "
+    "nested, with numbers of at most 4300 digits"
+)
+_NOT_AN_OBJECT = "the body must be a JSON object, sent with Content-Type: application/json"
+_NO_OBJECT = {(("body",), "model_attributes_type"), (("body",), "missing")}
 
 
 def _install_error_handlers(app: FastAPI) -> None:
@@ -459,6 +474,9 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     async def validation(_: Request, exc: Exception) -> Response:
         assert isinstance(exc, RequestValidationError)
+        message = "the request does not match the schema"
+        if any((tuple(e.get("loc", ())), e.get("type")) in _NO_OBJECT for e in exc.errors()):
+            message = _NOT_AN_OBJECT  # e.g. text/plain, a form, a JSON list, nothing
         details = [
             {
                 "loc": [p if isinstance(p, int) else str(p) for p in e.get("loc", ())],
@@ -467,10 +485,15 @@ def _install_error_handlers(app: FastAPI) -> None:
             }
             for e in exc.errors()
         ]
-        return _error(422, "validation_error", "the request does not match the schema", details)
+        return _error(422, "validation_error", message, details)
 
     async def http_error(_: Request, exc: Exception) -> Response:
         assert isinstance(exc, StarletteHTTPException)
+        if exc.status_code == 400 and isinstance(exc.__cause__, (ValueError, RecursionError)):
+            # FastAPI's "error parsing the body": invalid UTF-8, nesting too deep for the
+            # JSON parser, an integer too long to read. Malformed JSON, like a syntax error.
+            detail = {"loc": ["body"], "msg": str(exc.__cause__)[:200], "type": "json_invalid"}
+            return _error(422, "validation_error", _UNREADABLE_JSON, [detail])
         error = _STATUS_NAMES.get(exc.status_code, "http_error")
         return _error(exc.status_code, error, str(exc.detail))
 
@@ -549,6 +572,8 @@ def create_app(
     # FastAPI caches the document on the app: tidy it once, on first use.
     setattr(app, "openapi", lambda: app.openapi_schema or tidy(generate()))  # noqa: B010
     _install_error_handlers(app)
+    app.state.metrics = metrics  # for the server's protocol (memtrellis.service.server)
     app.add_middleware(BodyLimitMiddleware, max_bytes=max_body_bytes)
-    app.add_middleware(MetricsMiddleware, metrics=metrics)
+    app.add_middleware(SingleHeaderMiddleware)
+    app.add_middleware(MetricsMiddleware, metrics=metrics, router=router)  # outermost
     return app

@@ -8,8 +8,10 @@ Examples:
     >>> from memtrellis.types import Health
     >>> metrics = ServiceMetrics(health=None)
     >>> metrics.observe("GET", "/health", 200, 0.002)
-    >>> 'route="/health"' in metrics.render().decode()
-    True
+    >>> metrics.observe_disconnect("POST", "/v1/memories")
+    >>> text = metrics.render().decode()
+    >>> 'route="/health"' in text, "memtrellis_http_client_disconnects_total" in text
+    (True, True)
 """
 
 from __future__ import annotations
@@ -104,6 +106,13 @@ class ServiceMetrics:
             ["method", "route", "status"],
             registry=self.registry,
         )
+        self.disconnects = Counter(
+            "memtrellis_http_client_disconnects",
+            "HTTP requests whose client received no answer (it went away first, or the "
+            "server closed the connection), by method and route template.",
+            ["method", "route"],
+            registry=self.registry,
+        )
         self.latency = Histogram(
             "memtrellis_http_request_duration_seconds",
             "HTTP request latency by method and route template.",
@@ -118,6 +127,10 @@ class ServiceMetrics:
         """Count one request and its latency."""
         self.requests.labels(method, route, str(status)).inc()
         self.latency.labels(method, route).observe(seconds)
+
+    def observe_disconnect(self, method: str, route: str) -> None:
+        """Count one request whose client received no answer (no status, no latency)."""
+        self.disconnects.labels(method, route).inc()
 
     def render(self) -> bytes:
         """Everything in the Prometheus text format (calls ``health`` when set)."""

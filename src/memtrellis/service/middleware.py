@@ -1,6 +1,7 @@
-"""ASGI middleware of the service: a request-body limit and request metrics.
+"""ASGI middleware of the service: request metrics, one value per security header, and
+a request-body limit.
 
-Both are plain ASGI (no per-request task or buffering beyond the body limit itself), so
+All are plain ASGI (no per-request task or buffering beyond the body limit itself), so
 they cost little on the recall path.
 """
 
@@ -10,11 +11,34 @@ import json
 import time
 from typing import Any
 
+from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memtrellis.service.metrics import ServiceMetrics
 
-__all__ = ["BodyLimitMiddleware", "MetricsMiddleware", "send_error"]
+__all__ = [
+    "OUTCOME_KEY",
+    "SINGLE_HEADERS",
+    "BodyLimitMiddleware",
+    "MetricsMiddleware",
+    "Outcome",
+    "SingleHeaderMiddleware",
+    "send_error",
+]
+
+#: Where a request's [`Outcome`][memtrellis.service.middleware.Outcome] lives in its ASGI
+#: scope, so the HTTP server (see `memtrellis.service.server`) can say what the client got.
+OUTCOME_KEY = "memtrellis.outcome"
+
+#: Headers a request may carry once: two ``Authorization`` headers must not let the
+#: server pick one, and two framing or media-type headers make the body ambiguous.
+SINGLE_HEADERS = (
+    b"authorization",
+    b"host",
+    b"content-length",
+    b"content-type",
+    b"transfer-encoding",
+)
 
 
 async def send_error(send: Send, status: int, error: str, message: str) -> None:
@@ -90,30 +114,115 @@ class BodyLimitMiddleware:
         )
 
 
-class MetricsMiddleware:
-    """Counts every request by method, route template and status, and times it."""
+class SingleHeaderMiddleware:
+    """Refuses with 400 a request that repeats one of `SINGLE_HEADERS`, or that sends
+    both ``Content-Length`` and ``Transfer-Encoding``.
 
-    def __init__(self, app: ASGIApp, metrics: ServiceMetrics) -> None:
+    Without it the first ``Authorization`` header would win and the second be ignored, so
+    what a proxy checked and what the service acts on could differ.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            names = [name.lower() for name, _ in scope["headers"]]
+            for header in SINGLE_HEADERS:
+                times = names.count(header)
+                if times > 1:
+                    title = header.decode().title()
+                    message = f"the {title} header is sent {times} times: send it once"
+                    await send_error(send, 400, "bad_request", message)
+                    return
+            if b"content-length" in names and b"transfer-encoding" in names:
+                # Which one frames the body is where request smuggling starts.
+                message = "send Content-Length or Transfer-Encoding, not both"
+                await send_error(send, 400, "bad_request", message)
+                return
+        await self.app(scope, receive, send)
+
+
+class Outcome:
+    """What the client of one request received, as far as the service can tell.
+
+    Attributes:
+        status: The status the application answered with (``None``: no answer yet).
+        gone: The client went away (or the server closed the connection) before the
+            answer was complete, so it received no answer.
+        server_status: The status the HTTP server itself answered with instead (400 for
+            a body that does not match its framing), which is what the client received.
+        observed: The request has been counted; later marks change nothing.
+
+    Examples:
+        >>> outcome = Outcome()
+        >>> outcome.status, outcome.gone, outcome.server_status
+        (None, False, None)
+    """
+
+    __slots__ = ("gone", "observed", "server_status", "status")
+
+    def __init__(self) -> None:
+        self.status: int | None = None
+        self.gone = False
+        self.server_status: int | None = None
+        self.observed = False
+
+
+class MetricsMiddleware:
+    """Counts every request by method, route template and the status its client received,
+    and times it.
+
+    A request whose client received no answer (it went away first, or the server closed
+    the connection on a malformed request) is counted in ``client_disconnects``, not as
+    a status; one the HTTP server answered itself (a body longer or shorter than its
+    framing says) is counted with the server's status.
+    """
+
+    def __init__(self, app: ASGIApp, metrics: ServiceMetrics, router: Any = None) -> None:
         self.app = app
         self.metrics = metrics
+        self.router = router
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         started = time.perf_counter()
-        status = 500
+        outcome = scope.setdefault(OUTCOME_KEY, Outcome())
+
+        async def watch_receive() -> Message:
+            message = await receive()
+            if message["type"] == "http.disconnect" and outcome.status is None:
+                outcome.gone = True
+            return message
 
         async def record_status(message: Message) -> None:
-            nonlocal status
             if message["type"] == "http.response.start":
-                status = int(message["status"])
+                outcome.status = int(message["status"])
             await send(message)
 
         try:
-            await self.app(scope, receive, record_status)
+            await self.app(scope, watch_receive, record_status)
         finally:
-            route: Any = scope.get("route")
-            # Route templates, not raw paths: one series per endpoint, whatever the ids.
-            template = getattr(route, "path", None) or "unmatched"
-            self.metrics.observe(scope["method"], template, status, time.perf_counter() - started)
+            outcome.observed = True
+            seconds = time.perf_counter() - started
+            method, template = scope["method"], self._template(scope)
+            if outcome.server_status is not None:
+                self.metrics.observe(method, template, outcome.server_status, seconds)
+            elif outcome.gone:
+                self.metrics.observe_disconnect(method, template)
+            else:  # no answer and no disconnect: the server answers 500
+                self.metrics.observe(method, template, outcome.status or 500, seconds)
+
+    def _template(self, scope: Scope) -> str:
+        """The route template (one series per endpoint, whatever the ids), also for a
+        request refused before routing."""
+        route: Any = scope.get("route")
+        if route is None and self.router is not None:
+            for candidate in self.router.routes:
+                match, _ = candidate.matches(scope)
+                if match is not Match.NONE:
+                    route = candidate
+                    break
+        return getattr(route, "path", None) or "unmatched"

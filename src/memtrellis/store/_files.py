@@ -11,11 +11,34 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from memtrellis.errors import StoreLockedError
+from memtrellis.errors import InvalidInputError, StoreLockedError
 
-__all__ = ["atomic_write_bytes", "atomic_write_chunks", "flushed_at_exit", "fsync_dir"]
+__all__ = [
+    "atomic_write_bytes",
+    "atomic_write_chunks",
+    "flushed_at_exit",
+    "fsync_dir",
+    "given_path",
+]
 
 _DEFERRED: contextvars.ContextVar[bool] = contextvars.ContextVar("deferred", default=False)
+
+
+def given_path(value: object, what: str) -> Path:
+    """The file path a caller gave for ``what``, or `InvalidInputError`: text or
+    ``os.PathLike`` text, not empty, without NUL or lone surrogates (which the OS refuses
+    with a ``ValueError`` or ``UnicodeEncodeError`` of its own). ``OSError`` from opening
+    it is still the OS's."""
+    text = os.fspath(value) if isinstance(value, (str, os.PathLike)) else None
+    if not isinstance(text, str):
+        raise InvalidInputError(
+            f"{what} must be a str or os.PathLike path, not {type(value).__name__}"
+        )
+    if not text.strip():
+        raise InvalidInputError(f"{what} must not be an empty path")
+    if "\x00" in text or any(0xD800 <= ord(ch) <= 0xDFFF for ch in text):
+        raise InvalidInputError(f"{what} must not contain NUL or lone surrogates")
+    return Path(text)
 
 
 @contextmanager
