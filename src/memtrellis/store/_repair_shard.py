@@ -15,6 +15,7 @@ from typing import Any
 
 from memtrellis.errors import InvalidInputError, StoreCorruptError
 from memtrellis.store._files import atomic_write_bytes
+from memtrellis.store._open_checks import WITH_RID
 from memtrellis.store.graph import MemoryGraph
 from memtrellis.store.vectors import VectorIndex
 from memtrellis.store.wal import replay_record
@@ -159,6 +160,8 @@ def _log_records(found: ShardFound, log: Path, tally: dict[str, int]) -> list[di
             record = json.loads(line)
             if not isinstance(record, dict) or not isinstance(record.get("op"), str):
                 raise ValueError("not a log record")
+            if record["op"] in WITH_RID and not isinstance(record.get("rid"), str):
+                raise ValueError("a change record without its record id")
         except ValueError:
             bad += 1
             continue

@@ -103,6 +103,28 @@ def _metadata(item: MemoryItem) -> dict[str, str | int | float | bool]:
     }
 
 
+#: What SQLite says of a damaged database file, as Chroma passes it on (SQLITE_CORRUPT is
+#: code 11, SQLITE_NOTADB code 26).
+_DAMAGED = ("(code: 11)", "(code: 26)", "disk image is malformed", "file is not a database")
+
+
+def _is_damage(exc: BaseException) -> bool:
+    """Whether a Chroma error reports a damaged ``chroma.sqlite3`` (not a busy one)."""
+    from chromadb.errors import ChromaError
+
+    return isinstance(exc, ChromaError) and any(sign in str(exc) for sign in _DAMAGED)
+
+
+def _forget_failed_client(directory: Path) -> None:
+    """Drop what a failed ``PersistentClient`` left in Chroma's per-path cache: the next
+    client for that path would reuse it, half started (``'RustBindingsAPI' object has
+    no attribute 'bindings'``), even after the directory was replaced."""
+    from chromadb.api.shared_system_client import SharedSystemClient
+
+    SharedSystemClient._identifier_to_system.pop(str(directory), None)
+    SharedSystemClient._identifier_to_refcount.pop(str(directory), None)
+
+
 def _stale_settings(collection: Any) -> dict[str, int]:
     """What of `HNSW_CONFIGURATION` a collection lacks (read from the handle: no round trip)."""
     try:
@@ -271,12 +293,14 @@ class VectorIndex:
         else:
             # Before Chroma opens the file, so that no write of this process's Chroma can
             # meet the index being built; and again after, for a store Chroma just created.
+            self._refuse_a_lost_database()
             self._index_the_log()
             try:
                 self._client = chromadb.PersistentClient(
                     path=str(self.directory), settings=chroma_settings()
                 )
             except Exception as exc:  # chromadb raises several kinds for a damaged file
+                _forget_failed_client(self.directory)
                 raise damaged(
                     self.directory,
                     f"cannot be opened ({type(exc).__name__}: {str(exc)[:200]})",
@@ -286,6 +310,25 @@ class VectorIndex:
             self._index_the_log()
         self._collections.clear()
         self.stale = False
+
+    def _refuse_a_lost_database(self) -> None:
+        """Chroma would start a new, empty ``chroma.sqlite3`` over a lost one (and so hide
+        every vector): refuse a directory whose database is missing or empty while it
+        holds Chroma's other files."""
+        database = self.directory / "chroma.sqlite3"
+        try:
+            size = database.stat().st_size
+        except FileNotFoundError:
+            size = None
+        if size or not self.directory.is_dir():
+            return
+        if any(p.name != database.name for p in self.directory.iterdir()):
+            raise damaged(
+                database,
+                "is missing" if size is None else "is empty",
+                self.directory.parent,
+                FROM_GRAPH,
+            )
 
     def _index_the_log(self) -> None:
         # Once made, the index stays: reopening the client (refresh) need not look again.
@@ -324,7 +367,17 @@ class VectorIndex:
         if self.stale:
             self.refresh()
         with self._gate.shared():
-            yield
+            try:
+                yield
+            except Exception as exc:
+                if self.mode != "embedded" or not _is_damage(exc):
+                    raise
+                raise damaged(
+                    self.directory,
+                    f"cannot be read ({type(exc).__name__}: {str(exc)[:200]})",
+                    self.directory.parent,
+                    FROM_GRAPH,
+                ) from exc
 
     def _collection(self, entity_id: str, *, create: bool) -> Any:
         # Call with the client in use (_client_in_use).
