@@ -85,13 +85,16 @@ class Index:
             return IndexSide(ok=False)
         try:
             copies, unreadable = self.vectors.item_copies(entity_id)
+            if copies:
+                # Reads a vector too: a collection whose vectors cannot be read (its HNSW
+                # files lost) is rebuilt, not trusted for its metadata alone.
+                sample = self.vectors.embeddings(entity_id, [next(iter(copies))])
+                if self.dimension is None:
+                    self.dimension = len(next(iter(sample.values()), [])) or None
         except Exception as exc:  # one damaged collection: rebuild that one
             report.damaged[f"chroma ({entity_id})"] = f"unreadable ({type(exc).__name__})"
             return IndexSide(ok=False)
         report.index_unreadable += unreadable
-        if copies and self.dimension is None:
-            sample = self.vectors.embeddings(entity_id, [next(iter(copies))])
-            self.dimension = len(next(iter(sample.values()), [])) or None
         return IndexSide(copies=copies, unreadable=unreadable)
 
     def close(self) -> None:

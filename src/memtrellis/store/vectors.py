@@ -103,9 +103,17 @@ def _metadata(item: MemoryItem) -> dict[str, str | int | float | bool]:
     }
 
 
-#: What SQLite says of a damaged database file, as Chroma passes it on (SQLITE_CORRUPT is
-#: code 11, SQLITE_NOTADB code 26).
-_DAMAGED = ("(code: 11)", "(code: 26)", "disk image is malformed", "file is not a database")
+#: What Chroma says of damaged files: SQLite's errors for ``chroma.sqlite3``
+#: (SQLITE_CORRUPT is code 11, SQLITE_NOTADB code 26) and its own for a collection's HNSW
+#: segment files that cannot be loaded.
+_DAMAGED = (
+    "(code: 11)",
+    "(code: 26)",
+    "disk image is malformed",
+    "file is not a database",
+    "Error loading hnsw index",
+    "Error constructing hnsw segment reader",
+)
 
 
 def _is_damage(exc: BaseException) -> bool:
