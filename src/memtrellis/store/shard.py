@@ -220,8 +220,9 @@ class Shard:
                 self.vectors.refresh()
             if self._pending:
                 self._roll_forward()
-            if opening and not self._pending:
-                rolled = len(self.settings.recovery.rolled_forward) - rolled
+            rolled = len(self.settings.recovery.rolled_forward) - rolled
+            if opening and not self._pending and rolled:
+                # What was checked before has changed since: check the index again.
                 done = (
                     f"Opening rolled {rolled} interrupted change(s) forward into the index"
                     f"{' and dropped a torn last log record' if torn else ''}, as every open "
