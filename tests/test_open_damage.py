@@ -369,3 +369,35 @@ def test_one_repair_run_in_a_new_process_repairs_a_corrupt_index_database(
     assert "Nothing was changed" not in proc.stdout + proc.stderr
     assert "moved aside: chroma -> chroma.corrupt-" in proc.stdout
     whole(store)
+
+
+def test_chromas_error_for_a_damaged_database_becomes_a_store_corrupt_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Whatever call meets the damaged page: Chroma's InternalError is never what a user sees.
+    from chromadb.api.models.Collection import Collection
+    from chromadb.errors import InternalError
+
+    store = tmp_path / "store"
+    with Memory(store, entity_id="ana", embedder=HashingEmbedder()) as memory:
+        memory.add("Ana lives in Porto")
+        vectors = store_of(memory).vectors
+
+        def malformed(self: Collection, *args: object, **kwargs: object) -> None:
+            raise InternalError(
+                "error returned from database: (code: 11) database disk image is malformed"
+            )
+
+        monkeypatch.setattr(Collection, "query", malformed)
+        with pytest.raises(StoreCorruptError) as caught:
+            memory.recall("Where does Ana live?")
+        assert caught.value.command == f"memtrellis repair {store} --from-graph"
+        assert caught.value.path == str(store / "chroma")
+        monkeypatch.setattr(Collection, "count", malformed)
+        with pytest.raises(StoreCorruptError):
+            vectors.count("ana")
+        busy = InternalError("error returned from database: (code: 5) database is locked")
+        monkeypatch.setattr(Collection, "count", lambda self: (_ for _ in ()).throw(busy))
+        with pytest.raises(InternalError):  # not damage: passed on as it is
+            vectors.count("ana")
+        monkeypatch.undo()
