@@ -18,6 +18,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from memtrellis._offline import chroma_settings, prepare_offline_env
+from memtrellis.store._chroma_damage import (
+    forget_failed_client,
+    is_damage,
+    refuse_a_lost_database,
+)
 from memtrellis.store._chroma_sql import ChromaSqlError, chroma_sql
 from memtrellis.store._corrupt import FROM_GRAPH, damaged
 from memtrellis.store._rwlock import SharedExclusiveLock
@@ -101,36 +106,6 @@ def _metadata(item: MemoryItem) -> dict[str, str | int | float | bool]:
         "created_at": item.created_at.timestamp(),
         "item": item.model_dump_json(),
     }
-
-
-#: What Chroma says of damaged files: SQLite's errors for ``chroma.sqlite3``
-#: (SQLITE_CORRUPT is code 11, SQLITE_NOTADB code 26) and its own for a collection's HNSW
-#: segment files that cannot be loaded.
-_DAMAGED = (
-    "(code: 11)",
-    "(code: 26)",
-    "disk image is malformed",
-    "file is not a database",
-    "Error loading hnsw index",
-    "Error constructing hnsw segment reader",
-)
-
-
-def _is_damage(exc: BaseException) -> bool:
-    """Whether a Chroma error reports a damaged ``chroma.sqlite3`` (not a busy one)."""
-    from chromadb.errors import ChromaError
-
-    return isinstance(exc, ChromaError) and any(sign in str(exc) for sign in _DAMAGED)
-
-
-def _forget_failed_client(directory: Path) -> None:
-    """Drop what a failed ``PersistentClient`` left in Chroma's per-path cache: the next
-    client for that path would reuse it, half started (``'RustBindingsAPI' object has
-    no attribute 'bindings'``), even after the directory was replaced."""
-    from chromadb.api.shared_system_client import SharedSystemClient
-
-    SharedSystemClient._identifier_to_system.pop(str(directory), None)
-    SharedSystemClient._identifier_to_refcount.pop(str(directory), None)
 
 
 def _stale_settings(collection: Any) -> dict[str, int]:
@@ -301,14 +276,14 @@ class VectorIndex:
         else:
             # Before Chroma opens the file, so that no write of this process's Chroma can
             # meet the index being built; and again after, for a store Chroma just created.
-            self._refuse_a_lost_database()
+            refuse_a_lost_database(self.directory)
             self._index_the_log()
             try:
                 self._client = chromadb.PersistentClient(
                     path=str(self.directory), settings=chroma_settings()
                 )
             except Exception as exc:  # chromadb raises several kinds for a damaged file
-                _forget_failed_client(self.directory)
+                forget_failed_client(self.directory)
                 raise damaged(
                     self.directory,
                     f"cannot be opened ({type(exc).__name__}: {str(exc)[:200]})",
@@ -318,25 +293,6 @@ class VectorIndex:
             self._index_the_log()
         self._collections.clear()
         self.stale = False
-
-    def _refuse_a_lost_database(self) -> None:
-        """Chroma would start a new, empty ``chroma.sqlite3`` over a lost one (and so hide
-        every vector): refuse a directory whose database is missing or empty while it
-        holds Chroma's other files."""
-        database = self.directory / "chroma.sqlite3"
-        try:
-            size = database.stat().st_size
-        except FileNotFoundError:
-            size = None
-        if size or not self.directory.is_dir():
-            return
-        if any(p.name != database.name for p in self.directory.iterdir()):
-            raise damaged(
-                database,
-                "is missing" if size is None else "is empty",
-                self.directory.parent,
-                FROM_GRAPH,
-            )
 
     def _index_the_log(self) -> None:
         # Once made, the index stays: reopening the client (refresh) need not look again.
@@ -378,7 +334,7 @@ class VectorIndex:
             try:
                 yield
             except Exception as exc:
-                if self.mode != "embedded" or not _is_damage(exc):
+                if self.mode != "embedded" or not is_damage(exc):
                     raise
                 raise damaged(
                     self.directory,
