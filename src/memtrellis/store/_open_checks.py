@@ -107,8 +107,9 @@ def check_catalog(
 
 def index_bounds(graph: MemoryGraph, pending: dict[str, dict[str, Any]]) -> tuple[int, int] | None:
     """How many vectors the entity's collection may hold while ``pending`` changes may or
-    may not have reached it: ``(least, most)``; ``None`` when a pending ``drop`` leaves it
-    open.
+    may not have reached it: ``(least, most)``; ``None`` when a pending ``drop`` (or any
+    change but ``put`` and ``del``) leaves it open: the count is then checked once the
+    changes are rolled forward.
 
     Examples:
         >>> index_bounds(MemoryGraph(), {})
@@ -119,8 +120,8 @@ def index_bounds(graph: MemoryGraph, pending: dict[str, dict[str, Any]]) -> tupl
     least = most = len(graph)
     for record in pending.values():
         op = record["op"]
-        if op == "drop":
-            return None
+        if op not in ("put", "del"):
+            return None  # a drop (or a change kind this check does not know): no bound
         if op == "put" and str(record["item"]["id"]) in graph:
             least -= 1  # new, or changed: it may not be in the index yet
         elif op == "del":
