@@ -9,7 +9,9 @@ worker is still a real process opening a real store that the test kills with SIG
 A worker opens ``Memory`` on the trial's store, prints ``ready``, then loops over random
 writes (``add`` in fast mode, ``store``, ``capture``, ``forget``) until it is killed.
 After each call RETURNS it appends one JSON acknowledgement line to the ack file and
-fsyncs it: an acknowledged call is one the caller was told had succeeded.
+fsyncs it: an acknowledged call is one the caller was told had succeeded. A trial of
+``"kind": "repair"`` runs ``repair_store`` on the store instead (``--from-graph`` or
+automatic), printing ``ready`` before and ``repaired`` after, and waits to be killed.
 """
 
 from __future__ import annotations
@@ -113,22 +115,57 @@ def work(trial: dict[str, Any]) -> None:
             _ack(ack, {"op": "forget", "entity": entity, "ids": [memory_id]})
 
 
+def repair(trial: dict[str, Any]) -> None:
+    """Repair the trial's store (``source`` auto or graph) until killed.
+
+    Vector writes are slowed a little so that kills land among them; a repair that ends
+    before the kill waits for it (the test only kills).
+    """
+    from memtrellis import repair_store
+    from memtrellis.store.vectors import VectorIndex
+
+    upsert, delete = VectorIndex.upsert, VectorIndex.drop_entity
+
+    def slow_upsert(self: VectorIndex, items: Any, embeddings: Any) -> None:
+        time.sleep(0.02)
+        upsert(self, items, embeddings)
+
+    def slow_drop(self: VectorIndex, entity_id: str) -> None:
+        delete(self, entity_id)
+        time.sleep(0.05)
+
+    VectorIndex.upsert = slow_upsert  # type: ignore[method-assign]
+    VectorIndex.drop_entity = slow_drop  # type: ignore[method-assign]
+    print("ready", flush=True)
+    repair_store(trial["store"], source=trial["source"], embedder=HashingEmbedder())
+    print("repaired", flush=True)
+    while True:
+        time.sleep(1)
+
+
 def serve() -> None:
     """Fork one worker per trial line on stdin; report its pid and how it ended."""
     for line in sys.stdin:
         trial = json.loads(line)
         sys.stdout.flush()
+        go, told = os.pipe()  # the worker starts once its pid is printed: lines never mix
         pid = os.fork()
         if pid == 0:
             code = 0
+            os.close(told)
+            os.read(go, 1)
+            os.close(go)
             try:
-                work(trial)
+                repair(trial) if trial.get("kind") == "repair" else work(trial)
             except BaseException:  # reported to the test through stderr
                 traceback.print_exc()
                 sys.stderr.flush()
                 code = 3
             os._exit(code)
         print(f"pid {pid}", flush=True)
+        os.close(go)
+        os.write(told, b"x")
+        os.close(told)
         _, status = os.waitpid(pid, 0)
         print(f"exit {pid} {status}", flush=True)
 

@@ -143,6 +143,9 @@ class Tally:
     torn_log_records: int = 0
     captures_adopted: int = 0
     snapshot_temp_files: int = 0
+    trials: int = 0
+    repairs_killed: int = 0  # repair trials killed before they finished
+    refused_after_repair_kill: int = 0  # opens that named the repair instead of hiding damage
 
 
 def _temp_files(path: Path) -> list[Path]:
@@ -161,7 +164,12 @@ def _stray_shard_files(path: Path) -> list[str]:
         pointer = directory / "shard.json"  # absent until the first snapshot
         generation = json.loads(pointer.read_text())["generation"] if pointer.exists() else 0
         allowed = {"shard.json", "graph.json", "shard.lock", f"wal-{generation:06d}.jsonl"}
-        stray += [f"{entity}/{p.name}" for p in directory.iterdir() if p.name not in allowed]
+        stray += [
+            f"{entity}/{p.name}"
+            for p in directory.iterdir()
+            # what a repair moved aside is kept on purpose (never deleted)
+            if p.name not in allowed and ".corrupt-" not in p.name and ".replaced-" not in p.name
+        ]
     return stray
 
 
@@ -218,19 +226,25 @@ def check_store(path: Path, expected: Expected, tally: Tally) -> None:
         }, "the catalog's figures are not exact"
 
 
-def run_trial(server: ForkServer, trial: dict[str, Any], rng: random.Random) -> None:
-    """Start a worker, kill it at a random point and wait until it is gone."""
+def run_trial(
+    server: ForkServer, trial: dict[str, Any], rng: random.Random, *, longest: float = 0.8
+) -> set[str]:
+    """Start a worker, kill it at a random point and wait until it is gone; returns the
+    lines it printed (``ready``, ``repaired``)."""
     pid = server.start(trial)
-    if trial["kill_while_opening"]:
+    said: set[str] = set()
+    if trial.get("kill_while_opening"):
         time.sleep(rng.uniform(0.0, 0.6))
     else:
         line = server.next_line()
         assert line == "ready", line
-        time.sleep(rng.uniform(0.05, 0.8))
+        said.add(line)
+        time.sleep(rng.uniform(0.05, longest))
     os.kill(pid, signal.SIGKILL)
     while True:
         line = server.next_line()
-        if line == "ready":  # it finished opening just before the kill
+        if line in ("ready", "repaired"):  # it got that far just before the kill
+            said.add(line)
             continue
         kind, dead, status = line.split()
         assert (kind, int(dead)) == ("exit", pid)
@@ -238,6 +252,58 @@ def run_trial(server: ForkServer, trial: dict[str, Any], rng: random.Random) -> 
     # A worker that raised instead of being killed found a bug of its own.
     assert os.WIFSIGNALED(int(status)), "the worker failed: " + "".join(server.errors[-40:])
     assert os.WTERMSIG(int(status)) == signal.SIGKILL
+    return said
+
+
+def write_trial(number: int, path: Path, root: Path, rng: random.Random) -> dict[str, Any]:
+    return {
+        "store": str(path),
+        "ack": str(root / f"ack-{number}.jsonl"),
+        "seed": rng.randrange(2**32),
+        "tag": f"t{number}",
+        "compact_every": rng.choice([3, 8, 20]),
+        "slow_snapshots": rng.random() < 0.5,
+        "kill_while_opening": number % 5 == 4,
+    }
+
+
+def run_write_harness(
+    server: ForkServer,
+    root: Path,
+    seed: int,
+    *,
+    trials: int = TRIALS,
+    per_store: int = TRIALS_PER_STORE,
+    failures: list[str] | None = None,
+) -> Tally:
+    """The write trials: each kills a writer, then reopens and checks the store.
+
+    A failure raises, naming the seed and trial; with ``failures`` (the benchmark) it is
+    recorded there instead and the next trial starts a new store.
+    """
+    rng = random.Random(seed)
+    tally = Tally()
+    expected = Expected()
+    fresh = 0
+    for number in range(trials):
+        if (number - fresh) % per_store == 0:
+            expected = Expected()
+        path = root / f"store-{fresh}-{(number - fresh) // per_store}"
+        trial = write_trial(number, path, root, rng)
+        try:
+            run_trial(server, trial, rng)
+            before = expected.acks
+            expected.read(Path(trial["ack"]))
+            tally.acks += expected.acks - before
+            tally.trials += 1
+            check_store(path, expected, tally)
+        except Exception as exc:  # a store that fails to open, too
+            message = f"crash-safety seed {seed}, trial {number} {trial}: {exc}"
+            if failures is None:
+                raise AssertionError(message) from exc
+            failures.append(message)
+            fresh = number + 1
+    return tally
 
 
 def test_sigkill_at_random_points_loses_nothing_acknowledged(
@@ -245,34 +311,103 @@ def test_sigkill_at_random_points_loses_nothing_acknowledged(
 ) -> None:
     seed = int(os.environ.get("MEMTRELLIS_CRASH_SEED") or random.randrange(2**32))
     print(f"crash-safety seed {seed} (replay: MEMTRELLIS_CRASH_SEED={seed})")
-    rng = random.Random(seed)
-    tally = Tally()
-    expected = Expected()
-    for number in range(TRIALS):
-        if number % TRIALS_PER_STORE == 0:
-            expected = Expected()
-        path = tmp_path / f"store-{number // TRIALS_PER_STORE}"
-        trial = {
-            "store": str(path),
-            "ack": str(tmp_path / f"ack-{number}.jsonl"),
-            "seed": rng.randrange(2**32),
-            "tag": f"t{number}",
-            "compact_every": rng.choice([3, 8, 20]),
-            "slow_snapshots": rng.random() < 0.5,
-            "kill_while_opening": number % 5 == 4,
-        }
-        try:
-            run_trial(fork_server, trial, rng)
-            before = expected.acks
-            expected.read(Path(trial["ack"]))
-            tally.acks += expected.acks - before
-            check_store(path, expected, tally)
-        except Exception as exc:  # a store that fails to open, too
-            raise AssertionError(
-                f"crash-safety seed {seed}, trial {number} {trial}: {exc}"
-            ) from exc
+    tally = run_write_harness(fork_server, tmp_path, seed)
     print(f"crash-safety seed {seed}: {tally}")
     assert tally.acks > 0, "no worker ever acknowledged a write: the harness tested nothing"
+
+
+REPAIR_TRIALS = 4  # per store, after WRITES_BEFORE_REPAIRS write trials built it
+WRITES_BEFORE_REPAIRS = 2
+#: What a repair trial damages first, and the sources it may repair with. A lost log is
+#: not among them: a forget the log lost cannot be told from a vector the index lost.
+REPAIR_CASES = (
+    ("none", "graph"),  # `memtrellis repair --from-graph` of a healthy store
+    ("graph-garbled", "auto"),
+    ("index-lost", "auto"),
+    ("index-lost", "graph"),
+)
+
+
+def _damage_for_repair(path: Path, damage: str, rng: random.Random) -> None:
+    if damage == "graph-garbled":
+        graphs = [shard_dir(path, e) / "graph.json" for e in ENTITIES]
+        graphs = [g for g in graphs if g.exists()]
+        if graphs:
+            target = rng.choice(graphs)
+            raw = target.read_bytes()
+            target.write_bytes(raw[: len(raw) // 2] + b"\x00garbled")
+    elif damage == "index-lost":
+        (path / "chroma" / "chroma.sqlite3").unlink(missing_ok=True)
+
+
+def _reopen_or_repair(path: Path, tally: Tally) -> None:
+    """Open the store and read every entity; if that names a repair, run it to the end."""
+    from memtrellis import StoreCorruptError, repair_store
+
+    try:
+        with Memory(path, entity_id="alice", embedder=HashingEmbedder()) as memory:
+            for entity in ENTITIES:
+                memory.list(entity_id=entity)
+    except StoreCorruptError as exc:
+        assert exc.command is not None and exc.command.startswith("memtrellis repair "), exc
+        tally.refused_after_repair_kill += 1
+        graph = "--from-graph" in exc.command
+        repair_store(path, embedder=HashingEmbedder(), source="graph" if graph else "auto")
+
+
+def run_repair_harness(
+    server: ForkServer,
+    root: Path,
+    seed: int,
+    *,
+    stores: int = 1,
+    repairs: int = REPAIR_TRIALS,
+    failures: list[str] | None = None,
+) -> Tally:
+    """Per store: a few write trials build it; then each repair trial damages it (or
+    not), starts `repair_store` in a worker, kills it at a random point, reopens the
+    store (running the repair its error names, if it refuses) and checks every
+    guarantee of the write trials: nothing acknowledged lost, graph and index agreeing."""
+    rng = random.Random(seed)
+    tally = Tally()
+    for number in range(stores):
+        path = root / f"repaired-{number}"
+        expected = Expected()
+        step = "building"
+        try:
+            for write in range(WRITES_BEFORE_REPAIRS):
+                trial = write_trial(number * 100 + write, path, root, rng)
+                trial["kill_while_opening"] = False
+                run_trial(server, trial, rng, longest=1.2)
+                expected.read(Path(trial["ack"]))
+                check_store(path, expected, tally)
+            tally.acks += expected.acks
+            for attempt in range(repairs):
+                damage, source = rng.choice(REPAIR_CASES)
+                step = f"repair {attempt} ({damage}, {source})"
+                _damage_for_repair(path, damage, rng)
+                trial = {"kind": "repair", "store": str(path), "source": source}
+                said = run_trial(server, trial, rng, longest=1.5)
+                tally.trials += 1
+                tally.repairs_killed += "repaired" not in said
+                _reopen_or_repair(path, tally)
+                check_store(path, expected, tally)
+        except Exception as exc:
+            message = f"repair-harness seed {seed}, store {number}, {step}: {exc}"
+            if failures is None:
+                raise AssertionError(message) from exc
+            failures.append(message)
+    return tally
+
+
+def test_sigkill_during_repair_loses_nothing_acknowledged(
+    tmp_path: Path, fork_server: ForkServer
+) -> None:
+    seed = int(os.environ.get("MEMTRELLIS_CRASH_SEED") or random.randrange(2**32))
+    print(f"repair-harness seed {seed} (replay: MEMTRELLIS_CRASH_SEED={seed})")
+    tally = run_repair_harness(fork_server, tmp_path, seed)
+    print(f"repair-harness seed {seed}: {tally}")
+    assert tally.acks > 0 and tally.trials == REPAIR_TRIALS
 
 
 KILLED_MID_SNAPSHOT = """

@@ -20,6 +20,7 @@ __all__ = [
     "MissingDependencyError",
     "StoreClosedError",
     "StoreCorruptError",
+    "StoreInconsistentError",
     "StoreLockedError",
     "TokenizerUnavailableError",
     "UnknownIntegrationError",
@@ -108,6 +109,36 @@ class StoreCorruptError(MemtrellisError):
 
 def _rebuild_corrupt(message: str, path: str | None, command: str | None) -> StoreCorruptError:
     return StoreCorruptError(message, path=path, command=command)
+
+
+class StoreInconsistentError(StoreCorruptError):
+    """An entity's copies disagree when its shard is opened: acknowledged changes are
+    missing from one of them.
+
+    Raised when the shard's write-ahead log is shorter than the catalog recorded (cut,
+    emptied or deleted), when its snapshot is older than the catalog recorded, or when
+    the entity's vector index holds more or fewer memories than its graph and log. Every
+    file is left as it was (the message says so, or says what recovery did first);
+    ``command`` is the ``memtrellis repair`` command that brings back what either copy
+    still holds.
+
+    Examples:
+        >>> error = StoreInconsistentError(
+        ...     "the index holds 200 memories, the graph 160", path="s/shards/a0/x",
+        ...     command="memtrellis repair s",
+        ... )
+        >>> isinstance(error, StoreCorruptError), error.command
+        (True, 'memtrellis repair s')
+    """
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_inconsistent, (str(self), self.path, self.command))
+
+
+def _rebuild_inconsistent(
+    message: str, path: str | None, command: str | None
+) -> StoreInconsistentError:
+    return StoreInconsistentError(message, path=path, command=command)
 
 
 class StoreLockedError(MemtrellisError):

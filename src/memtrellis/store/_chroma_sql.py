@@ -57,6 +57,13 @@ elif op == "segments":
             "SELECT id FROM segments WHERE collection = ?", (arg["collection_id"],)).fetchall()
     db.close()
     out = [str(r[0]) for r in rows]
+elif op == "check":
+    try:
+        db = ro()
+        out = [str(r[0]) for r in db.execute("PRAGMA quick_check").fetchall()][:3]
+        db.close()
+    except sqlite3.DatabaseError as exc:
+        out = [f"{type(exc).__name__}: {exc}"]
 elif op == "vacuum":
     db = sqlite3.connect(database, timeout=30)
     db.isolation_level = None
@@ -78,7 +85,8 @@ def chroma_sql(operation: str, database: Path, arg: Any = None, *, timeout: floa
 
     Operations: ``index_log`` (``arg``: the index name; whether it exists afterwards),
     ``segments`` (``arg``: ``{"name", "collection_id"}``; the segment ids of a
-    collection) and ``vacuum``.
+    collection), ``check`` (SQLite's ``quick_check``, read-only: ``["ok"]`` for a whole
+    file, else up to three problems) and ``vacuum``.
 
     Examples:
         >>> import sqlite3, tempfile
@@ -87,6 +95,8 @@ def chroma_sql(operation: str, database: Path, arg: Any = None, *, timeout: floa
         >>> sqlite3.connect(database).close()
         >>> chroma_sql("index_log", database, "memtrellis_queue_by_topic")
         False
+        >>> chroma_sql("check", database)
+        ['ok']
         >>> database.unlink(); database.parent.rmdir()
     """
     try:

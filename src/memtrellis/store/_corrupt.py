@@ -5,9 +5,17 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from memtrellis.errors import StoreCorruptError
+from memtrellis.errors import StoreCorruptError, StoreInconsistentError
 
-__all__ = ["FROM_GRAPH", "FROM_INDEX", "damaged", "embedder_flags", "repair_command"]
+__all__ = [
+    "FROM_GRAPH",
+    "FROM_INDEX",
+    "NOTHING_CHANGED",
+    "damaged",
+    "embedder_flags",
+    "inconsistent",
+    "repair_command",
+]
 
 #: ``memtrellis repair`` flag: rebuild the graph from the item copies in the vector index.
 FROM_INDEX = "--from-index"
@@ -30,13 +38,33 @@ def repair_command(store: Path, *flags: str) -> str:
     return " ".join(["memtrellis", "repair", shlex.quote(str(store)), *flags])
 
 
+#: What a damaged-store message says when opening wrote nothing.
+NOTHING_CHANGED = "Nothing was changed."
+
+
+def _cure(command: str) -> str:
+    return (
+        f"Run `{command}` to rebuild it from the store's other copies (add --dry-run to see "
+        "the report first); damaged files are moved aside, never deleted."
+    )
+
+
 def damaged(target: Path, problem: str, store: Path, *flags: str) -> StoreCorruptError:
     """A [`StoreCorruptError`][memtrellis.StoreCorruptError] for ``target`` with its cure."""
     command = repair_command(store, *flags)
     return StoreCorruptError(
-        f"{target} {problem}. Nothing was changed. Run `{command}` to rebuild it from the "
-        "store's other copies (add --dry-run to see the report first); damaged files are "
-        "moved aside, never deleted.",
+        f"{target} {problem}. {NOTHING_CHANGED} {_cure(command)}",
         path=str(target),
         command=command,
+    )
+
+
+def inconsistent(
+    target: Path, problem: str, store: Path, *, done: str = NOTHING_CHANGED
+) -> StoreInconsistentError:
+    """A [`StoreInconsistentError`][memtrellis.errors.StoreInconsistentError]: ``target``'s
+    copies disagree; ``done`` says what was written before this was found."""
+    command = repair_command(store)
+    return StoreInconsistentError(
+        f"{target} {problem}. {done} {_cure(command)}", path=str(target), command=command
     )

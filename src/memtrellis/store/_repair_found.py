@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from memtrellis.errors import InvalidInputError, StoreCorruptError
+from memtrellis.store._chroma_sql import ChromaSqlError, chroma_sql
 from memtrellis.store._repair_report import StoreRepairReport
 from memtrellis.store._repair_shard import (
     IndexSide,
@@ -84,13 +85,16 @@ class Index:
             return IndexSide(ok=False)
         try:
             copies, unreadable = self.vectors.item_copies(entity_id)
+            if copies:
+                # Reads a vector too: a collection whose vectors cannot be read (its HNSW
+                # files lost) is rebuilt, not trusted for its metadata alone.
+                sample = self.vectors.embeddings(entity_id, [next(iter(copies))])
+                if self.dimension is None:
+                    self.dimension = len(next(iter(sample.values()), [])) or None
         except Exception as exc:  # one damaged collection: rebuild that one
             report.damaged[f"chroma ({entity_id})"] = f"unreadable ({type(exc).__name__})"
             return IndexSide(ok=False)
         report.index_unreadable += unreadable
-        if copies and self.dimension is None:
-            sample = self.vectors.embeddings(entity_id, [next(iter(copies))])
-            self.dimension = len(next(iter(sample.values()), [])) or None
         return IndexSide(copies=copies, unreadable=unreadable)
 
     def close(self) -> None:
@@ -99,10 +103,28 @@ class Index:
             self.vectors = None
 
 
+def _database_problem(directory: Path) -> str | None:
+    """What SQLite finds wrong with ``chroma.sqlite3`` (checked in a child process: see
+    _chroma_sql), or ``None``. A damaged page can hide from Chroma's reads until a write
+    meets it, half-way through the repair."""
+    database = directory / "chroma.sqlite3"
+    if not database.is_file() or not database.stat().st_size:
+        return None  # VectorIndex refuses a lost database itself
+    try:
+        verdict = chroma_sql("check", database)
+    except ChromaSqlError as exc:
+        return f"cannot be checked ({str(exc)[-120:]})"
+    return None if verdict == ["ok"] else " ".join("; ".join(map(str, verdict)).split())[:160]
+
+
 def open_index(directory: Path, report: StoreRepairReport) -> Index:
     index = Index()
     if not directory.is_dir():
         report.damaged["chroma"] = "missing"
+        return index
+    problem = _database_problem(directory)
+    if problem is not None:
+        report.damaged["chroma"] = f"unreadable (chroma.sqlite3: {problem})"
         return index
     try:
         index.vectors = VectorIndex(directory)

@@ -15,6 +15,7 @@ from typing import Any
 
 from memtrellis.errors import InvalidInputError, StoreCorruptError
 from memtrellis.store._files import atomic_write_bytes
+from memtrellis.store._open_checks import WITH_RID
 from memtrellis.store.graph import MemoryGraph
 from memtrellis.store.vectors import VectorIndex
 from memtrellis.store.wal import replay_record
@@ -159,6 +160,8 @@ def _log_records(found: ShardFound, log: Path, tally: dict[str, int]) -> list[di
             record = json.loads(line)
             if not isinstance(record, dict) or not isinstance(record.get("op"), str):
                 raise ValueError("not a log record")
+            if record["op"] in WITH_RID and not isinstance(record.get("rid"), str):
+                raise ValueError("a change record without its record id")
         except ValueError:
             bad += 1
             continue
@@ -272,6 +275,11 @@ class ShardRepair:
             if memory_id not in self.graph and not gone:
                 self.graph.put(item.model_copy(deep=True), restored)  # never drop what it holds
                 self.tally["from_index"] += 1
+            elif not self.graph_from_index and _newer(item, self.graph.item(memory_id)):
+                # The index is written after the log: a newer copy there is a change the
+                # log lost (cut short or deleted). Keep it, not the older graph node.
+                self.graph.put(item.model_copy(deep=True), restored)
+                self.tally["from_index"] += 1
         if self.graph_from_index:
             self.tally["from_index"] = sum(1 for i in self.graph.items() if i.id in copies)
         self.tally["from_log"] = sum(1 for i in changed if i in self.graph)
@@ -336,6 +344,18 @@ class ShardRepair:
         # The logs this snapshot replaces go (a damaged one was moved aside above).
         for _, log in found.logs:
             log.unlink(missing_ok=True)
+
+
+def _newer(copy: MemoryItem, item: MemoryItem | None) -> bool:
+    """Whether an index copy holds a change its graph node lacks: a later update or merge
+    (``updated_at``), or a supersession the node does not know of."""
+    if item is None:
+        return False
+    if copy.updated_at is not None and (
+        item.updated_at is None or copy.updated_at > item.updated_at
+    ):
+        return True
+    return copy.superseded_by is not None and item.superseded_by is None
 
 
 def aside(target: Path, stamp: str, why: str = "corrupt") -> Path:

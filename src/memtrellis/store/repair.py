@@ -57,6 +57,7 @@ from memtrellis.errors import (
     InvalidInputError,
     StoreCorruptError,
 )
+from memtrellis.store._corrupt import NOTHING_CHANGED, repair_command
 from memtrellis.store._files import holding
 from memtrellis.store._repair_found import (
     CATALOG,
@@ -203,19 +204,36 @@ def repair_files(
                 return report
             report.damaged = dict(planner.first_damage)
             work = _Writer(path, stamp, report, embed, lock_timeout)
-            index, fresh = work.index(index, rebuild_all=source == "graph")
-            stats = work.shards(planner, entities, index, fresh=fresh)
-            _write_catalog(path, catalog, stats, stamp, report)
-            if manifest is None:
-                target = path / "manifest.json"
-                if target.exists():
-                    moved = aside(target, stamp)
-                    target.rename(moved)
-                    report.moved_aside[target.name] = moved.name
-                write_manifest(target, Manifest(embedder=info))
+            try:
+                index, fresh = work.index(index, rebuild_all=source == "graph")
+                stats = work.shards(planner, entities, index, fresh=fresh)
+                _write_catalog(path, catalog, stats, stamp, report)
+                if manifest is None:
+                    target = path / "manifest.json"
+                    if target.exists():
+                        moved = aside(target, stamp)
+                        target.rename(moved)
+                        report.moved_aside[target.name] = moved.name
+                    write_manifest(target, Manifest(embedder=info))
+            except StoreCorruptError as exc:
+                raise _cut_short(exc, report) from exc
             return report
         finally:
             index.close()
+
+
+def _cut_short(exc: StoreCorruptError, report: StoreRepairReport) -> StoreCorruptError:
+    """``exc``, met after the repair began writing, saying what it had written."""
+    moved = ", ".join(f"{a} -> {b}" for a, b in report.moved_aside.items()) or "nothing"
+    message = str(exc).split(" Run `")[0].replace(f" {NOTHING_CHANGED}", "")
+    return StoreCorruptError(
+        f"the repair of {report.path} stopped after it had begun writing "
+        f"({report.shards_repaired} shard(s) repaired, moved aside: {moved}): {message}. "
+        f"Run `{exc.command or repair_command(Path(report.path))}` again: a repair cut "
+        "off is finished by the next one.",
+        path=exc.path,
+        command=exc.command or repair_command(Path(report.path)),
+    )
 
 
 @dataclass
@@ -352,6 +370,7 @@ class _Writer:
             recovery=RecoveryReport(),
             lock_timeout=self.lock_timeout,
             store_label=str(self.path),
+            verify=False,  # it is what is being rebuilt; the next open checks it
         )
         stats: dict[str, EntityStats] = {}
         for entity_id, directory in entities.items():

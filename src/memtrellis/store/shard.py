@@ -21,12 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from memtrellis._deprecated import renamed
-from memtrellis.errors import StoreLockedError, WriteConflictError
+from memtrellis.errors import StoreLockedError, VectorIndexUnavailableError, WriteConflictError
+from memtrellis.store import _open_checks as checks
 from memtrellis.store._corrupt import damaged
 from memtrellis.store.graph import MemoryGraph
 from memtrellis.store.keyword import KeywordIndex
 from memtrellis.store.messages import MessageIndex
-from memtrellis.store.storage import EntityStats, ShardStorage
+from memtrellis.store.storage import Catalog, EntityStats, ShardStorage
 from memtrellis.store.vectors import Vectors
 from memtrellis.store.wal import replay_record
 
@@ -116,6 +117,10 @@ class ShardSettings:
     lock_timeout: float = 60.0
     compact_every: int = 5000
     store_label: str = ""
+    #: The catalog a shard compares itself with when it opens (see _open_checks), and
+    #: whether it compares itself with the catalog and the vector index at all.
+    catalog: Catalog | None = None
+    verify: bool = True
     seq: list[int] = field(default_factory=lambda: [0])
     seq_lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -174,7 +179,7 @@ class Shard:
         if storage.exists():
             with self._locked():
                 self._load()
-                self._catch_up(locked=True)
+                self._catch_up(locked=True, opening=True)
                 storage.cleanup()
 
     # -- locking -------------------------------------------------------------------------
@@ -210,8 +215,14 @@ class Shard:
         self._touches_since_snapshot = 0
         self._snapshot_size = len(graph)
 
-    def _catch_up(self, *, locked: bool) -> None:
-        """Apply what was logged since our last look; under the lock, also repair."""
+    def _catch_up(self, *, locked: bool, opening: bool = False) -> None:
+        """Apply what was logged since our last look; under the lock, also repair.
+
+        ``opening`` (under the lock, once per shard loaded): before anything is written,
+        compare what was loaded with the catalog and the vector index, and compare the
+        index again once interrupted changes are rolled forward (see _open_checks).
+        """
+        rolled, torn = len(self.settings.recovery.rolled_forward), False
         stamp = self.storage.stamp()
         if stamp != self._stamp:
             if self.storage.generation() != self.generation:
@@ -222,13 +233,17 @@ class Shard:
             read = self.storage.read_log(self.generation, self.position)
             foreign = False
             for record in read.records:
+                checks.check_record(record, self._log_label(), self._store_path)
                 foreign = foreign or record.get("w") != self.settings.writer
                 self._apply(record)
             self.position = read.position
             if foreign:
                 self.vectors.stale = True
+            if opening:
+                self._check_opening(checks.index_bounds(self.graph, self._pending))
             if locked and read.torn and self.storage.cut_torn(self.generation, self.position):
                 self.settings.recovery.torn_records += 1
+                torn = True
             # The stamp taken before reading: whatever was appended after it is read now
             # or, since the stamp then differs, on the next look.
             self._stamp = None if read.torn else stamp
@@ -237,6 +252,62 @@ class Shard:
                 self.vectors.refresh()
             if self._pending:
                 self._roll_forward()
+            rolled = len(self.settings.recovery.rolled_forward) - rolled
+            if opening and not self._pending and rolled:
+                # What was checked before has changed since: check the index again.
+                done = (
+                    f"Opening rolled {rolled} interrupted change(s) forward into the index"
+                    f"{' and dropped a torn last log record' if torn else ''}, as every open "
+                    "does; nothing else was changed."
+                )
+                self._check_index((len(self.graph), len(self.graph)), done=done)
+
+    # -- checks when opening (see _open_checks) -------------------------------------------
+    @property
+    def _store_path(self) -> Path:
+        return Path(self.settings.store_label)
+
+    def _log_label(self) -> Path:
+        log_label = getattr(self.storage, "log_label", None)
+        if callable(log_label):
+            return Path(log_label(self.generation))
+        return Path(f"{self.storage.label} (log of generation {self.generation})")
+
+    def _check_opening(self, bounds: tuple[int, int] | None) -> None:
+        """Nothing is written yet: the catalog's record and the index count must agree."""
+        if not self.settings.verify:
+            return
+        if self.settings.catalog is not None:
+            checks.check_catalog(
+                self.settings.catalog.get(self.entity_id),
+                generation=self.generation,
+                position=self.position,
+                memories=len(self.graph),
+                shard=Path(self.storage.label),
+                log=self._log_label(),
+                store=self._store_path,
+            )
+        if bounds is not None:
+            self._check_index(bounds)
+
+    def _check_index(self, bounds: tuple[int, int], done: str | None = None) -> None:
+        if not self.settings.verify:
+            return
+        try:
+            count = self.vectors.count(self.entity_id)
+        except VectorIndexUnavailableError:  # the next call that needs the index says so
+            log.warning("shard %s: the vector index is unavailable to count", self.entity_id)
+            return
+        directory = getattr(self.vectors, "directory", None)
+        checks.check_index(
+            count,
+            bounds,
+            memories=len(self.graph),
+            shard=Path(self.storage.label),
+            index=Path(directory) if directory is not None else self._store_path / "chroma",
+            store=self._store_path,
+            done=done,
+        )
 
     def _apply(self, record: dict[str, Any]) -> None:
         op = record["op"]
@@ -472,7 +543,7 @@ class Shard:
 
     def stats(self) -> EntityStats:
         """This shard's figures for the catalog (one pass over its memories)."""
-        return EntityStats.of(self.graph, self.generation)
+        return EntityStats.of(self.graph, self.generation, self.position)
 
     # -- closing ---------------------------------------------------------------------------
     def flush(self, *, snapshot: bool) -> None:

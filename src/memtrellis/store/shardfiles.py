@@ -152,6 +152,10 @@ class FileShardStorage:
             self._write_pointer(generation)
         return graph, generation
 
+    def log_label(self, generation: int) -> str:
+        """The path of ``generation``'s log (for messages)."""
+        return str(wal_path(self.path, generation))
+
     def _reader(self, generation: int, position: int) -> WalReader:
         reader = self._readers.get(generation)
         if reader is None:

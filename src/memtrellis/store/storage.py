@@ -48,7 +48,9 @@ class EntityStats:
 
     ``validity`` lists ``(valid_until as a POSIX timestamp, superseded)`` for the memories
     that have a ``valid_until``, so that expired memories are counted at any time without
-    loading the shard.
+    loading the shard. ``log_position`` is how far the log of ``generation`` had been
+    read or written when the figures were taken: a shard whose log is found shorter at
+    that generation has lost acknowledged records.
 
     Examples:
         >>> stats = EntityStats(memories=3, superseded=1, validity=[(0.0, False)])
@@ -63,9 +65,10 @@ class EntityStats:
     edges: dict[str, int] = field(default_factory=dict)
     validity: list[tuple[float, bool]] = field(default_factory=list)
     generation: int = 0
+    log_position: int = 0
 
     @classmethod
-    def of(cls, graph: MemoryGraph, generation: int) -> EntityStats:
+    def of(cls, graph: MemoryGraph, generation: int, log_position: int = 0) -> EntityStats:
         """The figures of one entity's graph (one pass over its memories).
 
         Examples:
@@ -91,6 +94,7 @@ class EntityStats:
             edges=graph.edge_counts(),
             validity=validity,
             generation=generation,
+            log_position=log_position,
         )
 
     def expired(self, now: float) -> int:
@@ -114,6 +118,7 @@ class EntityStats:
             "edges": dict(self.edges),
             "validity": [[until, gone] for until, gone in self.validity],
             "generation": self.generation,
+            "log_position": self.log_position,
         }
 
     @classmethod
@@ -127,6 +132,7 @@ class EntityStats:
             edges={str(k): int(v) for k, v in dict(data.get("edges", {})).items()},
             validity=[(float(u), bool(g)) for u, g in data.get("validity", [])],
             generation=int(data.get("generation", 0)),
+            log_position=int(data.get("log_position", 0)),
         )
 
 

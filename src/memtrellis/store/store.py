@@ -153,6 +153,7 @@ class Store:
                 lock_timeout=lock_timeout,
                 compact_every=compact_every,
                 store_label=str(path),
+                catalog=self.catalog,
             )
             for entity_id in self.catalog.dropping():
                 self._finish_drop(entity_id)

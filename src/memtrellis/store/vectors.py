@@ -18,6 +18,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from memtrellis._offline import chroma_settings, prepare_offline_env
+from memtrellis.store._chroma_damage import (
+    forget_failed_client,
+    is_damage,
+    refuse_a_lost_database,
+)
 from memtrellis.store._chroma_sql import ChromaSqlError, chroma_sql
 from memtrellis.store._corrupt import FROM_GRAPH, damaged
 from memtrellis.store._rwlock import SharedExclusiveLock
@@ -271,12 +276,14 @@ class VectorIndex:
         else:
             # Before Chroma opens the file, so that no write of this process's Chroma can
             # meet the index being built; and again after, for a store Chroma just created.
+            refuse_a_lost_database(self.directory)
             self._index_the_log()
             try:
                 self._client = chromadb.PersistentClient(
                     path=str(self.directory), settings=chroma_settings()
                 )
             except Exception as exc:  # chromadb raises several kinds for a damaged file
+                forget_failed_client(self.directory)
                 raise damaged(
                     self.directory,
                     f"cannot be opened ({type(exc).__name__}: {str(exc)[:200]})",
@@ -324,7 +331,17 @@ class VectorIndex:
         if self.stale:
             self.refresh()
         with self._gate.shared():
-            yield
+            try:
+                yield
+            except Exception as exc:
+                if self.mode != "embedded" or not is_damage(exc):
+                    raise
+                raise damaged(
+                    self.directory,
+                    f"cannot be read ({type(exc).__name__}: {str(exc)[:200]})",
+                    self.directory.parent,
+                    FROM_GRAPH,
+                ) from exc
 
     def _collection(self, entity_id: str, *, create: bool) -> Any:
         # Call with the client in use (_client_in_use).
