@@ -77,8 +77,7 @@ def test_a_one_megabyte_message_is_stored_by_add_and_by_capture(tmp_path: Path) 
 def test_more_memories_than_one_chroma_call_takes_all_reach_the_index(tmp_path: Path) -> None:
     with Memory(tmp_path / "s", entity_id="u", embedder=HashingEmbedder()) as memory:
         vectors: Any = store_of(memory).vectors
-        limit = vectors.max_batch
-        assert limit == vectors._client.get_max_batch_size()  # read from the client
+        limit = vectors._client.get_max_batch_size()  # 5,461 for Chroma 1.5 on SQLite
         count = limit + 600
         words = [uuid.uuid4().hex for _ in range(2 * count)]
         messages = [
