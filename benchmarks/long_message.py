@@ -24,6 +24,7 @@ Run:  python benchmarks/long_message.py            (about 1 min on 2 cores)
 from __future__ import annotations
 
 import argparse
+import itertools
 import random
 import shutil
 import tempfile
@@ -38,7 +39,7 @@ from memtrellis.testing import HashingEmbedder
 _WORDS = (
     "the a of to and in is was we she he they went said met saw moved lives works likes "
     "coffee train city river morning evening report meeting garden letter book"
-).split()
+).split()  # noqa: SIM905 - reads as text
 _NAMES = ["Clara Smith", "Porto", "Bruno", "Ana", "Lyon", "Blue Fox", "Dana"]
 _ENDS = [".", "!", "?", ";", ",", "", "", "", ""]
 
@@ -102,7 +103,7 @@ def main() -> None:
     for size, figures in results.items():
         print(f"{size:>10} " + " ".join(f"{figures[s]:>11.3f}s" for s in stages))
     sizes = list(results)
-    for before, after in zip(sizes, sizes[1:], strict=False):
+    for before, after in itertools.pairwise(sizes):
         ratios = " ".join(
             f"{results[after][s] / max(results[before][s], 1e-9):>11.1f}x" for s in stages
         )
