@@ -50,6 +50,8 @@ class Capturer:
             max_backoff=config.max_backoff,
             fallback=self.store_fallback,
             handle_batch=self.store_batch,
+            turn_budget=config.turn_budget,
+            quarantine_after=config.quarantine_after,
         )
 
     def capture(
