@@ -10,6 +10,8 @@ embedder and times, each once:
   message is one memory; the path of a captured turn) after a short related memory, so
   the lifecycle relates the long one to an existing one;
 * ``add-text``: ``Memory.add(text)`` (the text as a document, cut into windows);
+* ``add-fine``: the message in fine mode with a scripted LLM that answers at once (the
+  message cut into token windows, one extraction call each: the LLM's own time left out);
 * ``capture``: ``Memory.capture`` of the message and ``flush`` (the worker's path);
 * ``context``: ``build_context(Memory.recall(...))`` of a question that recalls the long
   memory (recall and rendering).
@@ -34,7 +36,7 @@ from pathlib import Path
 
 from memtrellis import Memory
 from memtrellis.context import build_context
-from memtrellis.testing import HashingEmbedder
+from memtrellis.testing import HashingEmbedder, ScriptedLLM
 
 _WORDS = str.split(
     "the a of to and in is was we she he they went said met saw moved lives works likes "
@@ -78,6 +80,10 @@ def measure(size: int, root: Path) -> dict[str, float]:
         )
     with Memory(root / f"t{size}", entity_id="u", embedder=HashingEmbedder()) as memory:
         figures["add-text"] = _timed(lambda: memory.add(text))
+    llm = ScriptedLLM(lambda messages: '{"memories": [{"value": "Clara Smith went to Porto"}]}')
+    with Memory(root / f"f{size}", entity_id="u", embedder=HashingEmbedder(), llm=llm) as memory:
+        message = [{"role": "user", "content": text}]
+        figures["add-fine"] = _timed(lambda: memory.add(message, mode="fine"))
     with Memory(root / f"c{size}", entity_id="u", embedder=HashingEmbedder()) as memory:
 
         def capture() -> None:

@@ -20,6 +20,7 @@ import pytest
 
 from memtrellis import Memory
 from memtrellis.embeddings import default_embedder
+from memtrellis.lifecycle import plan
 from memtrellis.lifecycle.entities import heuristic_entities
 from memtrellis.testing import HashingEmbedder, store_of
 
@@ -114,3 +115,25 @@ def test_distinct_symbol_only_texts_stay_distinct(tmp_path: Path, embedder: str)
         memory.add("Ana lives in Lyon!")  # punctuation only: a duplicate
         texts = sorted(m.text for m in memory.list())
     assert texts == sorted([*SYMBOLS, "I feel 😀", "I feel 😢", "Ana lives in Lyon."])
+
+
+def test_each_new_memory_is_related_to_a_bounded_number_of_others(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One add of many memories (a long document's windows, a long conversation): each is
+    # related to its closest earlier ones only, not to every one before it (quadratic).
+    calls = []
+    original = plan.relate
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(plan, "relate", counted)
+    count = 150
+    words = [uuid.uuid4().hex for _ in range(2 * count)]
+    texts = [f"w{words[2 * n]} x{words[2 * n + 1]}." for n in range(count)]  # facts
+    with Memory(tmp_path / "s", entity_id="u", embedder=HashingEmbedder()) as memory:
+        assert len(memory.add(texts)) == count
+        assert len(memory.list(limit=count)) == count
+    assert len(calls) <= plan.DENSE_CANDIDATES * count  # was count * (count - 1) / 2

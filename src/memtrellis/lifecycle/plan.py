@@ -25,6 +25,7 @@ from datetime import datetime
 from typing import Any
 
 from memtrellis._deprecated import module_aliases, renamed_argument
+from memtrellis.lifecycle._nearby import NewVectors
 from memtrellis.lifecycle.confidence import source_prior
 from memtrellis.lifecycle.config import RECORD_KINDS, LifecycleConfig
 from memtrellis.lifecycle.entities import heuristic_entities, resolve_entities
@@ -126,6 +127,7 @@ class _Planner:
         # Items changed or added by this plan, by id: later new memories see them.
         self.pending: dict[str, MemoryItem] = {}
         self.new: list[tuple[MemoryItem, Sequence[float]]] = []
+        self.near = NewVectors()  # the same, searchable: the closest are candidates
         self.names: dict[str, dict[str, str]] = {}
         self.replaced: dict[str, list[str]] = {}  # new id -> ids it superseded
 
@@ -169,9 +171,9 @@ class _Planner:
         if sharing:
             stored = self.store.vectors.embeddings(entity_id, sharing)
             scores.update({i: _cosine(embedding, v) for i, v in stored.items()})
-        for earlier, vector in self.new:
-            if earlier.scope.entity_id == entity_id:
-                scores[earlier.id] = _cosine(embedding, vector)
+        # The closest memories this plan added before (as the index gives its closest):
+        # relating to all of them made a long document's add quadratic in its windows.
+        scores.update(self.near.nearest(entity_id, embedding, DENSE_CANDIDATES))
         found: list[Candidate] = []
         for memory_id, similarity in scores.items():
             old = self.current(memory_id, entity_id)
@@ -237,6 +239,7 @@ class _Planner:
     ) -> None:
         self.pending[item.id] = item
         self.new.append((item, embedding))
+        self.near.add(item.scope.entity_id, item.id, embedding)
         self.plan.outcomes.append(Outcome(item, related=related))
 
     def change(self, item: MemoryItem, action: str, detail: dict[str, Any]) -> None:

@@ -120,23 +120,26 @@ _VALUE_LEAD = (
 _FIRST_PERSON = re.compile(r"\b(i|i'm|i've|my|me|mine)\b", re.IGNORECASE)
 
 
+# Characters that are neither word characters, whitespace nor ASCII: where symbols
+# (emoji, currency and other signs) are looked for; ASCII punctuation never counts.
+_NON_ASCII_SIGN = re.compile(r"[^\w\s\x00-\x7f]+")
+_INVISIBLE_CATEGORIES = frozenset({"Cf", "Mn", "Me"})
+
+
 def _marks(text: str, words: list[str]) -> str:
     """What of ``text`` its words miss and that still carries meaning.
 
-    With words, the symbols among them (emoji, ``€``, ``♥``: Unicode ``S*``), so that
-    "I feel 😀" and "I feel 😢" differ while "Ana lives in Lyon." and "Ana lives in Lyon!"
-    do not. Without words (``:)``, ``?!``, an emoji), every visible character: such texts
-    are the same memory only when they are the same characters. Format characters and
-    variation selectors (``❤️`` is ``❤`` plus U+FE0F) never count.
+    With words, the symbols among them (emoji, ``€``, ``♥``: Unicode ``S*`` outside
+    ASCII), so that "I feel 😀" and "I feel 😢" differ while "Ana lives in Lyon." and
+    "Ana lives in Lyon!" do not. Without words (``:)``, ``?!``, an emoji), every visible
+    character: such texts are the same memory only when they are the same characters.
+    Format characters and variation selectors (``❤️`` is ``❤`` plus U+FE0F) never count.
     """
-    kept = []
-    for char in text.casefold():
-        category = unicodedata.category(char)
-        if category in ("Cf", "Mn", "Me") or char.isspace():
-            continue
-        if not words or category.startswith("S"):
-            kept.append(char)
-    return "".join(kept)
+    if words:
+        signs = "".join(_NON_ASCII_SIGN.findall(text))
+        return "".join(c for c in signs if unicodedata.category(c).startswith("S"))
+    visible = "".join(text.casefold().split())
+    return "".join(c for c in visible if unicodedata.category(c) not in _INVISIBLE_CATEGORIES)
 
 
 def _values(text: str) -> set[str]:
