@@ -22,6 +22,7 @@ from memtrellis import Memory
 from memtrellis.embeddings import default_embedder
 from memtrellis.lifecycle import plan
 from memtrellis.lifecycle.entities import heuristic_entities
+from memtrellis.store.vectors import DEFAULT_MAX_BATCH
 from memtrellis.testing import HashingEmbedder, store_of
 
 _SENTENCE = "Clara Smith met Bruno in Porto. they talked about the Blue Fox; then Ana left! "
@@ -75,10 +76,15 @@ def test_a_one_megabyte_message_is_stored_by_add_and_by_capture(tmp_path: Path) 
         assert memory.health().capture_failures == 0
 
 
-def test_more_memories_than_one_chroma_call_takes_all_reach_the_index(tmp_path: Path) -> None:
-    with Memory(tmp_path / "s", entity_id="u", embedder=HashingEmbedder()) as memory:
+@pytest.mark.parametrize("vector_process", [False, True])
+def test_more_memories_than_one_chroma_call_takes_all_reach_the_index(
+    tmp_path: Path, vector_process: bool
+) -> None:
+    options: dict[str, Any] = {"embedder": HashingEmbedder(), "vector_process": vector_process}
+    with Memory(tmp_path / "s", entity_id="u", **options) as memory:
         vectors: Any = store_of(memory).vectors
-        limit = vectors._client.get_max_batch_size()  # 5,461 for Chroma 1.5 on SQLite
+        # 5,461 for Chroma 1.5 on SQLite; the child process serves a VectorIndex like it
+        limit = DEFAULT_MAX_BATCH if vector_process else vectors._client.get_max_batch_size()
         count = limit + 600
         words = [uuid.uuid4().hex for _ in range(2 * count)]
         messages = [
@@ -94,7 +100,7 @@ def test_more_memories_than_one_chroma_call_takes_all_reach_the_index(tmp_path: 
         assert len(vectors.embeddings("u", ids)) == count
         memory.forget(ids[0])
         assert vectors.count("u") == count - 1
-    with Memory(tmp_path / "s", entity_id="u", embedder=HashingEmbedder()) as memory:
+    with Memory(tmp_path / "s", entity_id="u", **options) as memory:
         assert len(memory.list(limit=count)) == count - 1
         assert memory.health().pending_index_writes == 0
 
