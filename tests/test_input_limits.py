@@ -18,12 +18,13 @@ from typing import Any, SupportsIndex
 
 import pytest
 
-from memtrellis import Memory
+from memtrellis import ExtractionConfig, Memory
 from memtrellis.embeddings import default_embedder
 from memtrellis.lifecycle import plan
 from memtrellis.lifecycle.entities import heuristic_entities
 from memtrellis.store.vectors import DEFAULT_MAX_BATCH
 from memtrellis.testing import HashingEmbedder, store_of
+from memtrellis.types import SourceRef
 
 _SENTENCE = "Clara Smith met Bruno in Porto. they talked about the Blue Fox; then Ana left! "
 
@@ -143,3 +144,25 @@ def test_each_new_memory_is_related_to_a_bounded_number_of_others(
         assert len(memory.add(texts)) == count
         assert len(memory.list(limit=count)) == count
     assert len(calls) <= plan.DENSE_CANDIDATES * count  # was count * (count - 1) / 2
+
+
+def test_merging_many_like_windows_copies_each_source_a_bounded_number_of_times(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A long text of one repeated sentence: every window says the same and merges into
+    # the first. Each merge deep-copied all the sources gathered so far (quadratic).
+    copies = []
+    original = SourceRef.__deepcopy__
+
+    def counted(self: SourceRef, memo: dict[int, Any] | None = None) -> SourceRef:
+        copies.append(1)
+        return original(self, memo)
+
+    monkeypatch.setattr(SourceRef, "__deepcopy__", counted)
+    config = ExtractionConfig(max_tokens=16, overlap_tokens=0)
+    with Memory(tmp_path / "s", entity_id="u", embedder=HashingEmbedder(), extraction=config) as m:
+        outcomes = m.add("Ana keeps bees. " * 400)
+        (kept,) = m.list()
+    windows = len(outcomes)
+    assert windows > 50 and len(kept.sources) == windows
+    assert len(copies) <= 2 * windows

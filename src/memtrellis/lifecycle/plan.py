@@ -18,6 +18,7 @@ commits the plan.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -254,12 +255,16 @@ class _Planner:
         self.plan.changes.append(Change(item, None, action, dict(detail)))
 
     def merge(self, item: MemoryItem, old: MemoryItem, relation: Relation) -> None:
-        merged = old.model_copy(deep=True)
+        # Not a deep copy: that copied every source again on each merge, so a document of
+        # many like windows merged in time quadratic in their number. The containers are
+        # new ones; the sources themselves are shared, never changed in place.
+        merged = old.model_copy()
         merged.sources = _merge_sources(old.sources, item.sources)
         merged.entities = list(dict.fromkeys([*old.entities, *item.entities]))
-        lifecycle = dict(merged.metadata.get("lifecycle") or {})
+        merged.tags = list(old.tags)
+        lifecycle = dict(old.metadata.get("lifecycle") or {})
         lifecycle["merged"] = merged_count(old) + 1
-        merged.metadata = {**merged.metadata, "lifecycle": lifecycle}
+        merged.metadata = {**copy.deepcopy(old.metadata), "lifecycle": lifecycle}
         merged.updated_at = item.created_at
         detail = {"duplicate": item.text[:200], "reason": relation.reason}
         self.change(merged, "merged", detail)
