@@ -99,8 +99,12 @@ def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
     return dot / norm if norm else 0.0
 
 
-def _merge_sources(old: Sequence[SourceRef], new: Sequence[SourceRef]) -> list[SourceRef]:
-    seen = {(s.message_id, s.content, s.document) for s in old}
+def _merge_sources(
+    old: Sequence[SourceRef], new: Sequence[SourceRef], seen: set[Any] | None = None
+) -> list[SourceRef]:
+    # ``seen``: the keys of ``old`` when the caller keeps them (updated here).
+    if seen is None:
+        seen = {(s.message_id, s.content, s.document) for s in old}
     merged = list(old)
     for source in new:
         key = (source.message_id, source.content, source.document)
@@ -129,6 +133,7 @@ class _Planner:
         self.pending: dict[str, MemoryItem] = {}
         self.new: list[tuple[MemoryItem, Sequence[float]]] = []
         self.near = NewVectors()  # the same, searchable: the closest are candidates
+        self.source_keys: dict[str, set[Any]] = {}  # memory id -> keys of its sources
         self.names: dict[str, dict[str, str]] = {}
         self.replaced: dict[str, list[str]] = {}  # new id -> ids it superseded
 
@@ -259,7 +264,11 @@ class _Planner:
         # many like windows merged in time quadratic in their number. The containers are
         # new ones; the sources themselves are shared, never changed in place.
         merged = old.model_copy()
-        merged.sources = _merge_sources(old.sources, item.sources)
+        seen = self.source_keys.pop(old.id, None)
+        if seen is None:
+            seen = {(s.message_id, s.content, s.document) for s in old.sources}
+        merged.sources = _merge_sources(old.sources, item.sources, seen)
+        self.source_keys[old.id] = seen  # the next merge into it reads no source again
         merged.entities = list(dict.fromkeys([*old.entities, *item.entities]))
         merged.tags = list(old.tags)
         lifecycle = dict(old.metadata.get("lifecycle") or {})
