@@ -180,8 +180,9 @@ class CaptureWorker:
         while True:
             batch, stop = self._take()
             with self._idle:
-                alone = [e for e in batch if str(e["id"]) in self._alone]
-            together = [e for e in batch if e not in alone]
+                marked = {str(e["id"]) for e in batch} & self._alone
+            alone = [e for e in batch if str(e["id"]) in marked]
+            together = [e for e in batch if str(e["id"]) not in marked]
             units = [together] if together else []
             units.extend([e] for e in alone)
             # One unit per turn of the loop: the rest go back to the queue first, so that
