@@ -389,3 +389,44 @@ def test_a_write_begun_before_a_forget_is_refused_though_it_read_the_count_after
         # Begun after the forget: stored.
         [stored] = store_additions(store, [item], vector, utcnow(), since=store.began("ana"))
         assert stored_ids(memory, "ana") == {stored.item.id}
+
+
+# The other process: a turn it captured waits in its worker's embedder until the parent
+# has forgotten the entity.
+HELD_CAPTURE = """
+import sys, time
+from pathlib import Path
+from memtrellis import Memory
+from memtrellis.testing import HashingEmbedder
+
+path, entered, release = sys.argv[1:4]
+
+class Held(HashingEmbedder):
+    def embed_documents(self, texts):
+        Path(entered).touch()
+        deadline = time.monotonic() + 30
+        while not Path(release).exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return super().embed_documents(texts)
+
+with Memory(path, entity_id="ana", embedder=Held()) as memory:
+    memory.capture([{"role": "user", "content": "My new phone number ends in 4417."}])
+    memory.flush(timeout=60)
+    print(len(memory.list()))
+"""
+
+
+def test_a_turn_captured_in_another_process_before_a_forget_is_not_stored(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "s"
+    with Memory(path, entity_id="ana", embedder=HashingEmbedder()) as memory:
+        memory.add("Ana's phone number ends in 1234.")
+        child = HeldChild(tmp_path, HELD_CAPTURE, str(path))
+        child.wait_until_held()  # captured, and being stored by the other's worker
+        assert memory.forget(entity_id="ana") == 1
+        assert child.finish().strip() == "0"
+        assert stored_ids(memory, "ana") == set()
+    with Memory(path, entity_id="ana", embedder=HashingEmbedder()) as memory:
+        assert stored_ids(memory, "ana") == set()
+        assert store_of(memory).vectors.count("ana") == 0

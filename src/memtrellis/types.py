@@ -530,6 +530,12 @@ class Health(_Model):
     capture_spooled: int = 0
     capture_retries: int = 0
     capture_failures: int = 0
+    #: Captured turns that ran over ``CaptureConfig.turn_budget`` in this process (left
+    #: behind so the turns after them go on; tried again on the next open).
+    capture_overdue: int = 0
+    #: Captured turns in ``spool/quarantine/``: started on ``quarantine_after`` opens
+    #: without being stored, and not tried again.
+    capture_quarantined: int = 0
     client_calls: int = 0
     client_captures: int = 0
     client_recall_failures: int = 0

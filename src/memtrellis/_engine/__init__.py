@@ -117,6 +117,8 @@ class Engine:
             capture_spooled=service.spool.open_entries,
             capture_retries=capture.retries,
             capture_failures=capture.failures,
+            capture_overdue=capture.overdue,
+            capture_quarantined=service.spool.quarantined,
             llm_failures=parts.extractor.llm_failures,
             extraction_timeouts=failures.timeouts,
             extraction_errors=failures.errors,

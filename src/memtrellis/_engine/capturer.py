@@ -24,6 +24,7 @@ from memtrellis.extraction.fine import FALLBACK_TAG
 from memtrellis.extraction.model import Mode
 from memtrellis.extraction.normalize import check_labels, normalize
 from memtrellis.extraction.pipeline import ExtractionResult
+from memtrellis.store import Expect
 from memtrellis.types import Scope, utcnow
 
 __all__ = ["FLUSH_AFTER", "Capturer"]
@@ -33,6 +34,12 @@ __all__ = ["FLUSH_AFTER", "Capturer"]
 FLUSH_AFTER = 1.0
 
 Extracted = list[tuple[str, str, ExtractionResult]]  # (capture id, entity id, result)
+
+
+def captured(entry: dict[str, Any]) -> Expect:
+    """What storing a spooled turn expects: no forget of its entity begun after it was
+    captured (in any process)."""
+    return Expect(began=datetime.fromisoformat(entry["at"]))
 
 
 class Capturer:
@@ -50,6 +57,8 @@ class Capturer:
             max_backoff=config.max_backoff,
             fallback=self.store_fallback,
             handle_batch=self.store_batch,
+            turn_budget=config.turn_budget,
+            quarantine_after=config.quarantine_after,
         )
 
     def capture(
@@ -87,8 +96,9 @@ class Capturer:
         )
 
     def store_one(self, entry: dict[str, Any]) -> None:
-        """Extract and store a spooled turn, strictly."""
-        self.writer.store_result(self._extract(entry), ids=str(entry["id"]))
+        """Extract and store a spooled turn, strictly (nothing if its entity was forgotten
+        after it was captured)."""
+        self.writer.store_result(self._extract(entry), ids=str(entry["id"]), since=captured(entry))
 
     def store_batch(self, entries: Sequence[dict[str, Any]]) -> dict[str, Exception]:
         """Extract and store several spooled turns; the error of each one not stored, by id.
@@ -102,6 +112,7 @@ class Capturer:
         """
         failed: dict[str, Exception] = {}
         extracted: Extracted = []
+        at = {str(e["id"]): datetime.fromisoformat(e["at"]) for e in entries}
         started = time.monotonic()
         for entry in entries:
             capture_id = str(entry["id"])
@@ -114,14 +125,17 @@ class Capturer:
                 derive_ids(result, capture_id)
                 extracted.append((capture_id, str(entry["scope"]["entity_id"]), result))
             if time.monotonic() - started > FLUSH_AFTER:
-                self._store_extracted(extracted, failed)
+                self._store_extracted(extracted, failed, at)
                 extracted = []
                 started = time.monotonic()
-        self._store_extracted(extracted, failed)
+        self._store_extracted(extracted, failed, at)
         return failed
 
-    def _store_extracted(self, extracted: Extracted, failed: dict[str, Exception]) -> None:
-        """One embedding call for all, then one commit per entity and mode; errors to ``failed``."""
+    def _store_extracted(
+        self, extracted: Extracted, failed: dict[str, Exception], at: Mapping[str, datetime]
+    ) -> None:
+        """One embedding call for all, then one commit per entity and mode; errors to
+        ``failed``; ``at``: when each turn was captured, by capture id."""
         texts = [item.search_text() for _, _, result in extracted for item in result.items]
         if not texts:
             return
@@ -142,7 +156,7 @@ class Capturer:
             position += count
         for key, group in groups.items():
             try:
-                self.writer.commit_results(group, vectors_of[key])
+                self.writer.commit_results(group, vectors_of[key], captured=at)
             except Exception as exc:
                 failed.update({str(capture_id): exc for _, capture_id in group})
 
@@ -157,4 +171,4 @@ class Capturer:
             metadata=entry.get("metadata") or None,
         )
         result.fallbacks = len(result.items)
-        self.writer.store_result(result, ids=str(entry["id"]))
+        self.writer.store_result(result, ids=str(entry["id"]), since=captured(entry))

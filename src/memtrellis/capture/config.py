@@ -24,6 +24,14 @@ class CaptureConfig:
             turn is stored in fast mode, tagged ``extraction:fallback``.
         backoff: Seconds before a captured turn is tried again; doubles each try.
         max_backoff: Longest wait between two tries of a captured turn.
+        turn_budget: Seconds one captured turn may take (its tries included; a batch of
+            n turns gets n times as long) before the worker leaves it behind and goes on
+            with the turns after it; ``None``: no limit. The turn stays in the spool and
+            is tried again on the next open.
+        quarantine_after: Opens of the store on which a captured turn may be started
+            without being stored (it failed every try, ran over budget, or the process
+            died during it); on the next open it goes to ``spool/quarantine/`` instead of
+            being tried again, and ``Health.capture_quarantined`` counts it.
 
     Examples:
         >>> import tempfile
@@ -42,12 +50,18 @@ class CaptureConfig:
     attempts: int = 4
     backoff: float = 0.5
     max_backoff: float = 30.0
+    turn_budget: float | None = 900.0
+    quarantine_after: int = 3
 
     def __post_init__(self) -> None:
         if self.attempts < 1:
             raise InvalidInputError("attempts must be at least 1")
         if min(self.backoff, self.max_backoff) < 0:
             raise InvalidInputError("backoff times cannot be negative")
+        if self.turn_budget is not None and not self.turn_budget > 0:
+            raise InvalidInputError("turn_budget must be positive or None")
+        if self.quarantine_after < 1:
+            raise InvalidInputError("quarantine_after must be at least 1")
 
 
 def resolve_capture_config(

@@ -17,7 +17,8 @@ class CaptureService:
     """Spools captured entries and feeds them to a background worker.
 
     On creation it adopts what dead processes left in the spool directory, so turns
-    captured before a crash are extracted now.
+    captured before a crash are extracted now; one started on ``quarantine_after`` times
+    already goes to quarantine instead (see `memtrellis.capture.spool`).
     """
 
     def __init__(
@@ -31,8 +32,11 @@ class CaptureService:
         fallback: Callable[[dict[str, Any]], None] | None = None,
         handle_batch: BatchHandler | None = None,
         max_batch: int = MAX_BATCH,
+        turn_budget: float | None = None,
+        quarantine_after: int | None = None,
     ) -> None:
         self.spool = Spool(directory)
+        self._turn_budget = turn_budget
         self._handle = handle
         self._handle_batch = handle_batch
         self._max_batch = max_batch
@@ -42,7 +46,7 @@ class CaptureService:
         self._fallback = fallback
         self._worker: CaptureWorker | None = None
         self._mu = threading.Lock()
-        self.adopted = self.spool.adopt_orphans()
+        self.adopted = self.spool.adopt_orphans(quarantine_after)
         for entry in self.adopted:
             self._ensure_worker().submit(entry)
 
@@ -58,6 +62,7 @@ class CaptureService:
                     fallback=self._fallback,
                     handle_batch=self._handle_batch,
                     max_batch=self._max_batch,
+                    turn_budget=self._turn_budget,
                 )
             return self._worker
 

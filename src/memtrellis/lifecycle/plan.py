@@ -18,6 +18,7 @@ commits the plan.
 
 from __future__ import annotations
 
+import copy
 import logging
 import math
 import random
@@ -29,6 +30,7 @@ from typing import Any
 
 from memtrellis._deprecated import module_aliases, renamed_argument
 from memtrellis.errors import WriteConflictError
+from memtrellis.lifecycle._nearby import NewVectors
 from memtrellis.lifecycle.confidence import source_prior
 from memtrellis.lifecycle.config import RECORD_KINDS, LifecycleConfig
 from memtrellis.lifecycle.entities import heuristic_entities, resolve_entities
@@ -103,8 +105,12 @@ def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
     return dot / norm if norm else 0.0
 
 
-def _merge_sources(old: Sequence[SourceRef], new: Sequence[SourceRef]) -> list[SourceRef]:
-    seen = {(s.message_id, s.content, s.document) for s in old}
+def _merge_sources(
+    old: Sequence[SourceRef], new: Sequence[SourceRef], seen: set[Any] | None = None
+) -> list[SourceRef]:
+    # ``seen``: the keys of ``old`` when the caller keeps them (updated here).
+    if seen is None:
+        seen = {(s.message_id, s.content, s.document) for s in old}
     merged = list(old)
     for source in new:
         key = (source.message_id, source.content, source.document)
@@ -132,6 +138,8 @@ class _Planner:
         # Items changed or added by this plan, by id: later new memories see them.
         self.pending: dict[str, MemoryItem] = {}
         self.new: list[tuple[MemoryItem, Sequence[float]]] = []
+        self.near = NewVectors()  # the same, searchable: the closest are candidates
+        self.source_keys: dict[str, set[Any]] = {}  # memory id -> keys of its sources
         self.names: dict[str, dict[str, str]] = {}
         self.replaced: dict[str, list[str]] = {}  # new id -> ids it superseded
 
@@ -175,9 +183,9 @@ class _Planner:
         if sharing:
             stored = self.store.vectors.embeddings(entity_id, sharing)
             scores.update({i: _cosine(embedding, v) for i, v in stored.items()})
-        for earlier, vector in self.new:
-            if earlier.scope.entity_id == entity_id:
-                scores[earlier.id] = _cosine(embedding, vector)
+        # The closest memories this plan added before (as the index gives its closest):
+        # relating to all of them made a long document's add quadratic in its windows.
+        scores.update(self.near.nearest(entity_id, embedding, DENSE_CANDIDATES))
         found: list[Candidate] = []
         for memory_id, similarity in scores.items():
             old = self.current(memory_id, entity_id)
@@ -243,6 +251,7 @@ class _Planner:
     ) -> None:
         self.pending[item.id] = item
         self.new.append((item, embedding))
+        self.near.add(item.scope.entity_id, item.id, embedding)
         self.plan.outcomes.append(Outcome(item, related=related))
 
     def change(self, item: MemoryItem, action: str, detail: dict[str, Any]) -> None:
@@ -257,12 +266,20 @@ class _Planner:
         self.plan.changes.append(Change(item, None, action, dict(detail)))
 
     def merge(self, item: MemoryItem, old: MemoryItem, relation: Relation) -> None:
-        merged = old.model_copy(deep=True)
-        merged.sources = _merge_sources(old.sources, item.sources)
+        # Not a deep copy: that copied every source again on each merge, so a document of
+        # many like windows merged in time quadratic in their number. The containers are
+        # new ones; the sources themselves are shared, never changed in place.
+        merged = old.model_copy()
+        seen = self.source_keys.pop(old.id, None)
+        if seen is None:
+            seen = {(s.message_id, s.content, s.document) for s in old.sources}
+        merged.sources = _merge_sources(old.sources, item.sources, seen)
+        self.source_keys[old.id] = seen  # the next merge into it reads no source again
         merged.entities = list(dict.fromkeys([*old.entities, *item.entities]))
-        lifecycle = dict(merged.metadata.get("lifecycle") or {})
+        merged.tags = list(old.tags)
+        lifecycle = dict(old.metadata.get("lifecycle") or {})
         lifecycle["merged"] = merged_count(old) + 1
-        merged.metadata = {**merged.metadata, "lifecycle": lifecycle}
+        merged.metadata = {**copy.deepcopy(old.metadata), "lifecycle": lifecycle}
         merged.updated_at = item.created_at
         detail = {"duplicate": item.text[:200], "reason": relation.reason}
         self.change(merged, "merged", detail)

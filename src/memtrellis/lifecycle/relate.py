@@ -19,6 +19,7 @@ Examples:
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from enum import Enum
 
@@ -119,6 +120,28 @@ _VALUE_LEAD = (
 _FIRST_PERSON = re.compile(r"\b(i|i'm|i've|my|me|mine)\b", re.IGNORECASE)
 
 
+# Characters that are neither word characters, whitespace nor ASCII: where symbols
+# (emoji, currency and other signs) are looked for; ASCII punctuation never counts.
+_NON_ASCII_SIGN = re.compile(r"[^\w\s\x00-\x7f]+")
+_INVISIBLE_CATEGORIES = frozenset({"Cf", "Mn", "Me"})
+
+
+def _marks(text: str, words: list[str]) -> str:
+    """What of ``text`` its words miss and that still carries meaning.
+
+    With words, the symbols among them (emoji, ``€``, ``♥``: Unicode ``S*`` outside
+    ASCII), so that "I feel 😀" and "I feel 😢" differ while "Ana lives in Lyon." and
+    "Ana lives in Lyon!" do not. Without words (``:)``, ``?!``, an emoji), every visible
+    character: such texts are the same memory only when they are the same characters.
+    Format characters and variation selectors (``❤️`` is ``❤`` plus U+FE0F) never count.
+    """
+    if words:
+        signs = "".join(_NON_ASCII_SIGN.findall(text))
+        return "".join(c for c in signs if unicodedata.category(c).startswith("S"))
+    visible = "".join(text.casefold().split())
+    return "".join(c for c in visible if unicodedata.category(c) not in _INVISIBLE_CATEGORIES)
+
+
 def _values(text: str) -> set[str]:
     found = {n.replace(",", ".") for n in _NUMBER.findall(text)}
     found |= {m.casefold()[:3] for m in _MONTH.findall(text)}
@@ -183,8 +206,17 @@ def relate(
         <RelationKind.DUPLICATE: 'duplicate'>
     """
     config = config or LifecycleConfig()
-    if _WORDS.findall(new.text.casefold()) == _WORDS.findall(old.text.casefold()):
+    new_said, old_said = _WORDS.findall(new.text.casefold()), _WORDS.findall(old.text.casefold())
+    new_marks, old_marks = _marks(new.text, new_said), _marks(old.text, old_said)
+    if new_marks != old_marks:
+        if not new_said and not old_said:
+            # Symbol-only texts (":)", ":(", emoji): the same memory only when identical;
+            # embedders place them close together, and they have no words to compare.
+            return Relation(RelationKind.UNRELATED, "other symbols")
+    elif new_said == old_said:
         return Relation(RelationKind.DUPLICATE, "same words")
+    # Texts whose symbols differ ("I feel 😀" / "I feel 😢") are never duplicates.
+    same_marks = new_marks == old_marks
     new_entities, old_entities = _entities(new), _entities(old)
     shared = new_entities & old_entities
     same_key = new.key is not None and new.key == old.key
@@ -201,7 +233,11 @@ def relate(
         or (not new_entities and not old_entities and overlap >= 0.25)
     )
     if not subject:
-        if similarity >= config.duplicate_similarity and not new_entities ^ old_entities:
+        if (
+            similarity >= config.duplicate_similarity
+            and not new_entities ^ old_entities
+            and same_marks
+        ):
             return Relation(RelationKind.DUPLICATE, f"similarity {similarity:.2f}")
         return Relation(RelationKind.UNRELATED, "no shared subject")
     # Conflicts need evidence that both speak of the same attribute: the same key, mostly
@@ -244,7 +280,7 @@ def relate(
         return Relation(RelationKind.CONTRADICTS, f"{sorted(lost)[0]} -> {sorted(gained)[0]}")
     if same_key and new.text != old.text and similarity < config.duplicate_similarity:
         return Relation(RelationKind.CONTRADICTS, f"new value for key {new.key!r}")
-    if similarity >= config.duplicate_similarity and not gained:
+    if similarity >= config.duplicate_similarity and not gained and same_marks:
         return Relation(RelationKind.DUPLICATE, f"similarity {similarity:.2f}")
     if similarity >= config.support_similarity:
         return Relation(RelationKind.SUPPORTS, f"similarity {similarity:.2f}")

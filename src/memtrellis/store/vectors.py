@@ -89,6 +89,23 @@ def collection_name(entity_id: str) -> str:
     return "mt-" + hashlib.blake2b(entity_id.encode(), digest_size=16).hexdigest()
 
 
+#: Records per Chroma call when the client does not say (``get_max_batch_size`` of an
+#: embedded Chroma 1.5 on SQLite: 5,461, its limit of SQL variables per statement).
+DEFAULT_MAX_BATCH = 5_461
+
+
+def _batches(count: int, size: int) -> Iterator[slice]:
+    """Slices of ``range(count)`` of at most ``size`` each (none when ``count`` is 0).
+
+    Examples:
+        >>> [(s.start, s.stop) for s in _batches(5, 2)]
+        [(0, 2), (2, 4), (4, 5)]
+    """
+    step = max(1, size)
+    for start in range(0, count, step):
+        yield slice(start, min(start + step, count))
+
+
 def _missing() -> tuple[type[Exception], ...]:
     # What Chroma raises for a collection that does not exist (ValueError before 1.0).
     from chromadb.errors import NotFoundError
@@ -250,6 +267,7 @@ class VectorIndex:
         self._gate = SharedExclusiveLock()
         self._collections: dict[str, Any] = {}
         self._client: Any = None
+        self._max_batch: int | None = None
         self.stale = False
         self._log_indexed = False
         self._connect()
@@ -292,7 +310,23 @@ class VectorIndex:
                 ) from exc
             self._index_the_log()
         self._collections.clear()
+        self._max_batch = None
         self.stale = False
+
+    @property
+    def max_batch(self) -> int:
+        """Most records one Chroma call takes, as the client reports it (read once).
+
+        Chroma refuses a larger ``upsert``, ``update``, ``delete`` or ``get`` outright, so
+        every write and read by ids is cut into batches of this size.
+        """
+        if self._max_batch is None:
+            try:
+                size = int(self._client.get_max_batch_size())
+            except Exception:  # an old server without the call: Chroma's SQLite limit
+                size = DEFAULT_MAX_BATCH
+            self._max_batch = max(1, size)
+        return self._max_batch
 
     def _index_the_log(self) -> None:
         # Once made, the index stays: reopening the client (refresh) need not look again.
@@ -374,13 +408,16 @@ class VectorIndex:
                 by_entity.setdefault(item.scope.entity_id, []).append(position)
             for entity_id, positions in by_entity.items():
                 collection = self._collection(entity_id, create=True)
-                collection.upsert(
-                    ids=[items[p].id for p in positions],
-                    embeddings=[list(embeddings[p]) for p in positions],
-                    # No documents: the item JSON in the metadata carries the text, nothing reads
-                    # documents back, and Chroma's full-text indexing of them cost ~30% of a write.
-                    metadatas=[_metadata(items[p]) for p in positions],
-                )
+                for part in _batches(len(positions), self.max_batch):
+                    chosen = positions[part]
+                    collection.upsert(
+                        ids=[items[p].id for p in chosen],
+                        embeddings=[list(embeddings[p]) for p in chosen],
+                        # No documents: the item JSON in the metadata carries the text,
+                        # nothing reads documents back, and Chroma's full-text indexing
+                        # of them cost ~30% of a write.
+                        metadatas=[_metadata(items[p]) for p in chosen],
+                    )
 
     def update_metadata(self, items: Sequence[MemoryItem]) -> None:
         """Refresh the stored metadata (and item copy) without re-embedding."""
@@ -390,18 +427,23 @@ class VectorIndex:
                 by_entity.setdefault(item.scope.entity_id, []).append(item)
             for entity_id, group in by_entity.items():
                 collection = self._collection(entity_id, create=False)
-                if collection is not None:
+                if collection is None:
+                    continue
+                for part in _batches(len(group), self.max_batch):
                     collection.update(
-                        ids=[i.id for i in group],
-                        metadatas=[_metadata(i) for i in group],
+                        ids=[i.id for i in group[part]],
+                        metadatas=[_metadata(i) for i in group[part]],
                     )
 
     def delete(self, entity_id: str, ids: Sequence[str]) -> None:
         """Delete vectors by id from one entity's collection (missing ids are ignored)."""
         with self._client_in_use():
             collection = self._collection(entity_id, create=False)
-            if collection is not None and ids:
-                collection.delete(ids=list(ids))
+            if collection is None:
+                return
+            wanted = list(ids)
+            for part in _batches(len(wanted), self.max_batch):
+                collection.delete(ids=wanted[part])
 
     def drop_entity(self, entity_id: str) -> None:
         """Delete one entity's whole collection, leaving none of its data on disk.
@@ -461,20 +503,28 @@ class VectorIndex:
         """Which of ``ids`` the entity's collection holds."""
         with self._client_in_use():
             collection = self._collection(entity_id, create=False)
-            if collection is None or not ids:
+            if collection is None:
                 return set()
-            got = collection.get(ids=list(ids), include=[])
-            return set(got["ids"])
+            wanted, found = list(ids), set[str]()
+            for part in _batches(len(wanted), self.max_batch):
+                found.update(collection.get(ids=wanted[part], include=[])["ids"])
+            return found
 
     def embeddings(self, entity_id: str, ids: Sequence[str]) -> dict[str, list[float]]:
         """Stored vectors of ``ids`` in one entity's collection (missing ids left out)."""
         with self._client_in_use():
             collection = self._collection(entity_id, create=False)
-            if collection is None or not ids:
+            if collection is None:
                 return {}
-            got = collection.get(ids=list(ids), include=["embeddings"])
-            vectors = got["embeddings"] if got["embeddings"] is not None else []
-            return {i: [float(x) for x in v] for i, v in zip(got["ids"], vectors, strict=True)}
+            wanted: list[str] = list(ids)
+            found: dict[str, list[float]] = {}
+            for part in _batches(len(wanted), self.max_batch):
+                got = collection.get(ids=wanted[part], include=["embeddings"])
+                vectors = got["embeddings"] if got["embeddings"] is not None else []
+                found.update(
+                    {i: [float(x) for x in v] for i, v in zip(got["ids"], vectors, strict=True)}
+                )
+            return found
 
     def count(self, entity_id: str) -> int:
         """Number of vectors in one entity's collection."""
