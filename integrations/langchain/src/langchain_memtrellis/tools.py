@@ -19,6 +19,7 @@ from typing import Any, Literal
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from memtrellis import InvalidInputError, Memory, MemoryItem, MemoryNotFoundError, MemoryType, Scope
+from memtrellis.context import escape_line
 from pydantic import BaseModel, Field, PrivateAttr
 
 from langchain_memtrellis._bridge import scope_from
@@ -100,7 +101,8 @@ def _context() -> Any:
 
 
 def _line(item: MemoryItem) -> str:
-    text = " ".join(item.text.split())
+    # What the model reads: escaped as in the memory context (markup, invisible characters).
+    text = escape_line(item.text)
     return f"- [{item.id}] {text} ({item.memory_type.value}, {item.created_at:%Y-%m-%d})"
 
 
@@ -158,7 +160,7 @@ class SaveMemoryTool(_MemoryTool):
                 )
             except MemoryNotFoundError:
                 return f"No memory {memory_id} to correct; nothing was saved."
-            return f"Updated memory {item.id}: {item.text}"
+            return f"Updated memory {item.id}: {escape_line(item.text)}"
         scope = Scope(
             entity_id=entity, process_id=self._process(), session_id=self._session(config)
         )
@@ -171,8 +173,8 @@ class SaveMemoryTool(_MemoryTool):
         )
         stored = self.memory.store(new)
         if stored.id != new.id:
-            return f"Already remembered as memory {stored.id}: {stored.text}"
-        return f"Saved memory {stored.id}: {stored.text}"
+            return f"Already remembered as memory {stored.id}: {escape_line(stored.text)}"
+        return f"Saved memory {stored.id}: {escape_line(stored.text)}"
 
     async def _arun(
         self,

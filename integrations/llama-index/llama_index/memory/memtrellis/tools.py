@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from llama_index.core.tools.tool_spec.base import SPEC_FUNCTION_TYPE, BaseToolSpec
 from memtrellis import InvalidInputError, Memory, MemoryNotFoundError
+from memtrellis.context import escape_line
 
 __all__ = ["MemtrellisToolSpec"]
 
@@ -87,7 +88,7 @@ class MemtrellisToolSpec(BaseToolSpec):
             return f"Not saved: {exc}"
         if not items:
             return "Nothing to save: the text was empty."
-        return "\n".join(f"Saved memory {item.id}: {item.text}" for item in items)
+        return "\n".join(f"Saved memory {item.id}: {escape_line(item.text)}" for item in items)
 
     def search_memories(self, query: str) -> str:
         """Search the user's long-term memories for what is relevant to a question. Returns
@@ -113,8 +114,11 @@ class MemtrellisToolSpec(BaseToolSpec):
             self.memory.forget(item.id, entity_id=self.entity_id)
         except (MemoryNotFoundError, InvalidInputError):
             return f"No memory {memory_id!r} to forget."
-        return f"Forgotten: {item.text}"
+        return f"Forgotten: {escape_line(item.text)}"
 
 
 def _lines(items: Sequence[object]) -> str:
-    return "\n".join(f"{getattr(i, 'id', '')}: {getattr(i, 'text', '')}" for i in items)
+    # What the model reads: escaped as in the memory context (markup, invisible characters).
+    return "\n".join(
+        f"{getattr(i, 'id', '')}: {escape_line(str(getattr(i, 'text', '')))}" for i in items
+    )
