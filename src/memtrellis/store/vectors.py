@@ -13,6 +13,7 @@ import json
 import logging
 import shutil
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -154,15 +155,21 @@ def _bring_up_to_date(collection: Any) -> None:
         return
     if "sync_threshold" in stale:
         stale["batch_size"] = int(HNSW_CONFIGURATION["batch_size"])
-    try:
-        collection.modify(configuration={"hnsw": stale})
-    except Exception as exc:  # best effort: the old settings only cost speed
-        log.warning(
-            "could not update the HNSW settings of Chroma collection %s (%s: %s)",
-            getattr(collection, "name", "?"),
-            type(exc).__name__,
-            str(exc)[:200],
-        )
+    for attempt in range(1, 4):
+        try:
+            collection.modify(configuration={"hnsw": stale})
+            return
+        except Exception as exc:  # best effort: the old settings only cost speed
+            if "locked" in str(exc) and attempt < 3:
+                time.sleep(0.2 * attempt)  # Chroma's own writer holds the file a moment
+                continue
+            log.warning(
+                "could not update the HNSW settings of Chroma collection %s (%s: %s)",
+                getattr(collection, "name", "?"),
+                type(exc).__name__,
+                str(exc)[:200],
+            )
+            return
 
 
 def index_chroma_log(directory: Path | str) -> bool:
