@@ -430,3 +430,35 @@ def test_a_turn_captured_in_another_process_before_a_forget_is_not_stored(
     with Memory(path, entity_id="ana", embedder=HashingEmbedder()) as memory:
         assert stored_ids(memory, "ana") == set()
         assert store_of(memory).vectors.count("ana") == 0
+
+
+def test_a_plan_that_keeps_meeting_other_writers_is_made_under_the_lock_at_last(
+    tmp_path: Path,
+) -> None:
+    # Another writer (a second Memory on the store, as another process would be) commits
+    # while each plan is being made; the last attempt holds the entity's lock, so the
+    # other writer waits (here: gives up after its lock timeout) and the plan commits.
+    from memtrellis.errors import StoreLockedError
+    from memtrellis.store.store import PLAN_ATTEMPTS
+
+    path = tmp_path / "s"
+    calls: list[str] = []
+    with Memory(path, entity_id="ana", embedder=HashingEmbedder(), lock_timeout=0.3) as other:
+
+        def judge(messages: list[dict[str, str]]) -> str:
+            try:
+                other.add(f"Ana noted item number {'x' * (len(calls) + 1)}.", memory_type="fact")
+                calls.append("other wrote")
+            except StoreLockedError:
+                calls.append("other waited")
+            return json.dumps({"relations": []})
+
+        llm = ScriptedLLM(judge)
+        with Memory(path, entity_id="ana", embedder=HashingEmbedder(), llm=llm) as memory:
+            memory.add("Ana plays chess on Sundays.", memory_type="fact", mode="fast")
+            calls.clear()
+            [cello] = memory.add("Ana plays the cello.", memory_type="fact", mode="fast")
+            assert calls == ["other wrote"] * (PLAN_ATTEMPTS - 1) + ["other waited"]
+            texts = [i.text for i in memory.list()]
+        assert texts.count(cello.text) == 1
+        assert len(texts) == 2 + PLAN_ATTEMPTS - 1

@@ -443,11 +443,15 @@ def store_additions(
             kept = [n for n, i in enumerate(batch) if i.id not in replays - known]
             batch, vectors = [batch[n] for n in kept], [vectors[n] for n in kept]
             replays &= known
-        expect = replace(since, version=store.version(entity_id))
+        how = (config, judge, action, detail)
         try:
-            return _store_once(
-                store, batch, vectors, now, (config, judge, action, detail), edges, expect
-            )
+            if attempt == PLAN_ATTEMPTS:
+                # It kept meeting other writers: this time no one commits meanwhile.
+                with store.exclusive(entity_id):
+                    expect = replace(since, version=store.version(entity_id))
+                    return _store_once(store, batch, vectors, now, how, edges, expect)
+            expect = replace(since, version=store.version(entity_id))
+            return _store_once(store, batch, vectors, now, how, edges, expect)
         except WriteConflictError as conflict:
             if conflict.forgotten or attempt == PLAN_ATTEMPTS:
                 raise

@@ -190,6 +190,13 @@ class Shard:
             with self.storage.lock(wait):
                 yield
 
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the entity's lock, caught up with what others logged (see `Store.exclusive`)."""
+        with self._locked():
+            self._catch_up(locked=True)
+            yield
+
     # -- loading and catching up ---------------------------------------------------------
     def _load(self) -> None:
         # Loading builds many objects that all stay alive; with the cyclic collector

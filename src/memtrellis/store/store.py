@@ -367,6 +367,15 @@ class Store:
         with lock:
             yield
 
+    @contextmanager
+    def exclusive(self, entity_id: str) -> Iterator[None]:
+        """Hold the entity's lock (across threads, processes and machines) with its shard
+        caught up: no one else commits to the entity meanwhile. For a plan that kept
+        meeting other writers' commits; readers of the entity in this process wait."""
+        shard = self.shard(entity_id)
+        with shard.locked():
+            yield
+
     def refresh(self, entity_id: str, *, wait: bool = False) -> None:
         """See what other processes wrote for this entity (cheap when nothing changed)."""
         self.shard(entity_id).refresh(wait=wait)
