@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -203,6 +204,7 @@ def test_memtrellis_error_is_one_red_line_and_exit_2(runner: CliRunner, store: P
 
 
 def test_invalid_entity_is_reported_not_raised(runner: CliRunner, store: Path) -> None:
+    add_json(runner, store, "something to make the store exist")
     result = cli(runner, store, "--entity", " ", "list")
     assert result.exit_code == 2
     assert "Error:" in result.stderr
@@ -449,3 +451,112 @@ def test_python_dash_m_runs_the_cli(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert "recall" in result.stdout
+
+
+# -- first contact: read-only commands on a mistyped path, the entity hint, help, plurals ---
+READ_ONLY = [
+    ["list"],
+    ["recall", "tea"],
+    ["get", "abc123"],
+    ["history", "abc123"],
+    ["health"],
+    ["export", "out.jsonl"],
+    ["graph", "--json", "graph.json"],
+    ["forget", "abc123", "--yes"],
+]
+
+
+@pytest.mark.parametrize("command", READ_ONLY, ids=lambda command: command[0])
+def test_read_only_command_on_a_mistyped_path_creates_nothing(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: list[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["--path", "./typo", "--embedder", "hashing", *command])
+    assert result.exit_code == 2, result.output
+    error = " ".join(result.stderr.split())
+    assert "no memtrellis store at ./typo" in error, error
+    assert str(tmp_path / "typo") in error  # where it looked, in full
+    assert "memtrellis --path ./typo add TEXT" in error  # how to make one
+    assert "Traceback" not in result.output
+    assert sorted(tmp_path.iterdir()) == []  # no store, no output file
+
+
+def test_read_only_command_without_a_store_leaves_the_default_path_alone(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MEMTRELLIS_HOME", raising=False)
+    result = runner.invoke(app, ["--embedder", "hashing", "list"])
+    assert result.exit_code == 2, result.output
+    error = " ".join(result.stderr.split())
+    assert "no memtrellis store at .memtrellis" in error and "the default store" in error
+    assert not (tmp_path / ".memtrellis").exists()
+
+
+def test_read_only_command_on_an_empty_directory_leaves_it_empty(
+    runner: CliRunner, store: Path
+) -> None:
+    store.mkdir()
+    result = cli(runner, store, "health")
+    assert result.exit_code == 2, result.output
+    assert "no memtrellis store" in result.stderr
+    assert list(store.iterdir()) == []
+
+
+def test_read_only_commands_still_open_an_existing_store(runner: CliRunner, store: Path) -> None:
+    [item] = add_json(runner, store, "Ines keeps a greyhound called Pimiento")
+    for command in (["list"], ["health"], ["get", item["id"][:8]], ["export", "-"]):
+        result = cli(runner, store, *command)
+        assert result.exit_code == 0, (command, result.output)
+
+
+def test_list_names_the_entities_the_store_holds(runner: CliRunner, store: Path) -> None:
+    for text in ("Alice prefers green tea", "Alice lives in Lyon"):
+        result = cli(runner, store, "--entity", "alice", "add", text)
+        assert result.exit_code == 0, result.output
+    assert cli(runner, store, "--entity", "bob", "add", "Bob plays chess").exit_code == 0
+
+    listed = cli(runner, store, "list")
+    assert listed.exit_code == 0, listed.output
+    hint = " ".join(listed.stdout.split())
+    assert "no memories of entity 'default'; this store holds: alice (2), bob (1)" in hint
+    assert "--entity alice" in hint
+
+    # --json keeps stdout parseable and gives the hint on stderr.
+    as_json = cli(runner, store, "--json", "list")
+    assert json.loads(as_json.stdout) == []
+    assert "this store holds: alice (2), bob (1)" in " ".join(as_json.stderr.split())
+
+    # recall on the wrong entity says the same.
+    recalled = cli(runner, store, "recall", "tea")
+    assert "this store holds: alice (2), bob (1)" in " ".join(recalled.stderr.split())
+
+    # An entity with memories that match no filter is told so, not sent elsewhere.
+    filtered = cli(runner, store, "--entity", "alice", "list", "--tag", "nothing")
+    assert "no memories of entity 'alice' match" in " ".join(filtered.stdout.split())
+
+
+def test_flags_are_shown_without_a_value_in_help(runner: CliRunner) -> None:
+    names = ["add", "recall", "list", "get", "forget", "history", "health", "export"]
+    commands = [[], *([name] for name in names), ["import"], ["graph"], ["demo"], ["keys"]]
+    for command in commands:
+        result = runner.invoke(app, [*command, "--help"], env={"COLUMNS": "200"})
+        assert result.exit_code == 0, result.output
+        assert "<bool>" not in result.output, (command, result.output)
+    root = runner.invoke(app, ["--help"], env={"COLUMNS": "200"}).output
+    assert re.search(r"--json\s+Print machine-readable JSON", root), root
+    listing = runner.invoke(app, ["list", "--help"], env={"COLUMNS": "200"}).output
+    assert re.search(r"--include-superseded\s+Also show", listing), listing
+
+
+def test_counts_have_their_plural_forms(runner: CliRunner, store: Path) -> None:
+    added = cli(runner, store, "add", "Ines keeps a greyhound called Pimiento")
+    assert "1 memory added" in added.output, added.output
+    recalled = cli(runner, store, "recall", "greyhound", "-k", "1")
+    assert "1 memory ·" in recalled.output, recalled.output
+    listed = cli(runner, store, "list")
+    exported = cli(runner, store, "export", "-")
+    forgot = cli(runner, store, "forget", "--all-for-entity", "--yes")
+    assert "Forgot 1 memory." in forgot.output
+    for result in (added, recalled, listed, exported, forgot):
+        assert "1 memories" not in result.output

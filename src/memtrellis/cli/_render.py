@@ -14,6 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from memtrellis.cli._state import plural
 from memtrellis.store.graph import SUBJECT_NODE_PREFIX
 from memtrellis.types import HistoryEvent, MemoryItem, RecallExplanation, RecallResult
 
@@ -110,9 +111,13 @@ def recall_table(result: RecallResult) -> RenderableType:
         )
         cell.append_text(explanation_text(entry.explanation))
         table.add_row(str(rank), cell)
-    budget = f" of {result.token_budget}" if result.token_budget is not None else ""
+    tokens = (
+        plural(result.tokens, "token")
+        if result.token_budget is None
+        else f"{result.tokens} of {plural(result.token_budget, 'token')}"
+    )
     summary = Text(
-        f"{len(result.items)} memories · {result.tokens}{budget} tokens"
+        f"{plural(len(result.items), 'memory', 'memories')} · {tokens}"
         f"{' (truncated to budget)' if result.truncated else ''} · {result.latency_ms:.1f} ms",
         style="dim",
     )
