@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -13,12 +12,10 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from cli_helpers import run_script, script_env
 from memtrellis.cli import app
-from memtrellis.cli._demo import load_sample
 from memtrellis.transfer import parse_line
 from memtrellis.types import MemoryItem
-
-SCRIPT = Path(sys.executable).with_name("memtrellis")
 
 
 @pytest.fixture
@@ -43,73 +40,12 @@ def add_json(runner: CliRunner, store: Path, *args: str) -> list[dict[str, Any]]
     return items
 
 
-def script_env(tmp_path: Path) -> dict[str, str]:
-    env = dict(os.environ)
-    env.pop("MEMTRELLIS_HOME", None)
-    env["COLUMNS"] = "160"
-    env["HOME"] = str(tmp_path / "home")
-    return env
-
-
-# Loaded by the child interpreter at start-up (through PYTHONPATH): records every attempt
-# to resolve a host name or open a network connection, so a test can prove there was none.
-NETWORK_GUARD = """
-import os, socket, sys
-
-_LOG = os.environ["MEMTRELLIS_TEST_NETLOG"]
-
-def _hook(event, args):
-    if event == "socket.getaddrinfo" or (
-        event == "socket.connect" and args[0].family in (socket.AF_INET, socket.AF_INET6)
-    ):
-        with open(_LOG, "a", encoding="utf-8") as log:
-            log.write(f"{event} {args[1:]!r}\\n")
-        raise OSError("network access attempted during a test")
-
-sys.addaudithook(_hook)
-"""
-
-
-def run_script(
-    tmp_path: Path, *args: str, input: str | None = None, guard_network: bool = False
-) -> Any:
-    if not SCRIPT.exists():
-        pytest.skip("the memtrellis console script is not installed in this environment")
-    env = script_env(tmp_path)
-    if guard_network:
-        guard = tmp_path / "guard"
-        guard.mkdir(exist_ok=True)
-        (guard / "sitecustomize.py").write_text(NETWORK_GUARD, encoding="utf-8")
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(guard), env.get("PYTHONPATH")]))
-        env["MEMTRELLIS_TEST_NETLOG"] = str(tmp_path / "network.log")
-    return subprocess.run(
-        [str(SCRIPT), *args],
-        input=input,
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env=env,
-        timeout=280,
-        check=False,
-    )
-
-
 def test_help_lists_every_command(runner: CliRunner) -> None:
     result = runner.invoke(app, ["--help"])
     assert result.exit_code == 0
     for command in ("demo", "add", "recall", "list", "get", "forget", "history", "health"):
         assert command in result.output
     assert "export" in result.output and "import" in result.output
-
-
-def test_sample_conversation_ships_as_package_data() -> None:
-    sample = load_sample()
-    messages = [m for session in sample["sessions"] for m in session["messages"]]
-    assert len(sample["sessions"]) == 3
-    assert 20 <= len(messages) <= 30
-    assert all({"id", "role", "content", "timestamp"} <= set(m) for m in messages)
-    assert len({m["id"] for m in messages}) == len(messages)
-    assert 3 <= len(sample["queries"]) <= 4
 
 
 def test_add_list_get_and_recall(runner: CliRunner, store: Path) -> None:
@@ -380,44 +316,6 @@ def test_import_missing_file_is_an_error(runner: CliRunner, store: Path, tmp_pat
     result = cli(runner, store, "import", str(tmp_path / "absent.jsonl"))
     assert result.exit_code == 2
     assert "cannot read" in result.stderr
-
-
-def _recall_section(output: str) -> str:
-    marker = "recall, with explanations"
-    assert marker in output, output
-    return output.split(marker, 1)[1]
-
-
-def test_demo_with_hashing_embedder(runner: CliRunner, tmp_path: Path) -> None:
-    store = tmp_path / "demo-store"
-    result = runner.invoke(app, ["--path", str(store), "--embedder", "hashing", "demo"])
-    assert result.exit_code == 0, result.output
-    assert "s1-m07" in result.output  # source message ids are shown
-    assert "Valencia" in _recall_section(result.output)
-    assert store.exists()
-
-
-def test_demo_json(runner: CliRunner, tmp_path: Path) -> None:
-    result = runner.invoke(app, ["--embedder", "hashing", "--json", "demo"])
-    assert result.exit_code == 0, result.output
-    payload = json.loads(result.stdout)
-    assert len(payload["recalls"]) == len(load_sample()["queries"])
-    assert payload["health"]["total_memories"] == len(payload["memories"])
-    assert not Path(payload["store"]).exists()  # the temporary store is removed
-
-
-def test_demo_script_with_default_embedder(tmp_path: Path) -> None:
-    result = run_script(tmp_path, "demo", guard_network=True)
-    assert result.returncode == 0, result.stderr
-    # The offline promise: no host lookup, no connection, with the real default embedder.
-    assert not (tmp_path / "network.log").exists(), (tmp_path / "network.log").read_text()
-    recalled = _recall_section(result.stdout)
-    for fact in ("Valencia", "25 April", "vegetarian", "PostgreSQL"):
-        assert fact in recalled, fact
-    assert "dense" in recalled and "final" in recalled
-    assert "total memories" in result.stdout
-    # The demo never falls back to the default store in the working directory.
-    assert not (tmp_path / ".memtrellis").exists()
 
 
 def test_script_export_import_round_trip(tmp_path: Path) -> None:
