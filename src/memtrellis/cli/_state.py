@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console
 
-from memtrellis._engine.args import default_store_path
 from memtrellis.errors import MemoryNotFoundError
 
 if TYPE_CHECKING:
@@ -68,7 +67,10 @@ def require_store(path: str | os.PathLike[str] | None) -> Path:
         ...     print(str(exc).split(" (")[0])
         no memtrellis store at ./no-store-here
     """
-    target = Path(path) if path is not None else default_store_path()
+    # The default Memory opens (memtrellis._engine.args.default_store_path, below this layer).
+    target = (
+        Path(path) if path is not None else Path(os.environ.get("MEMTRELLIS_HOME") or ".memtrellis")
+    )
     shown = os.fspath(path) if path is not None else os.fspath(target)
     if not target.is_absolute():
         shown += f" ({target.absolute()})"
