@@ -105,7 +105,8 @@ def test_demo_tells_the_story_with_the_default_embedder(tmp_path: Path) -> None:
     assert "memtrellis demo --keep" in where and "--graph ines.html" in where
     assert "docs/lifecycle.md" in where and "the temporary store was removed" in where
     assert "1 memories" not in result.stdout
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["guard", "home", "tmp"]
+    # Nothing in the working directory (HOME may hold the tokenizer's vocabulary cache).
+    assert {p.name for p in tmp_path.iterdir()} <= {"guard", "home", "tmp"}
     assert list(temp.iterdir()) == []
 
 
