@@ -8,6 +8,7 @@ superseded, recall as of a day in between, and where to look next.
 from __future__ import annotations
 
 import contextlib
+import shlex
 import tempfile
 import time
 from collections.abc import Iterator, Mapping
@@ -137,12 +138,17 @@ def _tell(
     out.print(_code(f'memory.recall({story.fact_query!r}, memory_types=["fact"], as_of={day})'))
     out.print(_recall(story.then, names, on=day))
     out.print(_step(5, "Where to look next"))
-    out.print(_next(story, state, graph, kept))
+    _next(out, story, state, graph, kept)
     out.print(_footer(health, seconds, temporary))
 
 
 def _step(number: int, title: str) -> Rule:
     return Rule(f"[bold]{number} · {escape(title)}[/]", align="left", style="cyan")
+
+
+def _note(text: str, indent: int = 2) -> Padding:
+    """A dim remark, wrapped to the terminal under its indent."""
+    return Padding(Text(text, style="dim"), (0, 0, 0, indent))
 
 
 def _code(line: str) -> Padding:
@@ -169,11 +175,11 @@ def _header(story: Story, path: str, temporary: bool, health: Mapping[str, Any])
 def _captured(story: Story) -> Group:
     parts: list[Any] = [
         _code("memory.capture([message, reply], session_id=...)   # after each reply"),
-        Text(
-            "    as ChatMemoryWrapper, the LlamaIndex memory block and memory.register(client) "
-            "do; the turns that\n    state a fact are stored with memory.add(turn, "
-            'memory_type="fact") (fine mode\'s LLM distils such facts itself)',
-            style="dim",
+        _note(
+            "as ChatMemoryWrapper, the LlamaIndex memory block and memory.register(client) do; "
+            'the turns that state a fact are stored with memory.add(turn, memory_type="fact") '
+            "(fine mode's LLM distils such facts itself)",
+            indent=4,
         ),
     ]
     sessions: dict[str, list[Any]] = {}
@@ -203,7 +209,7 @@ def _captured(story: Story) -> Group:
                     (short_id(item.id), "cyan"), " ", (item.memory_type.value, style)
                 )
             table.add_row(
-                message["id"],
+                Text(message["id"]),
                 Text(who, style="bold" if turn.fact else ""),
                 Text(message["content"]),
                 kind,
@@ -211,11 +217,10 @@ def _captured(story: Story) -> Group:
         parts.append(Padding(table, (1, 0, 0, 2)))
     stored = sum(1 for turn in story.turns if turn.memory is not None)
     parts.append(
-        Text(
-            f"  {plural(len(story.turns), 'turn')} → {plural(stored, 'memory', 'memories')} "
+        _note(
+            f"{plural(len(story.turns), 'turn')} → {plural(stored, 'memory', 'memories')} "
             f"in {story.store_seconds:.1f} s, each with its message id, speaker, session and "
-            "time",
-            style="dim",
+            "time"
         )
     )
     return Group(*parts)
@@ -320,8 +325,8 @@ def _supersession(story: Story, names: Mapping[str, str]) -> Group:
     old_text = Text(old.text, style="strike dim")
     if old.superseded_by:
         old_text.append(f"\nsuperseded by {names.get(old.superseded_by, '?')}", style="yellow")
-    table.add_row(old_text, names.get(old.id, ""), _validity(old))
-    table.add_row(Text(new.text, style="bold"), names.get(new.id, ""), _validity(new))
+    table.add_row(old_text, Text(names.get(old.id, "")), Text(_validity(old)))
+    table.add_row(Text(new.text, style="bold"), Text(names.get(new.id, "")), Text(_validity(new)))
     reason = story.superseded_reason or "the relation judge"
     lines = Text(style="dim")
     lines.append(f"The lifecycle rules saw the same subject and attribute with {reason}")
@@ -337,34 +342,40 @@ def _supersession(story: Story, names: Mapping[str, str]) -> Group:
     return Group(Padding(table, (1, 0, 0, 2)), Padding(lines, (0, 0, 0, 2)))
 
 
-def _next(story: Story, state: CliState, graph: str | None, kept: str | None) -> Text:
+def _next(out: Console, story: Story, state: CliState, graph: str | None, kept: str | None) -> None:
     flag = " --embedder hashing" if state.embedder is EmbedderChoice.HASHING else ""
-    store = kept if kept is not None else "STORE"
+    store = shlex.quote(kept) if kept is not None else "STORE"
     base = f"memtrellis --path {store}{flag} --entity {story.entity_id}"
-    text = Text()
+    picture = "the memory graph as a page for any browser (.png with memtrellis[viz])"
+    steps: list[tuple[str, str]] = []
     if kept is None:
-        text.append("  memtrellis demo --keep", style=_CODE)
-        text.append("   keep this store to explore it (STORE is the path it prints)\n", style="dim")
-    text.append(f"  {base} list --include-superseded\n", style=_CODE)
-    text.append(f"  {base} recall 'What should I avoid when I cook?'\n", style=_CODE)
+        keep = "keep this store to explore it (STORE is the path it prints)"
+        steps.append((keep, "memtrellis demo --keep"))
+    steps.append(("every memory, the replaced fact too", f"{base} list --include-superseded"))
+    steps.append(("ask your own question", f"{base} recall 'What should I avoid when I cook?'"))
     if graph is not None:
-        text.append(f"  The memory graph was drawn into {graph}", style="bold")
-        text.append(" (memories, the subjects they mention, every edge)\n", style="dim")
-    else:
-        text.append("  memtrellis demo --graph ines.html", style=_CODE)
-        text.append(
-            "   the memory graph as a page for any browser (.png with memtrellis[viz])\n",
-            style="dim",
+        steps.append(
+            (f"the memory graph was drawn into {graph}; again", f"{base} graph --html ines.html")
         )
-    text.append(f"  {base} graph --html ines.html\n", style=_CODE)
-    text.append("  Read on: ", style="bold")
-    text.append(
-        "README.md (Quickstart, LangChain, LlamaIndex, OpenAI and Anthropic clients), "
-        "docs/concepts.md,\n  docs/lifecycle.md (supersession, as_of), docs/graph.md, "
-        "docs/getting-started.md",
-        style="dim",
+    elif kept is not None:
+        steps.append((picture, f"{base} graph --html ines.html"))
+    else:
+        steps.append((picture, "memtrellis demo --graph ines.html"))
+    out.print()
+    for what, command in steps:
+        out.print(Text(f"  {what}:", style="dim"))
+        # Soft-wrapped: a command stays whole to copy however wide it is.
+        out.print(Text(f"    {command}", style=_CODE), soft_wrap=True)
+    out.print(
+        Padding(
+            _note(
+                "Read on: README.md (Quickstart; LangChain, LlamaIndex, OpenAI and Anthropic "
+                "clients), docs/concepts.md, docs/lifecycle.md (supersession, as_of), "
+                "docs/graph.md, docs/getting-started.md"
+            ),
+            (1, 0, 0, 0),
+        )
     )
-    return text
 
 
 def _footer(health: Mapping[str, Any], seconds: float, temporary: bool) -> Text:
