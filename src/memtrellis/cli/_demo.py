@@ -125,7 +125,7 @@ def _tell(
     out.print(_header(story, path, temporary, health))
     out.print(_step(1, "A chat app captures two conversations"))
     out.print(_captured(story))
-    out.print(_step(2, "Six months later: recall, with why and where from"))
+    out.print(_step(2, "Later, before a reply: recall, with why and where from"))
     for result, k in zip(story.recalls, story.recall_k, strict=True):
         out.print(_code(f"memory.recall({result.query!r}, k={k})"))
         out.print(_recall(result, names, left_out=False))

@@ -106,8 +106,15 @@ def recall_table(result: RecallResult) -> RenderableType:
     table.add_column("memory", ratio=1)
     for rank, entry in enumerate(result.items, start=1):
         cell = Text(entry.memory.text + "\n", style="bold")
+        message_id, when = _source(entry.memory)
+        origin = f" · from {message_id}" if message_id != _NONE else ""
+        speaker = next(
+            (s.speaker or s.role for s in entry.memory.sources if s.speaker or s.role), None
+        )
+        origin += f" ({speaker}, {fmt_time(when)})" if speaker else f" ({fmt_time(when)})"
         cell.append(
-            f"{short_id(entry.memory.id)} · {entry.memory.memory_type.value}\n", style="cyan"
+            f"{short_id(entry.memory.id)} · {entry.memory.memory_type.value}{origin}\n",
+            style="cyan",
         )
         cell.append_text(explanation_text(entry.explanation))
         table.add_row(str(rank), cell)
