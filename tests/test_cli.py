@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,12 +12,10 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from cli_helpers import run_script, script_env
 from memtrellis.cli import app
-from memtrellis.cli._demo import load_sample
 from memtrellis.transfer import parse_line
 from memtrellis.types import MemoryItem
-
-SCRIPT = Path(sys.executable).with_name("memtrellis")
 
 
 @pytest.fixture
@@ -42,73 +40,12 @@ def add_json(runner: CliRunner, store: Path, *args: str) -> list[dict[str, Any]]
     return items
 
 
-def script_env(tmp_path: Path) -> dict[str, str]:
-    env = dict(os.environ)
-    env.pop("MEMTRELLIS_HOME", None)
-    env["COLUMNS"] = "160"
-    env["HOME"] = str(tmp_path / "home")
-    return env
-
-
-# Loaded by the child interpreter at start-up (through PYTHONPATH): records every attempt
-# to resolve a host name or open a network connection, so a test can prove there was none.
-NETWORK_GUARD = """
-import os, socket, sys
-
-_LOG = os.environ["MEMTRELLIS_TEST_NETLOG"]
-
-def _hook(event, args):
-    if event == "socket.getaddrinfo" or (
-        event == "socket.connect" and args[0].family in (socket.AF_INET, socket.AF_INET6)
-    ):
-        with open(_LOG, "a", encoding="utf-8") as log:
-            log.write(f"{event} {args[1:]!r}\\n")
-        raise OSError("network access attempted during a test")
-
-sys.addaudithook(_hook)
-"""
-
-
-def run_script(
-    tmp_path: Path, *args: str, input: str | None = None, guard_network: bool = False
-) -> Any:
-    if not SCRIPT.exists():
-        pytest.skip("the memtrellis console script is not installed in this environment")
-    env = script_env(tmp_path)
-    if guard_network:
-        guard = tmp_path / "guard"
-        guard.mkdir(exist_ok=True)
-        (guard / "sitecustomize.py").write_text(NETWORK_GUARD, encoding="utf-8")
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(guard), env.get("PYTHONPATH")]))
-        env["MEMTRELLIS_TEST_NETLOG"] = str(tmp_path / "network.log")
-    return subprocess.run(
-        [str(SCRIPT), *args],
-        input=input,
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env=env,
-        timeout=280,
-        check=False,
-    )
-
-
 def test_help_lists_every_command(runner: CliRunner) -> None:
     result = runner.invoke(app, ["--help"])
     assert result.exit_code == 0
     for command in ("demo", "add", "recall", "list", "get", "forget", "history", "health"):
         assert command in result.output
     assert "export" in result.output and "import" in result.output
-
-
-def test_sample_conversation_ships_as_package_data() -> None:
-    sample = load_sample()
-    messages = [m for session in sample["sessions"] for m in session["messages"]]
-    assert len(sample["sessions"]) == 3
-    assert 20 <= len(messages) <= 30
-    assert all({"id", "role", "content", "timestamp"} <= set(m) for m in messages)
-    assert len({m["id"] for m in messages}) == len(messages)
-    assert 3 <= len(sample["queries"]) <= 4
 
 
 def test_add_list_get_and_recall(runner: CliRunner, store: Path) -> None:
@@ -203,6 +140,7 @@ def test_memtrellis_error_is_one_red_line_and_exit_2(runner: CliRunner, store: P
 
 
 def test_invalid_entity_is_reported_not_raised(runner: CliRunner, store: Path) -> None:
+    add_json(runner, store, "something to make the store exist")
     result = cli(runner, store, "--entity", " ", "list")
     assert result.exit_code == 2
     assert "Error:" in result.stderr
@@ -380,44 +318,6 @@ def test_import_missing_file_is_an_error(runner: CliRunner, store: Path, tmp_pat
     assert "cannot read" in result.stderr
 
 
-def _recall_section(output: str) -> str:
-    marker = "recall, with explanations"
-    assert marker in output, output
-    return output.split(marker, 1)[1]
-
-
-def test_demo_with_hashing_embedder(runner: CliRunner, tmp_path: Path) -> None:
-    store = tmp_path / "demo-store"
-    result = runner.invoke(app, ["--path", str(store), "--embedder", "hashing", "demo"])
-    assert result.exit_code == 0, result.output
-    assert "s1-m07" in result.output  # source message ids are shown
-    assert "Valencia" in _recall_section(result.output)
-    assert store.exists()
-
-
-def test_demo_json(runner: CliRunner, tmp_path: Path) -> None:
-    result = runner.invoke(app, ["--embedder", "hashing", "--json", "demo"])
-    assert result.exit_code == 0, result.output
-    payload = json.loads(result.stdout)
-    assert len(payload["recalls"]) == len(load_sample()["queries"])
-    assert payload["health"]["total_memories"] == len(payload["memories"])
-    assert not Path(payload["store"]).exists()  # the temporary store is removed
-
-
-def test_demo_script_with_default_embedder(tmp_path: Path) -> None:
-    result = run_script(tmp_path, "demo", guard_network=True)
-    assert result.returncode == 0, result.stderr
-    # The offline promise: no host lookup, no connection, with the real default embedder.
-    assert not (tmp_path / "network.log").exists(), (tmp_path / "network.log").read_text()
-    recalled = _recall_section(result.stdout)
-    for fact in ("Valencia", "25 April", "vegetarian", "PostgreSQL"):
-        assert fact in recalled, fact
-    assert "dense" in recalled and "final" in recalled
-    assert "total memories" in result.stdout
-    # The demo never falls back to the default store in the working directory.
-    assert not (tmp_path / ".memtrellis").exists()
-
-
 def test_script_export_import_round_trip(tmp_path: Path) -> None:
     source, target = str(tmp_path / "a"), str(tmp_path / "b")
     base = ["--embedder", "hashing", "--json"]
@@ -449,3 +349,112 @@ def test_python_dash_m_runs_the_cli(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert "recall" in result.stdout
+
+
+# -- first contact: read-only commands on a mistyped path, the entity hint, help, plurals ---
+READ_ONLY = [
+    ["list"],
+    ["recall", "tea"],
+    ["get", "abc123"],
+    ["history", "abc123"],
+    ["health"],
+    ["export", "out.jsonl"],
+    ["graph", "--json", "graph.json"],
+    ["forget", "abc123", "--yes"],
+]
+
+
+@pytest.mark.parametrize("command", READ_ONLY, ids=lambda command: command[0])
+def test_read_only_command_on_a_mistyped_path_creates_nothing(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: list[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["--path", "./typo", "--embedder", "hashing", *command])
+    assert result.exit_code == 2, result.output
+    error = " ".join(result.stderr.split())
+    assert "no memtrellis store at ./typo" in error, error
+    assert str(tmp_path / "typo") in error  # where it looked, in full
+    assert "memtrellis --path ./typo add TEXT" in error  # how to make one
+    assert "Traceback" not in result.output
+    assert sorted(tmp_path.iterdir()) == []  # no store, no output file
+
+
+def test_read_only_command_without_a_store_leaves_the_default_path_alone(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MEMTRELLIS_HOME", raising=False)
+    result = runner.invoke(app, ["--embedder", "hashing", "list"])
+    assert result.exit_code == 2, result.output
+    error = " ".join(result.stderr.split())
+    assert "no memtrellis store at .memtrellis" in error and "the default store" in error
+    assert not (tmp_path / ".memtrellis").exists()
+
+
+def test_read_only_command_on_an_empty_directory_leaves_it_empty(
+    runner: CliRunner, store: Path
+) -> None:
+    store.mkdir()
+    result = cli(runner, store, "health")
+    assert result.exit_code == 2, result.output
+    assert "no memtrellis store" in result.stderr
+    assert list(store.iterdir()) == []
+
+
+def test_read_only_commands_still_open_an_existing_store(runner: CliRunner, store: Path) -> None:
+    [item] = add_json(runner, store, "Ines keeps a greyhound called Pimiento")
+    for command in (["list"], ["health"], ["get", item["id"][:8]], ["export", "-"]):
+        result = cli(runner, store, *command)
+        assert result.exit_code == 0, (command, result.output)
+
+
+def test_list_names_the_entities_the_store_holds(runner: CliRunner, store: Path) -> None:
+    for text in ("Alice prefers green tea", "Alice lives in Lyon"):
+        result = cli(runner, store, "--entity", "alice", "add", text)
+        assert result.exit_code == 0, result.output
+    assert cli(runner, store, "--entity", "bob", "add", "Bob plays chess").exit_code == 0
+
+    listed = cli(runner, store, "list")
+    assert listed.exit_code == 0, listed.output
+    hint = " ".join(listed.stdout.split())
+    assert "no memories of entity 'default'; this store holds: alice (2), bob (1)" in hint
+    assert "--entity alice" in hint
+
+    # --json keeps stdout parseable and gives the hint on stderr.
+    as_json = cli(runner, store, "--json", "list")
+    assert json.loads(as_json.stdout) == []
+    assert "this store holds: alice (2), bob (1)" in " ".join(as_json.stderr.split())
+
+    # recall on the wrong entity says the same.
+    recalled = cli(runner, store, "recall", "tea")
+    assert "this store holds: alice (2), bob (1)" in " ".join(recalled.stderr.split())
+
+    # An entity with memories that match no filter is told so, not sent elsewhere.
+    filtered = cli(runner, store, "--entity", "alice", "list", "--tag", "nothing")
+    assert "no memories of entity 'alice' match" in " ".join(filtered.stdout.split())
+
+
+def test_flags_are_shown_without_a_value_in_help(runner: CliRunner) -> None:
+    names = ["add", "recall", "list", "get", "forget", "history", "health", "export"]
+    commands = [[], *([name] for name in names), ["import"], ["graph"], ["demo"], ["keys"]]
+    for command in commands:
+        result = runner.invoke(app, [*command, "--help"], env={"COLUMNS": "200"})
+        assert result.exit_code == 0, result.output
+        assert "<bool>" not in result.output, (command, result.output)
+    root = runner.invoke(app, ["--help"], env={"COLUMNS": "200"}).output
+    assert re.search(r"--json\s+Print machine-readable JSON", root), root
+    listing = runner.invoke(app, ["list", "--help"], env={"COLUMNS": "200"}).output
+    assert re.search(r"--include-superseded\s+Also show", listing), listing
+
+
+def test_counts_have_their_plural_forms(runner: CliRunner, store: Path) -> None:
+    added = cli(runner, store, "add", "Ines keeps a greyhound called Pimiento")
+    assert "1 memory added" in added.output, added.output
+    recalled = cli(runner, store, "recall", "greyhound", "-k", "1")
+    assert "1 memory ·" in recalled.output, recalled.output
+    listed = cli(runner, store, "list")
+    exported = cli(runner, store, "export", "-")
+    forgot = cli(runner, store, "forget", "--all-for-entity", "--yes")
+    assert "Forgot 1 memory." in forgot.output
+    for result in (added, recalled, listed, exported, forgot):
+        assert "1 memories" not in result.output

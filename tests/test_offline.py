@@ -173,4 +173,4 @@ def test_demo_runs_with_the_network_cut_off(tmp_path: Path) -> None:
         timeout=300,
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "Valencia" in result.stdout and "total memories" in result.stdout
+    assert "I moved to Porto" in result.stdout and "superseded by s2-m1" in result.stdout

@@ -120,6 +120,9 @@ class Reader:
                     filters.get("include_expired", True)
                     or item.valid_until is None
                     or item.valid_until > now
+                    # ended by supersession, not expired: include_superseded decides (as
+                    # MemoryItem.invalid_reason says for recall)
+                    or item.superseded_by is not None
                 )
             ]
             return [i.detached() for i in chosen[offset : offset + limit]]

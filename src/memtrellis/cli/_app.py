@@ -19,8 +19,27 @@ __all__ = ["EXIT_ERROR", "app", "main"]
 EXIT_ERROR = 2
 
 
+def _plain_flags(params: list[Any]) -> list[Any]:
+    """Show flags as flags in the help: typer labels every boolean option ``<bool>`` as if it
+    took a value (``--json <bool>``), though ``--json`` alone is how it is given."""
+    for param in params:
+        if getattr(param, "is_flag", False) and getattr(param, "metavar", "") is None:
+            param.metavar = ""
+    return params
+
+
 class _Group(TyperGroup):
-    """Turns memtrellis errors into one red line and exit code 2 instead of a traceback."""
+    """Turns memtrellis errors into one red line and exit code 2 instead of a traceback,
+    and shows the flags of its commands without a value."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _plain_flags(super().get_params(ctx))
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        command = super().get_command(ctx, cmd_name)
+        if command is not None and not isinstance(command, TyperGroup):
+            _plain_flags([*command.params, command.get_help_option(ctx)])
+        return command
 
     def invoke(self, ctx: Any) -> Any:
         try:
@@ -65,10 +84,11 @@ def _callback(
         ),
     ] = None,
     entity: Annotated[
-        str, typer.Option("--entity", help="Whose memories (entity_id).")
+        str, typer.Option("--entity", metavar="ID", help="Whose memories (entity_id).")
     ] = "default",
     process: Annotated[
-        str | None, typer.Option("--process", help="Which app or agent (process_id).")
+        str | None,
+        typer.Option("--process", metavar="ID", help="Which app or agent (process_id)."),
     ] = None,
     chroma_url: Annotated[
         str | None,
@@ -127,7 +147,7 @@ app.command("repair")(_repair.repair)
 app.command("migrate")(_migrate.migrate)
 app.command("serve")(_service.serve)
 app.command("mcp")(_service.mcp)
-app.add_typer(_service.keys_app, name="keys")
+app.add_typer(_service.keys_app, name="keys", cls=_Group)
 
 
 def main() -> None:

@@ -19,7 +19,14 @@ from memtrellis.cli._render import (
     recall_table,
     short_id,
 )
-from memtrellis.cli._state import CliError, get_state, resolve_id
+from memtrellis.cli._state import (
+    CliError,
+    CliState,
+    entity_counts,
+    get_state,
+    plural,
+    resolve_id,
+)
 from memtrellis.types import MemoryType
 
 __all__ = [
@@ -34,13 +41,16 @@ __all__ = [
 ]
 
 SessionOption = Annotated[
-    str | None, typer.Option("--session", help="Session id to scope the memories to.")
+    str | None,
+    typer.Option("--session", metavar="ID", help="Session id to scope the memories to."),
 ]
 TypeOption = Annotated[
     MemoryType | None,
     typer.Option("--type", case_sensitive=False, help="Memory type."),
 ]
-TagOption = Annotated[list[str] | None, typer.Option("--tag", help="A tag; repeat for several.")]
+TagOption = Annotated[
+    list[str] | None, typer.Option("--tag", metavar="TAG", help="A tag; repeat for several.")
+]
 SupersededOption = Annotated[
     bool, typer.Option("--include-superseded", help="Also show memories replaced by newer ones.")
 ]
@@ -97,16 +107,20 @@ def add(
     elif not items:
         state.out.print("[yellow]Nothing worth remembering was found in that input.[/]")
     else:
-        noun = "memory" if len(items) == 1 else "memories"
-        state.out.print(memories_table(items, title=f"{len(items)} {noun} added"))
+        state.out.print(
+            memories_table(items, title=f"{plural(len(items), 'memory', 'memories')} added")
+        )
 
 
 def recall(
     ctx: typer.Context,
     query: Annotated[str, typer.Argument(help="What to recall memories about.")],
-    k: Annotated[int, typer.Option("-k", "--top-k", min=1, help="Most memories to return.")] = 10,
+    k: Annotated[
+        int, typer.Option("-k", "--top-k", metavar="N", min=1, help="Most memories to return.")
+    ] = 10,
     budget: Annotated[
-        int | None, typer.Option("--budget", min=1, help="Token budget for the memories.")
+        int | None,
+        typer.Option("--budget", metavar="TOKENS", min=1, help="Token budget for the memories."),
     ] = None,
     session: SessionOption = None,
     include_superseded: SupersededOption = False,
@@ -114,7 +128,7 @@ def recall(
 ) -> None:
     """Recall the memories most relevant to QUERY, with why each was chosen."""
     state = get_state(ctx)
-    with state.open() as memory:
+    with state.open(create=False) as memory:
         result = memory.recall(
             query,
             session_id=session,
@@ -123,16 +137,23 @@ def recall(
             include_superseded=include_superseded,
             include_expired=include_expired,
         )
+        hint = None if result.items else _elsewhere(memory, state)
     if state.json:
         state.emit_json(result.model_dump(mode="json"))
     else:
         state.out.print(recall_table(result))
+    if hint:
+        state.err.print(f"[yellow]{escape(hint)}[/]", soft_wrap=True)
 
 
 def list_memories(
     ctx: typer.Context,
-    limit: Annotated[int, typer.Option("--limit", min=1, help="Most memories to show.")] = 50,
-    offset: Annotated[int, typer.Option("--offset", min=0, help="Memories to skip.")] = 0,
+    limit: Annotated[
+        int, typer.Option("--limit", metavar="N", min=1, help="Most memories to show.")
+    ] = 50,
+    offset: Annotated[
+        int, typer.Option("--offset", metavar="N", min=0, help="Memories to skip.")
+    ] = 0,
     memory_type: TypeOption = None,
     tags: TagOption = None,
     session: SessionOption = None,
@@ -149,14 +170,43 @@ def list_memories(
         filters["memory_type"] = memory_type
     if tags:
         filters["tags"] = list(tags)
-    with state.open() as memory:
+    with state.open(create=False) as memory:
         items = memory.list(session_id=session, limit=limit, offset=offset, filters=filters)
+        hint = None if items else _elsewhere(memory, state)
     if state.json:
         state.emit_json([item.model_dump(mode="json") for item in items])
+        if hint:  # stdout stays parseable
+            state.err.print(f"[yellow]{escape(hint)}[/]", soft_wrap=True)
+        return
+    if not items:
+        state.out.print(f"[yellow]{escape(hint or _no_match(state.entity))}[/]", soft_wrap=True)
         return
     first = offset + 1
-    title = f"memories {first}–{offset + len(items)}" if items else "no memories"
-    state.out.print(memories_table(items, title=f"{title} of entity {escape(state.entity)!r}"))
+    title = f"memories {first}–{offset + len(items)} of entity {state.entity!r}"
+    state.out.print(memories_table(items, title=escape(title)))
+
+
+def _no_match(entity: str) -> str:
+    return f"no memories of entity {entity!r} match (try without the filters or --offset)"
+
+
+def _elsewhere(memory: Any, state: CliState) -> str | None:
+    """Why nothing was found, when it is that ``--entity`` has no memories at all: the
+    entities the store does hold (``None`` when the entity has memories)."""
+    if memory.list(limit=1):
+        return None
+    counts, total = entity_counts(memory)
+    head = f"no memories of entity {state.entity!r}"
+    if not counts:
+        return f"{head}: the store holds no memories yet (add some with `memtrellis add TEXT`)"
+    shown = ", ".join(f"{name} ({count})" for name, count in counts.items())
+    more = (
+        f" and {plural(total - len(counts), 'other entity', 'other entities')}"
+        if total > len(counts)
+        else ""
+    )
+    first = next(iter(counts))
+    return f"{head}; this store holds: {shown}{more}. Pass --entity, e.g. --entity {first}"
 
 
 def get(
@@ -165,7 +215,7 @@ def get(
 ) -> None:
     """Show one memory with all its fields and sources."""
     state = get_state(ctx)
-    with state.open() as memory:
+    with state.open(create=False) as memory:
         item = memory.get(resolve_id(memory, memory_id))
     if state.json:
         state.emit_json(item.model_dump(mode="json"))
@@ -187,7 +237,7 @@ def forget(
     state = get_state(ctx)
     if (memory_id is None) == (not all_for_entity):
         raise typer.BadParameter("give either a memory ID or --all-for-entity")
-    with state.open() as memory:
+    with state.open(create=False) as memory:
         target: str | None = None
         if memory_id is not None:
             item = memory.get(resolve_id(memory, memory_id))
@@ -205,7 +255,7 @@ def forget(
     if state.json:
         state.emit_json({"forgotten": count})
     else:
-        state.out.print(f"Forgot {count} {'memory' if count == 1 else 'memories'}.")
+        state.out.print(f"Forgot {plural(count, 'memory', 'memories')}.")
 
 
 def history(
@@ -214,7 +264,7 @@ def history(
 ) -> None:
     """Show how a memory came to be: created, updated, superseded..."""
     state = get_state(ctx)
-    with state.open() as memory:
+    with state.open(create=False) as memory:
         full_id = resolve_id(memory, memory_id)
         events = memory.history(full_id)
     if state.json:
@@ -226,7 +276,7 @@ def history(
 def health(ctx: typer.Context) -> None:
     """Show the store's health: counts, edges, recall latency, size on disk."""
     state = get_state(ctx)
-    with state.open() as memory:
+    with state.open(create=False) as memory:
         report = memory.health()
     if state.json:
         state.emit_json(report.model_dump(mode="json"))

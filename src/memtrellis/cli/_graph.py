@@ -66,7 +66,7 @@ def graph(
         raise CliError("--entity-id and --all-entities cannot be used together")
     tenant = None if all_entities else (entity_id if entity_id is not None else state.entity)
     written: list[dict[str, str]] = []
-    with state.open(path) as memory:
+    with state.open(path, create=False) as memory:
         if tenant is None:
             count = memory.health().total_memories
         else:

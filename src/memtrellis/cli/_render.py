@@ -14,6 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from memtrellis.cli._state import plural
 from memtrellis.store.graph import SUBJECT_NODE_PREFIX
 from memtrellis.types import HistoryEvent, MemoryItem, RecallExplanation, RecallResult
 
@@ -105,14 +106,25 @@ def recall_table(result: RecallResult) -> RenderableType:
     table.add_column("memory", ratio=1)
     for rank, entry in enumerate(result.items, start=1):
         cell = Text(entry.memory.text + "\n", style="bold")
+        message_id, when = _source(entry.memory)
+        origin = f" · from {message_id}" if message_id != _NONE else ""
+        speaker = next(
+            (s.speaker or s.role for s in entry.memory.sources if s.speaker or s.role), None
+        )
+        origin += f" ({speaker}, {fmt_time(when)})" if speaker else f" ({fmt_time(when)})"
         cell.append(
-            f"{short_id(entry.memory.id)} · {entry.memory.memory_type.value}\n", style="cyan"
+            f"{short_id(entry.memory.id)} · {entry.memory.memory_type.value}{origin}\n",
+            style="cyan",
         )
         cell.append_text(explanation_text(entry.explanation))
         table.add_row(str(rank), cell)
-    budget = f" of {result.token_budget}" if result.token_budget is not None else ""
+    tokens = (
+        plural(result.tokens, "token")
+        if result.token_budget is None
+        else f"{result.tokens} of {plural(result.token_budget, 'token')}"
+    )
     summary = Text(
-        f"{len(result.items)} memories · {result.tokens}{budget} tokens"
+        f"{plural(len(result.items), 'memory', 'memories')} · {tokens}"
         f"{' (truncated to budget)' if result.truncated else ''} · {result.latency_ms:.1f} ms",
         style="dim",
     )

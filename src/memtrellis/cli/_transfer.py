@@ -13,7 +13,7 @@ from typing import IO, Annotated
 import typer
 from rich.markup import escape
 
-from memtrellis.cli._state import CliError, get_state
+from memtrellis.cli._state import CliError, get_state, plural
 
 __all__ = ["export", "import_"]
 
@@ -62,7 +62,8 @@ def export(
     """Export every memory of the entity, superseded and expired ones included, as JSON lines
     (with each memory's history and edges)."""
     state = get_state(ctx)
-    with state.open() as memory, _output(file) as stream:
+    # The store is checked before the output file is made: a mistyped --path writes nothing.
+    with state.open(create=False) as memory, _output(file) as stream:
         count = memory.export(stream, entity_id=None if all_entities else state.entity)
     if state.json and file != "-":
         state.emit_json({"exported": count, "file": file})
@@ -112,7 +113,7 @@ def import_(
         noun = "memory" if imported == 1 else "memories"
         state.out.print(f"Imported {imported} {noun} from {escape(file)}.")
         if skipped:
-            state.out.print(f"[yellow]Skipped {len(skipped)} invalid line(s):[/]")
+            state.out.print(f"[yellow]Skipped {plural(len(skipped), 'invalid line')}:[/]")
             for number, why in skipped:
                 state.out.print(f"  line {number}: {escape(why)}", soft_wrap=True)
     if skipped:
