@@ -5,6 +5,7 @@ without outputs and opens with a markdown cell saying what it shows."""
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -79,6 +80,9 @@ def test_ingesting_documents(tmp_path: Path) -> None:
     assert "from handbook.md#0 | True" in lines
     assert "The deploy freeze starts every Friday at 15:00 | from doc handbook.md#0" in lines
     assert "answer: Travel over 500 euros needs a director's approval" in lines
+    # the handbook and both stores were in a temporary folder the notebook removed
+    assert list(tmp_path.iterdir()) == []
+    assert list(Path(tempfile.gettempdir()).glob("memtrellis-cookbook-*")) == []
 
 
 def test_openai_sdk_client(tmp_path: Path) -> None:

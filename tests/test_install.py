@@ -84,7 +84,8 @@ def test_readme_install_command_puts_core_and_integrations_in_a_fresh_venv(
     imported = _run([str(venv / "bin" / "python"), "-c", imports], work)
     assert imported.returncode == 0 and imported.stdout == "ok\n", imported.stderr[-3000:]
     # the installed code is the venv's own copy, not the clone's source
-    where = _run([str(venv / "bin" / "python"), "-c", "import memtrellis; print(memtrellis.__file__)"], work)
+    located = "import memtrellis; print(memtrellis.__file__)"
+    where = _run([str(venv / "bin" / "python"), "-c", located], work)
     assert where.stdout.startswith(str(venv)), where.stdout
 
     [example] = re.findall(r"```python\n(.*?)```", _section("LangChain"), re.DOTALL)[:1]
