@@ -98,7 +98,7 @@ def tests(session: nox.Session) -> None:
             session.run(*_pytest(python, LLAMA_INDEX, *session.posargs), env=env)
         finally:
             returncode = install.wait()
-    session.log(f"tests/test_install.py (beside the suites):\n{install_log.read_text()}")
+            session.log(f"{INSTALL_TEST} (beside the suites):\n{install_log.read_text()}")
     if returncode != 0:
         session.error("tests/test_install.py failed")
 
