@@ -1,10 +1,19 @@
-"""Every set-up and check of the project, each in its own fresh virtual environment.
+"""Every set-up and check of the project, each in a virtual environment of its own.
 
-python3 -m pip install nox && python3 -m nox -s demo                    # the main job
-python3 -m pip install nox && python3 -m nox -s lint typecheck tests    # all checks
+python3 -m venv .venv && .venv/bin/pip install nox && .venv/bin/nox -s demo       # the main job
+python3 -m venv .venv && .venv/bin/pip install nox && .venv/bin/nox -s lint typecheck tests
+
+`typecheck` and `tests` need the same packages, so they share one environment (.nox/dev),
+built once and refreshed only when a pyproject.toml changes: one 1.3 GB install, not two.
 """
 
 from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import nox
 
@@ -12,6 +21,7 @@ nox.options.sessions = ["lint", "typecheck", "tests"]
 nox.options.reuse_existing_virtualenvs = True
 nox.options.error_on_missing_interpreters = True
 
+ROOT = Path(__file__).resolve().parent
 DEV = ".[dev]"
 # The LangChain integration: its own distribution, installed and checked with the core.
 LANGCHAIN = "integrations/langchain"
@@ -20,17 +30,77 @@ LANGCHAIN_DEV = f"{LANGCHAIN}[dev]"
 LLAMA_INDEX = "integrations/llama-index"
 LLAMA_INDEX_DEV = f"{LLAMA_INDEX}[dev]"
 LINTED = ["src", "tests", "benchmarks", "integrations", "tools", "noxfile.py"]
+# The environment `typecheck` and `tests` share, and what decides when it is rebuilt.
+SHARED = ROOT / ".nox" / "dev"
+PYPROJECTS = ["pyproject.toml", f"{LANGCHAIN}/pyproject.toml", f"{LLAMA_INDEX}/pyproject.toml"]
+# pytest-xdist workers per suite (the checks run on two cores; tests wait on servers and
+# subprocesses, so two workers keep both busy). MEMTRELLIS_TEST_WORKERS=0 runs in-process.
+WORKERS = os.environ.get("MEMTRELLIS_TEST_WORKERS", "2")
+# The README's install command into a fresh venv of its own: slow, but waiting on the
+# package index rather than the CPU, so `tests` runs it beside the suites, once.
+INSTALL_TEST = "tests/test_install.py"
 
 
-@nox.session
+def _bin(env: Path) -> Path:
+    return env / ("Scripts" if sys.platform == "win32" else "bin")
+
+
+def _shared_env(session: nox.Session) -> tuple[str, dict[str, str]]:
+    """Create (or bring up to date) the shared environment of the core and both
+    integrations with their dev extras, editable; returns its python and the variables
+    that put it first on PATH (nox resolves no program in it: run everything as
+    `python -m ...`)."""
+    digest = hashlib.sha256()
+    for name in PYPROJECTS:
+        digest.update((ROOT / name).read_bytes())
+    stamp = SHARED / "memtrellis-installed.sha256"
+    python = _bin(SHARED) / ("python.exe" if sys.platform == "win32" else "python")
+    if not (python.exists() and stamp.exists() and stamp.read_text() == digest.hexdigest()):
+        if not python.exists():
+            session.run(sys.executable, "-m", "virtualenv", "-q", str(SHARED))
+        session.run(
+            str(python), "-m", "pip", "install", "-e", DEV, "-e", LANGCHAIN_DEV,
+            "-e", LLAMA_INDEX_DEV,
+        )  # fmt: skip
+        stamp.write_text(digest.hexdigest())
+    else:
+        session.log(f"Reusing {SHARED.relative_to(ROOT)} (its pyproject.toml files are unchanged)")
+    path = f"{_bin(SHARED)}{os.pathsep}{os.environ.get('PATH', '')}"
+    env = {"PATH": path, "VIRTUAL_ENV": str(SHARED), "ANONYMIZED_TELEMETRY": "False"}
+    return str(python), env
+
+
+def _pytest(python: str, *args: str, workers: str = WORKERS) -> list[str]:
+    parallel = ["-n", workers] if workers != "0" else []
+    return [python, "-m", "pytest", "-q", "-ra", "-p", "no:cacheprovider", *parallel, *args]
+
+
+@nox.session(venv_backend="none")
 def tests(session: nox.Session) -> None:
     """The whole test suite, including a real `chroma run` server on loopback, then the
-    LangChain and LlamaIndex integrations' suites (each with its own pytest configuration)."""
-    session.install("-e", DEV, "-e", LANGCHAIN_DEV, "-e", LLAMA_INDEX_DEV)
-    env = {"ANONYMIZED_TELEMETRY": "False"}
-    session.run("pytest", "-q", "-ra", *session.posargs, env=env)
-    session.run("pytest", "-q", "-ra", LANGCHAIN, *session.posargs, env=env)
-    session.run("pytest", "-q", "-ra", LLAMA_INDEX, *session.posargs, env=env)
+    LangChain and LlamaIndex integrations' suites (each with its own pytest configuration).
+
+    The install test (tests/test_install.py: the README's install command into a fresh venv)
+    waits on the package index rather than the CPU, so it runs beside the suites."""
+    python, env = _shared_env(session)
+    install_log = SHARED / "test_install.log"
+    with install_log.open("w") as log:
+        install = subprocess.Popen(
+            _pytest(python, INSTALL_TEST, workers="0"),
+            cwd=ROOT,
+            env={**os.environ, **env, "MEMTRELLIS_INSTALL_TESTS": "1"},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            session.run(*_pytest(python, f"--ignore={INSTALL_TEST}", *session.posargs), env=env)
+            session.run(*_pytest(python, LANGCHAIN, *session.posargs), env=env)
+            session.run(*_pytest(python, LLAMA_INDEX, *session.posargs), env=env)
+        finally:
+            returncode = install.wait()
+            session.log(f"{INSTALL_TEST} (beside the suites):\n{install_log.read_text()}")
+    if returncode != 0:
+        session.error("tests/test_install.py failed")
 
 
 @nox.session
@@ -41,14 +111,15 @@ def lint(session: nox.Session) -> None:
     session.run("ruff", "format", "--check", *LINTED)
 
 
-@nox.session
+@nox.session(venv_backend="none")
 def typecheck(session: nox.Session) -> None:
-    """mypy --strict over src/ and the LangChain and LlamaIndex integrations' packages."""
-    session.install("-e", DEV, "-e", LANGCHAIN_DEV, "-e", LLAMA_INDEX_DEV)
-    session.run("mypy", "src")
-    session.run("mypy", f"{LANGCHAIN}/src")
+    """mypy --strict over src/ and the LangChain and LlamaIndex integrations' packages (in
+    the environment `tests` uses)."""
+    python, env = _shared_env(session)
+    session.run(python, "-m", "mypy", "src", env=env)
+    session.run(python, "-m", "mypy", f"{LANGCHAIN}/src", env=env)
     with session.chdir(LLAMA_INDEX):  # its own settings: a namespace package
-        session.run("mypy")
+        session.run(python, "-m", "mypy", env=env)
 
 
 @nox.session

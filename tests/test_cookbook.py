@@ -5,6 +5,7 @@ without outputs and opens with a markdown cell saying what it shows."""
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -18,12 +19,15 @@ def run_notebook(name: str, workdir: Path) -> tuple[str, list[str]]:
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     notebook = nbformat.read(COOKBOOK / name, as_version=4)
+    temp = Path(tempfile.gettempdir())
+    before = set(temp.iterdir())
     nbclient.NotebookClient(
         notebook,
         timeout=300,
         kernel_name="python3",
         resources={"metadata": {"path": str(workdir)}},
     ).execute()
+    assert set(temp.iterdir()) == before, f"{name} left files in the temp dir"  # its stores too
     outputs = [out for cell in notebook.cells if cell.cell_type == "code" for out in cell.outputs]
     printed = "".join(out.get("text", "") for out in outputs)
     images = [kind for out in outputs for kind in out.get("data", {}) if kind.startswith("image/")]
@@ -72,13 +76,15 @@ def test_contradictions_and_time_travel(tmp_path: Path) -> None:
 
 
 def test_ingesting_documents(tmp_path: Path) -> None:
-    printed, _ = run_notebook("ingesting_documents.ipynb", tmp_path)
+    printed, _ = run_notebook("ingesting_documents.ipynb", tmp_path)  # leaves no temp files
     lines = printed.splitlines()
 
     assert lines[0].startswith("doc handbook.md#0 |")
     assert "from handbook.md#0 | True" in lines
     assert "The deploy freeze starts every Friday at 15:00 | from doc handbook.md#0" in lines
     assert "answer: Travel over 500 euros needs a director's approval" in lines
+    # the handbook and both stores were in a temporary folder the notebook removed
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_openai_sdk_client(tmp_path: Path) -> None:

@@ -224,16 +224,28 @@ class EmbedderUnavailableError(MemtrellisError):
     """
 
 
+def _install_hint(extra: str, quote: str = "'") -> str:
+    """How to add an extra: the command that works from a clone today, then the one that
+    works once memtrellis is published on a package index."""
+    return (
+        f"pip install {quote}.[{extra}]{quote} in a clone of memtrellis "
+        f"(once published: pip install {quote}memtrellis[{extra}]{quote})"
+    )
+
+
 class MissingDependencyError(MemtrellisError, ImportError):
-    """An optional feature needs a package that is not installed; names the extra to add.
+    """An optional feature needs a package that is not installed; names the extra to add,
+    from a clone (what works today) and from the package index (once published).
 
     Examples:
-        >>> str(MissingDependencyError("matplotlib", extra="viz"))
-        "matplotlib is not installed: pip install 'memtrellis[viz]'"
+        >>> print(MissingDependencyError("matplotlib", extra="viz"))
+        ... # doctest: +NORMALIZE_WHITESPACE
+        matplotlib is not installed: pip install '.[viz]' in a clone of memtrellis
+        (once published: pip install 'memtrellis[viz]')
     """
 
     def __init__(self, package: str, *, extra: str) -> None:
-        super().__init__(f"{package} is not installed: pip install 'memtrellis[{extra}]'")
+        super().__init__(f"{package} is not installed: {_install_hint(extra)}")
         self.package = package
         self.extra = extra
 

@@ -202,7 +202,7 @@ def render_png(
         The path written.
 
     Raises:
-        MissingDependencyError: matplotlib is not installed (``pip install 'memtrellis[viz]'``).
+        MissingDependencyError: matplotlib is not installed (the ``viz`` extra).
 
     Examples:
         >>> import tempfile

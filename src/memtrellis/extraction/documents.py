@@ -2,7 +2,8 @@
 
 ``.txt`` and ``.md`` are read as UTF-8 (a byte-order mark is dropped, undecodable bytes
 become U+FFFD). PDF, Word, PowerPoint and HTML go through the optional ``markitdown``
-package (``pip install "memtrellis[documents]"``), imported only when such a file is read.
+package (the ``documents`` extra: ``pip install ".[documents]"`` in a clone,
+``"memtrellis[documents]"`` once published), imported only when such a file is read.
 
 Examples:
     >>> import tempfile
@@ -21,7 +22,7 @@ import importlib
 from datetime import datetime, timezone
 from pathlib import Path
 
-from memtrellis.errors import InvalidInputError
+from memtrellis.errors import InvalidInputError, _install_hint
 from memtrellis.extraction.model import Document
 from memtrellis.types import SourceKind, _clean_text
 
@@ -33,7 +34,7 @@ TEXT_SUFFIXES = frozenset({".txt", ".md", ".markdown"})
 CONVERTED_SUFFIXES = frozenset({".pdf", ".docx", ".pptx", ".html", ".htm"})
 SUPPORTED_SUFFIXES = TEXT_SUFFIXES | CONVERTED_SUFFIXES
 
-_EXTRA_HINT = 'pip install "memtrellis[documents]"'
+_EXTRA_HINT = _install_hint("documents", quote='"')
 
 
 def read_document(path: Path, *, now: datetime) -> Document:
