@@ -440,8 +440,10 @@ def store_additions(
             replays = known
         elif replays - known:
             # Replayed turns forgotten since the first plan stay forgotten.
-            kept = [n for n, i in enumerate(batch) if i.id not in replays - known]
+            gone = replays - known
+            kept = [n for n, i in enumerate(batch) if i.id not in gone]
             batch, vectors = [batch[n] for n in kept], [vectors[n] for n in kept]
+            edges = [e for e in edges if e[0] not in gone and e[1] not in gone]
             replays &= known
         how = (config, judge, action, detail)
         try:
