@@ -195,6 +195,17 @@ def test_an_update_begun_before_forgetting_the_entity_is_refused(tmp_path: Path)
         assert "ana" not in memory.entities()
 
 
+# The child scripts' embedder: it touches the ``entered`` file, then waits for ``release``.
+HELD_EMBEDDER = """
+class Held(HashingEmbedder):
+    def embed_documents(self, texts):
+        Path(entered).touch()
+        deadline = time.monotonic() + 30
+        while not Path(release).exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return super().embed_documents(texts)
+"""
+
 # The other process: its update is held in the embedder until the parent has forgotten.
 HELD_UPDATE = """
 import sys, time
@@ -205,21 +216,14 @@ from memtrellis.testing import HashingEmbedder
 
 path, memory_id, entered, release = sys.argv[1:5]
 
-class Held(HashingEmbedder):
-    def embed_documents(self, texts):
-        Path(entered).touch()
-        deadline = time.monotonic() + 30
-        while not Path(release).exists() and time.monotonic() < deadline:
-            time.sleep(0.01)
-        return super().embed_documents(texts)
-
+{held}
 with Memory(path, entity_id="ana", embedder=Held()) as memory:
     try:
         memory.update(memory_id, text="Ana drinks black tea every morning.")
         print("updated")
     except MemoryNotFoundError:
         print("not found")
-"""
+""".replace("{held}", HELD_EMBEDDER)
 
 
 class HeldChild:
@@ -401,19 +405,12 @@ from memtrellis.testing import HashingEmbedder
 
 path, entered, release = sys.argv[1:4]
 
-class Held(HashingEmbedder):
-    def embed_documents(self, texts):
-        Path(entered).touch()
-        deadline = time.monotonic() + 30
-        while not Path(release).exists() and time.monotonic() < deadline:
-            time.sleep(0.01)
-        return super().embed_documents(texts)
-
+{held}
 with Memory(path, entity_id="ana", embedder=Held()) as memory:
     memory.capture([{"role": "user", "content": "My new phone number ends in 4417."}])
     memory.flush(timeout=60)
     print(len(memory.list()))
-"""
+""".replace("{held}", HELD_EMBEDDER)
 
 
 def test_a_turn_captured_in_another_process_before_a_forget_is_not_stored(
