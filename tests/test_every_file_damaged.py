@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from memtrellis import Memory, MemtrellisError, StoreCorruptError, repair_store
-from memtrellis.testing import HashingEmbedder, store_of
-from test_open_damage import build, word
+from memtrellis import MemtrellisError, StoreCorruptError, repair_store
+from memtrellis.testing import HashingEmbedder
+from test_open_damage import build, whole
 
 ACTIONS = ("deleted", "truncated", "garbled")
 #: Chroma's native HNSW reader crashes the process (SIGSEGV) on some garbled segment
@@ -96,19 +96,6 @@ def _damage(target: Path, action: str) -> None:
     else:
         middle = len(raw) // 2
         target.write_bytes(raw[:middle] + b"\x00\xffgarbage{{[" + raw[middle + 11 :])
-
-
-def whole(store: Path, total: int) -> None:
-    """Every memory is there, graph and index agree, dense recall finds the newest."""
-    with Memory(store, entity_id="ana", embedder=HashingEmbedder()) as memory:
-        texts = {item.text for item in memory.list(limit=10_000)}
-        assert texts == {f"ana note {word(n)}" for n in range(total)}
-        shard = store_of(memory).shard("ana")
-        copies, unreadable = store_of(memory).vectors.item_copies("ana")
-        assert unreadable == 0 and set(copies) == set(shard.graph.memory_ids("ana"))
-        last = f"ana note {word(total - 1)}"
-        hits = [r for r in memory.recall(last, k=3).items if r.memory.text == last]
-        assert hits and hits[0].explanation.dense_score is not None
 
 
 @pytest.mark.parametrize(("kind", "action"), _cases(), ids=[f"{f}-{a}" for f, a in _cases()])
