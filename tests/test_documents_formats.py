@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from document_files import pdf_bytes
 from memtrellis import Memory
 from memtrellis.testing import HashingEmbedder
 
@@ -19,31 +20,8 @@ TRAVEL = "Travel over 500 euros needs approval from a director."
 
 
 def write_pdf(path: Path, lines: list[str]) -> Path:
-    """A one-page PDF 1.4 with the lines as Helvetica text, offsets of its xref exact."""
-    text = "\n".join(
-        f"BT /F1 12 Tf 72 {720 - 20 * row} Td ({line}) Tj ET" for row, line in enumerate(lines)
-    ).encode("latin-1")
-    objects = [
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
-        b"/Resources << /Font << /F1 4 0 R >> >> /Contents 5 0 R >>",
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-        b"<< /Length %d >>\nstream\n%s\nendstream" % (len(text), text),
-    ]
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1,
-        xref,
-    )
-    path.write_bytes(bytes(out))
+    """A one-page PDF with the lines as Helvetica text."""
+    path.write_bytes(pdf_bytes(lines))
     return path
 
 

@@ -18,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from document_files import pdf_bytes
 from memtrellis.errors import InvalidInputError
 from memtrellis.extraction._split import chunk_spans, pack, sentence_units
 from memtrellis.extraction.documents import read_document
@@ -367,36 +368,10 @@ def test_converted_types_go_through_markitdown(
         read_document(path, now=NOW)
 
 
-def _tiny_pdf(text: str) -> bytes:
-    """A one-page PDF showing ``text`` in Helvetica, with a correct xref table."""
-    stream = f"BT /F1 12 Tf 72 720 Td ({text}) Tj ET".encode()
-    objects = [
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
-        b"/Resources << /Font << /F1 5 0 R >> >> >>",
-        b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream",
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-    ]
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1,
-        xref,
-    )
-    return bytes(out)
-
-
 def test_real_pdf_through_markitdown(tmp_path: Path) -> None:
     pytest.importorskip("markitdown")
     path = tmp_path / "hello.pdf"
-    path.write_bytes(_tiny_pdf("Carol joined the Lisbon office"))
+    path.write_bytes(pdf_bytes(["Carol joined the Lisbon office"]))
     assert "Lisbon office" in read_document(path, now=NOW).text
 
 
