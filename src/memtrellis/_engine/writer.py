@@ -77,6 +77,22 @@ def derive_ids(result: ExtractionResult, capture_id: str) -> None:
         item.id = uuid.uuid5(uuid.NAMESPACE_URL, f"{capture_id}:{number}").hex
 
 
+def extraction_options(
+    mode: Mode | str | None, memory_type: Any, labels: tuple[Any, Any, Any], progress: Any
+) -> dict[str, Any]:
+    """The checked options of an ``add``, as the extractor takes them."""
+    kind = memory_type_arg(memory_type)  # checked first, then the labels, then progress
+    tags, entities, metadata = check_labels(*labels)
+    return {
+        "mode": mode,
+        "memory_type": kind,
+        "tags": tags,
+        "entities": entities,
+        "metadata": metadata,
+        "progress": progress_arg(progress),
+    }
+
+
 class Writer:
     """The write side of the engine."""
 
@@ -110,22 +126,11 @@ class Writer:
     ) -> list[MemoryItem]:
         """``Memory.add``: check the type and ``labels`` (tags, entities, metadata), extract,
         then store what was found."""
-        kind = memory_type_arg(memory_type)
-        tags, entities, metadata = check_labels(*labels)
-        progress = progress_arg(progress)
+        options = extraction_options(mode, memory_type, labels, progress)
         since = self.store.began(scope.entity_id)  # a forget from now on wins over this add
-        result = self.parts.extractor.extract(
-            data,
-            scope,
-            mode=mode,
-            memory_type=kind,
-            tags=tags,
-            entities=entities,
-            metadata=metadata,
-            progress=progress,
-        )
+        result = self.parts.extractor.extract(data, scope, **options)
         self.leave_out_stored_messages(result)
-        return self.store_result(result, progress=progress, since=since)
+        return self.store_result(result, progress=options["progress"], since=since)
 
     async def aadd(
         self,
@@ -137,22 +142,11 @@ class Writer:
         progress: Any,
     ) -> list[MemoryItem]:
         """``Memory.aadd``: windows extracted concurrently, stored in a worker thread."""
-        kind = memory_type_arg(memory_type)
-        tags, entities, metadata = check_labels(*labels)
-        progress = progress_arg(progress)
+        options = extraction_options(mode, memory_type, labels, progress)
         since = await asyncio.to_thread(self.store.began, scope.entity_id)
-        result = await self.parts.extractor.aextract(
-            data,
-            scope,
-            mode=mode,
-            memory_type=kind,
-            tags=tags,
-            entities=entities,
-            metadata=metadata,
-            progress=progress,
-        )
+        result = await self.parts.extractor.aextract(data, scope, **options)
         await asyncio.to_thread(self.leave_out_stored_messages, result)
-        return await asyncio.to_thread(self.store_result, result, None, progress, since)
+        return await asyncio.to_thread(self.store_result, result, None, options["progress"], since)
 
     def leave_out_stored_messages(self, result: ExtractionResult) -> None:
         """Leave out the memories whose every source is a message (by its id and text)
