@@ -37,7 +37,8 @@ PYPROJECTS = ["pyproject.toml", f"{LANGCHAIN}/pyproject.toml", f"{LLAMA_INDEX}/p
 # subprocesses, so two workers keep both busy). MEMTRELLIS_TEST_WORKERS=0 runs in-process.
 WORKERS = os.environ.get("MEMTRELLIS_TEST_WORKERS", "2")
 # The README's install command into a fresh venv of its own: slow, but waiting on the
-# package index rather than the CPU, so `tests` runs it beside the suites, once.
+# package index rather than the CPU, so it runs once, beside the other checks (see
+# _start_install_test).
 INSTALL_TEST = "tests/test_install.py"
 
 
@@ -75,30 +76,52 @@ def _pytest(python: str, *args: str, workers: str = WORKERS) -> list[str]:
     return [python, "-m", "pytest", "-q", "-ra", "-p", "no:cacheprovider", *parallel, *args]
 
 
-@nox.session(venv_backend="none")
-def tests(session: nox.Session) -> None:
-    """The whole test suite, including a real `chroma run` server on loopback, then the
-    LangChain and LlamaIndex integrations' suites (each with its own pytest configuration).
+_install_test: subprocess.Popen[bytes] | None = None
 
-    The install test (tests/test_install.py: the README's install command into a fresh venv)
-    waits on the package index rather than the CPU, so it runs beside the suites."""
-    python, env = _shared_env(session)
-    install_log = SHARED / "test_install.log"
-    with install_log.open("w") as log:
-        install = subprocess.Popen(
+
+def _sessions_selected(session: nox.Session) -> list[str]:
+    """The sessions this run of nox was asked for (`-s ...`, else the defaults)."""
+    config = getattr(getattr(session, "_runner", None), "global_config", None)
+    return list(getattr(config, "sessions", None) or nox.options.sessions or [])
+
+
+def _start_install_test(python: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """Start tests/test_install.py in the background, once per run of nox.
+
+    It waits on pip (one core) rather than using both, so it starts as soon as the shared
+    environment exists: in `typecheck`, whose mypy runs also use one core, when `tests`
+    is to follow; else in `tests`, beside the suites."""
+    global _install_test
+    if _install_test is None:
+        log = (SHARED / "test_install.log").open("w")
+        _install_test = subprocess.Popen(
             _pytest(python, INSTALL_TEST, workers="0"),
             cwd=ROOT,
             env={**os.environ, **env, "MEMTRELLIS_INSTALL_TESTS": "1"},
             stdout=log,
             stderr=subprocess.STDOUT,
         )
-        try:
-            session.run(*_pytest(python, f"--ignore={INSTALL_TEST}", *session.posargs), env=env)
-            session.run(*_pytest(python, LANGCHAIN, *session.posargs), env=env)
-            session.run(*_pytest(python, LLAMA_INDEX, *session.posargs), env=env)
-        finally:
-            returncode = install.wait()
-            session.log(f"{INSTALL_TEST} (beside the suites):\n{install_log.read_text()}")
+        log.close()  # the child holds its own copy
+    return _install_test
+
+
+@nox.session(venv_backend="none")
+def tests(session: nox.Session) -> None:
+    """The whole test suite, including a real `chroma run` server on loopback, then the
+    LangChain and LlamaIndex integrations' suites (each with its own pytest configuration).
+
+    The install test (tests/test_install.py: the README's install command into a fresh venv)
+    waits on the package index rather than the CPU, so it runs beside the other checks."""
+    python, env = _shared_env(session)
+    install = _start_install_test(python, env)
+    try:
+        session.run(*_pytest(python, f"--ignore={INSTALL_TEST}", *session.posargs), env=env)
+        session.run(*_pytest(python, LANGCHAIN, *session.posargs), env=env)
+        session.run(*_pytest(python, LLAMA_INDEX, *session.posargs), env=env)
+    finally:
+        returncode = install.wait()
+        log = (SHARED / "test_install.log").read_text()
+        session.log(f"{INSTALL_TEST} (beside the other checks):\n{log}")
     if returncode != 0:
         session.error("tests/test_install.py failed")
 
@@ -116,6 +139,8 @@ def typecheck(session: nox.Session) -> None:
     """mypy --strict over src/ and the LangChain and LlamaIndex integrations' packages (in
     the environment `tests` uses)."""
     python, env = _shared_env(session)
+    if "tests" in _sessions_selected(session):
+        _start_install_test(python, env)  # beside mypy, which keeps one core busy
     session.run(python, "-m", "mypy", "src", env=env)
     session.run(python, "-m", "mypy", f"{LANGCHAIN}/src", env=env)
     with session.chdir(LLAMA_INDEX):  # its own settings: a namespace package
