@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import platform
@@ -101,7 +102,36 @@ def _queued_ms(stat: Any) -> float:
     return int(stat.read().split()[1]) / 1e6
 
 
-async def _ticker(lags: list[float], net: list[float], stop: asyncio.Event) -> None:
+class Collections:
+    """Python's garbage collections while installed (``gc.callbacks``): generation, start
+    and duration of each, so that a late tick can be told apart from a collector pause."""
+
+    def __init__(self) -> None:
+        self.done: list[tuple[int, float, float]] = []  # generation, start, seconds
+        self._started = 0.0
+
+    def __enter__(self) -> Collections:
+        gc.callbacks.append(self._note)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        gc.callbacks.remove(self._note)
+
+    def _note(self, phase: str, info: dict[str, int]) -> None:
+        now = time.perf_counter()
+        if phase == "start":
+            self._started = now
+        else:
+            self.done.append((info["generation"], self._started, now - self._started))
+
+    def full(self) -> list[tuple[float, float]]:
+        """(start, end) of every full (generation 2) collection."""
+        return [(start, start + took) for gen, start, took in self.done if gen == 2]
+
+
+async def _ticker(
+    lags: list[float], net: list[float], stop: asyncio.Event, spans: list[tuple[float, float]]
+) -> None:
     # The loop thread's wait for a CPU (other processes on a shared machine) is read
     # from schedstat around each tick; ``net`` is the lag without it: the wait for the GIL
     # and for the loop's own callbacks.
@@ -117,6 +147,7 @@ async def _ticker(lags: list[float], net: list[float], stop: asyncio.Event) -> N
             lag = (time.perf_counter() - started - TICK) * 1000.0
             lags.append(lag)
             net.append(max(0.0, lag - (_queued_ms(stat) - queued)))
+            spans.append((started, time.perf_counter()))
     finally:
         if stat is not None:
             stat.close()
@@ -137,31 +168,51 @@ async def _user(
     return latencies
 
 
+def _outside(
+    lags: Sequence[float], spans: Sequence[tuple[float, float]], full: Sequence[tuple[float, float]]
+) -> list[float]:
+    """The lags of the ticks that no full collection overlapped."""
+    return [
+        lag
+        for lag, (begun, woke) in zip(lags, spans, strict=True)
+        if not any(start < woke and end > begun for start, end in full)
+    ]
+
+
 async def _scenario(memory: Memory, users: Users, rounds: int) -> dict[str, Any]:
     stop = asyncio.Event()
     idle: list[float] = []
-    ticking = asyncio.create_task(_ticker(idle, [], stop))
+    ticking = asyncio.create_task(_ticker(idle, [], stop, []))
     await asyncio.sleep(0.5)  # the floor: the same loop with nothing else to do
     stop.set()
     await ticking
     stop = asyncio.Event()
     lags: list[float] = []
     net: list[float] = []
+    spans: list[tuple[float, float]] = []
     seen: dict[str, Any] = {}
-    ticking = asyncio.create_task(_ticker(lags, net, stop))
-    await asyncio.sleep(0.05)
-    started = time.perf_counter()
-    recalls = await asyncio.gather(*(_user(memory, users, e, rounds, seen) for e in users.ids))
-    captured = time.perf_counter()
-    drained = await memory.aflush(timeout=600)
-    flushed = time.perf_counter()
-    stop.set()
-    await ticking
+    with Collections() as collections:
+        ticking = asyncio.create_task(_ticker(lags, net, stop, spans))
+        await asyncio.sleep(0.05)
+        started = time.perf_counter()
+        recalls = await asyncio.gather(*(_user(memory, users, e, rounds, seen) for e in users.ids))
+        captured = time.perf_counter()
+        drained = await memory.aflush(timeout=600)
+        flushed = time.perf_counter()
+        stop.set()
+        await ticking
     turns = rounds * len(users.ids)
     latencies = [ms for user in recalls for ms in user]
+    full = collections.full()
+    outside = _outside(lags, spans, full)
     return {
         **_lag_figures(lags, net),
         "ticks": len(lags),
+        "gc_collections": len(collections.done),
+        "gc_full_collections": len(full),
+        "gc_full_max_ms": round(max((end - start for start, end in full), default=0) * 1000, 2),
+        "lag_max_outside_full_gc_ms": round(max(outside, default=0.0), 2),
+        "lag_p99_outside_full_gc_ms": round(percentile(outside, 0.99), 2) if outside else 0.0,
         "idle_lag_p99_ms": round(percentile(idle, 0.99), 2),
         "idle_lag_max_ms": round(max(idle), 2),
         "recall_p50_ms": round(percentile(latencies, 0.5), 1),
@@ -183,8 +234,13 @@ def scenario_run(
     chroma_url: str | None = None,
     *,
     vector_process: bool = False,
+    freeze: bool = False,
 ) -> dict[str, Any]:
-    """One fresh store: seed, warm, then the concurrent users under the ticker."""
+    """One fresh store: seed, warm, then the concurrent users under the ticker.
+
+    ``freeze``: the app calls ``gc.freeze()`` once its start-up is done (here: after the
+    store is opened, seeded and warm), as long-running Python servers do, so that a full
+    collection walks only what was made since."""
     directory = Path(tempfile.mkdtemp(prefix="mt-loop-"))
     try:
         memory = Memory(
@@ -192,7 +248,13 @@ def scenario_run(
         )
         try:
             _store(memory, users)
-            result = asyncio.run(_scenario(memory, users, rounds))
+            if freeze:
+                gc.collect()
+                gc.freeze()
+            try:
+                result = asyncio.run(_scenario(memory, users, rounds))
+            finally:
+                gc.unfreeze()
             expected = sum(len(users.seed[e]) for e in users.ids) + result["turns"]
             result["stored"] = memory.health().total_memories
             result["stored_ok"] = result["stored"] == expected
@@ -293,6 +355,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="both",
         help="the embedded index in this process, in a child (vector_process=True), or both",
     )
+    parser.add_argument(
+        "--gc-freeze",
+        action="store_true",
+        help="also run each mode as an app that calls gc.freeze() after its start-up",
+    )
     args = parser.parse_args(argv)
     users = Users(args.users, args.seed, max(args.rounds, args.throughput // args.users + 1))
     known = _embedders()
@@ -305,6 +372,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     modes = {"in_process": False, "vector_process": True}
     chosen = list(modes) if args.modes == "both" else [args.modes]
+    if args.gc_freeze:
+        chosen += [f"{mode}+gc_freeze" for mode in chosen]
     for name in args.embedders.split(","):
         make = known[name]
         entry: dict[str, Any] = {}
@@ -312,7 +381,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             runs = []
             for number in range(args.runs):
                 run = scenario_run(
-                    make, users, args.rounds, args.chroma_url, vector_process=modes[mode]
+                    make,
+                    users,
+                    args.rounds,
+                    args.chroma_url,
+                    vector_process=modes[mode.removesuffix("+gc_freeze")],
+                    freeze=mode.endswith("+gc_freeze"),
                 )
                 runs.append(run)
                 print(
@@ -325,7 +399,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                     f" capture {run['capture_turns_per_s']:.1f} turns/s"
                     f" (users {run['users_s']:.2f} s + flush {run['flush_s']:.2f} s);"
                     f" arecall p50 {run['recall_p50_ms']:.1f} ms"
-                    f" p99 {run['recall_p99_ms']:.1f} ms; stored ok {run['stored_ok']}",
+                    f" p99 {run['recall_p99_ms']:.1f} ms; stored ok {run['stored_ok']};"
+                    f" full collections {run['gc_full_collections']} (longest"
+                    f" {run['gc_full_max_ms']:.1f} ms), lag outside them p99"
+                    f" {run['lag_p99_outside_full_gc_ms']:.2f}, max"
+                    f" {run['lag_max_outside_full_gc_ms']:.2f}",
                     flush=True,
                 )
             summary = _summary(runs) if runs else {}
