@@ -21,8 +21,9 @@ from typing import Any
 
 import pytest
 
-from memtrellis import Memory
+from memtrellis import Memory, MemoryItem, Scope
 from memtrellis.errors import MemoryNotFoundError
+from memtrellis.store.vectors import VectorIndex
 from memtrellis.testing import HashingEmbedder, ScriptedLLM, store_of
 
 WAIT = 30.0
@@ -459,3 +460,45 @@ def test_a_plan_that_keeps_meeting_other_writers_is_made_under_the_lock_at_last(
             texts = [i.text for i in memory.list()]
         assert texts.count(cello.text) == 1
         assert len(texts) == 2 + PLAN_ATTEMPTS - 1
+
+
+# Another process adds a vector to the collection this process has loaded.
+ADD_VECTOR = """
+import sys
+from pathlib import Path
+from memtrellis import MemoryItem, Scope
+from memtrellis.store.vectors import VectorIndex
+from memtrellis.testing import HashingEmbedder
+
+index = VectorIndex(Path(sys.argv[1]))
+item = MemoryItem(id="theirs", text=sys.argv[2], scope=Scope(entity_id="ana"))
+index.upsert([item], HashingEmbedder(8).embed_documents([item.text]))
+index.close()
+"""
+
+
+def test_vectors_another_process_wrote_since_this_one_loaded_them_are_read(
+    tmp_path: Path,
+) -> None:
+    # Planning reads the vectors of memories its log already shows; this process's view of
+    # the index may not hold them yet, and Chroma then refuses the whole read ("Error
+    # finding id"): seen when three processes added the same texts at once.
+    embedder = HashingEmbedder(8)
+    index = VectorIndex(tmp_path)
+    try:
+        mine = MemoryItem(id="mine", text="Ana plays chess.", scope=Scope(entity_id="ana"))
+        index.upsert([mine], embedder.embed_documents([mine.text]))
+        assert set(index.embeddings("ana", ["mine"])) == {"mine"}  # loaded in this process
+        theirs = "Ana keeps her chess set in the blue box."
+        added = subprocess.run(
+            [sys.executable, "-c", textwrap.dedent(ADD_VECTOR), str(tmp_path), theirs],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert added.returncode == 0, added.stderr
+        got = index.embeddings("ana", ["mine", "theirs"])
+        assert set(got) == {"mine", "theirs"}
+        assert got["theirs"] == pytest.approx(embedder.embed_documents([theirs])[0], abs=1e-6)
+    finally:
+        index.close()

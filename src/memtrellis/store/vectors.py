@@ -172,6 +172,26 @@ def _bring_up_to_date(collection: Any) -> None:
             return
 
 
+#: Reads of vectors that another process is still writing, tried before one by one.
+UNSYNCED_ATTEMPTS = 3
+
+
+def _unsynced(exc: BaseException) -> bool:
+    """Chroma's answer to a read of a record whose vector this process has not loaded
+    (another process wrote it since this client loaded the collection's HNSW index).
+
+    Examples:
+        >>> from chromadb.errors import InternalError
+        >>> _unsynced(InternalError("Error executing plan: Internal error: Error finding id"))
+        True
+        >>> _unsynced(InternalError("(code: 5) database is locked"))
+        False
+    """
+    from chromadb.errors import ChromaError
+
+    return isinstance(exc, ChromaError) and "Error finding id" in str(exc)
+
+
 def index_chroma_log(directory: Path | str) -> bool:
     """Give the write log of the Chroma data in ``directory`` an index by collection.
 
@@ -518,15 +538,47 @@ class VectorIndex:
             return found
 
     def embeddings(self, entity_id: str, ids: Sequence[str]) -> dict[str, list[float]]:
-        """Stored vectors of ``ids`` in one entity's collection (missing ids left out)."""
+        """Stored vectors of ``ids`` in one entity's collection (missing ids left out).
+
+        While another process is writing the collection, this process's embedded view can
+        hold a record whose vector it has not loaded yet, and Chroma refuses the whole
+        read ("Error finding id"): the client is reopened and the read tried again, and
+        if the view still lags, the vectors are read one by one and the lagging ones left
+        out (as missing: a planner then has one candidate fewer, never a wrong vector).
+        """
+        for attempt in range(1, UNSYNCED_ATTEMPTS + 1):
+            try:
+                return self._embeddings(entity_id, list(ids), one_by_one=False)
+            except Exception as exc:
+                if self.mode != "embedded" or not _unsynced(exc):
+                    raise
+                log.debug("entity %s: vectors another process is writing; reading again", entity_id)
+                time.sleep(0.01 * attempt)
+                self.refresh()
+        return self._embeddings(entity_id, list(ids), one_by_one=True)
+
+    def _embeddings(
+        self, entity_id: str, wanted: list[str], *, one_by_one: bool
+    ) -> dict[str, list[float]]:
         with self._client_in_use():
             collection = self._collection(entity_id, create=False)
             if collection is None:
                 return {}
-            wanted: list[str] = list(ids)
             found: dict[str, list[float]] = {}
-            for part in _batches(len(wanted), self.max_batch):
-                got = collection.get(ids=wanted[part], include=["embeddings"])
+            parts = [slice(n, n + 1) for n in range(len(wanted))] if one_by_one else None
+            for part in parts or _batches(len(wanted), self.max_batch):
+                try:
+                    got = collection.get(ids=wanted[part], include=["embeddings"])
+                except Exception as exc:
+                    if not (one_by_one and _unsynced(exc)):
+                        raise
+                    log.warning(
+                        "entity %s: the vector of %s is not readable yet (another process "
+                        "is writing it); left out",
+                        entity_id,
+                        wanted[part][0],
+                    )
+                    continue
                 vectors = got["embeddings"] if got["embeddings"] is not None else []
                 found.update(
                     {i: [float(x) for x in v] for i, v in zip(got["ids"], vectors, strict=True)}
