@@ -57,6 +57,7 @@ async def test_an_agent_remembers_recalls_updates_and_forgets(store: Path) -> No
         assert tools == {
             "remember",
             "recall",
+            "relate",
             "list_memories",
             "get_memory",
             "update_memory",
@@ -81,6 +82,16 @@ async def test_an_agent_remembers_recalls_updates_and_forgets(store: Path) -> No
         assert [h["memory"]["id"] for h in recalled["items"]] == [memory_id]
         assert "My sister Clara moved to Lisbon." in recalled["context"]
         assert recalled["items"][0]["explanation"]["final_score"] > 0
+        related = _data(await client.call_tool("relate", {"a": "clara", "b": "Lisbon"}))
+        [path] = related["paths"]
+        assert [s["text"] for s in path["steps"]] == [
+            "Clara",
+            "My sister Clara moved to Lisbon.",
+            "Lisbon",
+        ]
+        assert path["steps"][1]["memory"]["sources"][0]["message_id"] == "m1"
+        bobs = _data(await client.call_tool("relate", {"a": "Bob", "b": "safe code"}))
+        assert bobs["paths"] == []  # Bob's memories are not the server's entity's
 
         updated = _data(
             await client.call_tool(

@@ -233,6 +233,33 @@ def test_a_process_pinned_key_sees_only_its_process(service: Running, client: ht
     assert len(service.memory.list(entity_id="alice")) == 2
 
 
+def test_relate_answers_from_the_graph_within_the_keys_scope(
+    service: Running, client: httpx.Client
+) -> None:
+    alice, bob = service.key("alice"), service.key("bob")
+    [works] = add(client, alice, text="Hana works with Kenji.", entities=["Hana", "Kenji"])
+    [lives] = add(client, alice, text="Kenji lives in Kyoto.", entities=["Kenji", "Kyoto"])
+    add(client, bob, text="Hana was born in Kyoto.", entities=["Hana", "Kyoto"])
+    answer = client.post("/v1/relate", json={"a": "Hana", "b": "kyoto"}, headers=auth(alice))
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert (body["a_resolved"], body["b_resolved"]) == ("Hana", "Kyoto")
+    [path] = body["paths"]  # Bob's memory is not Alice's to walk
+    memories = [s["memory"] for s in path["steps"] if s["kind"] == "memory"]
+    assert [m["id"] for m in memories] == [works["id"], lives["id"]]
+    assert all(m["sources"] for m in memories)
+    assert [s["edge"] for s in path["steps"]] == ["mentions"] * 4 + [None]
+    theirs = client.post(
+        "/v1/relate", json={"a": "Hana", "b": "Kyoto", "entity_id": "bob"}, headers=auth(alice)
+    )
+    assert_error(theirs, 403, "forbidden")
+    assert client.post("/v1/relate", json={"a": "Hana"}, headers=auth(alice)).status_code == 422
+    far = client.post(
+        "/v1/relate", json={"a": "Hana", "b": "Kyoto", "max_hops": 2}, headers=auth(alice)
+    )
+    assert far.json()["paths"] == []
+
+
 def test_requests_without_a_valid_key_get_401(service: Running, client: httpx.Client) -> None:
     key = service.key("alice")
     no_key = client.get("/v1/memories")

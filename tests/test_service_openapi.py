@@ -65,6 +65,7 @@ def test_every_endpoint_is_in_the_document() -> None:
         ("GET", "/v1/memories"),
         ("DELETE", "/v1/memories"),
         ("POST", "/v1/recall"),
+        ("POST", "/v1/relate"),
         ("GET", "/v1/memories/{memory_id}"),
         ("PATCH", "/v1/memories/{memory_id}"),
         ("DELETE", "/v1/memories/{memory_id}"),

@@ -38,6 +38,7 @@ from memtrellis.extraction.refine import RefineReport
 from memtrellis.graph_export import ExportFormat
 from memtrellis.lifecycle import LifecycleConfig
 from memtrellis.llm import LLM
+from memtrellis.recall.paths import Relations
 from memtrellis.store.store import DEFAULT_RESIDENT_MEMORIES, DEFAULT_RESIDENT_SHARDS
 from memtrellis.transfer import ImportReport, PathOrFile, export_to, import_from
 from memtrellis.types import Health, HistoryEvent, MemoryItem, MemoryType, RecallResult, Scope
@@ -369,6 +370,32 @@ class Memory(Closing):
         flags = (include_superseded, include_expired, graph_context)
         return self._reader.recall(query, scope, k, token_budget, flags, as_of, kinds, labels)
 
+    def relate(
+        self,
+        a: str,
+        b: str,
+        *,
+        entity_id: str | None = None,
+        process_id: str | None = None,
+        max_hops: int = 4,
+        limit: int = 5,
+        include_superseded: bool = False,
+        as_of: datetime | None = None,
+    ) -> Relations:
+        """How ``a`` and ``b`` (names the memories mention, or memory ids) are related: the
+        paths between them in the graph, each edge's kind, the memories and their sources,
+        best supported first; no LLM (`memtrellis.recall.paths`).
+
+        Examples:
+            >>> from memtrellis.testing import temp_memory
+            >>> with temp_memory() as m:
+            ...     _ = m.add("Hana moved to Kyoto in 2023.")
+            ...     m.relate("Hana", "Kyoto").paths[0].describe()
+            'Hana -mentions- [Hana moved to Kyoto in 2023.] -mentions- Kyoto'
+        """
+        scope = (entity_id, process_id)
+        return self._reader.relate(a, b, scope, max_hops, limit, include_superseded, as_of)
+
     def export_graph(
         self,
         path: str | os.PathLike[str],
@@ -591,6 +618,7 @@ class Memory(Closing):
     alist = _in_thread(list, read=True)
     aentities = _in_thread(entities, read=True)
     arecall = _in_thread(recall, read=True)
+    arelate = _in_thread(relate, read=True)
     ahealth = _in_thread(health, read=True)
     aclose = _in_thread(close)
     aflush = _in_thread(flush)

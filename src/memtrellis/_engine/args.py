@@ -216,12 +216,18 @@ def recall_args(query: Any, k: Any, token_budget: Any, as_of: Any) -> tuple[str,
         isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget < 0
     ):
         raise InvalidInputError("token_budget must be a non-negative integer or None")
-    if as_of is not None:
-        if not isinstance(as_of, datetime):
-            raise InvalidInputError("as_of must be a datetime")
-        if as_of.tzinfo is None:
-            as_of = as_of.replace(tzinfo=timezone.utc)  # naive times are UTC throughout
-    return query, as_of
+    return query, checked_as_of(as_of)
+
+
+def checked_as_of(as_of: Any) -> datetime | None:
+    """A read's ``as_of``: ``None`` or a datetime (in UTC when naive)."""
+    if as_of is None:
+        return None
+    if not isinstance(as_of, datetime):
+        raise InvalidInputError("as_of must be a datetime")
+    if as_of.tzinfo is None:
+        as_of = as_of.replace(tzinfo=timezone.utc)  # naive times are UTC throughout
+    return as_of
 
 
 def ready_item(item: Any) -> MemoryItem:

@@ -9,11 +9,12 @@ from collections.abc import Iterator, Mapping
 from datetime import datetime
 from typing import Any
 
-from memtrellis._engine.args import make_scope, recall_flags
+from memtrellis._engine.args import checked_as_of, make_scope, recall_flags
 from memtrellis._engine.parts import Parts
 from memtrellis._engine.scopes import DEFAULT_ENTITY
 from memtrellis.errors import InvalidInputError, MemoryNotFoundError
 from memtrellis.recall import RecallRequest, hybrid_recall
+from memtrellis.recall.paths import Relations, relate_in
 from memtrellis.types import (
     EdgeKind,
     HistoryEvent,
@@ -184,3 +185,37 @@ class Reader:
             skipped=skipped,
             as_of=as_of,
         )
+
+    def relate(
+        self,
+        a: Any,
+        b: Any,
+        scope_args: tuple[str | None, str | None],
+        max_hops: int,
+        limit: int,
+        include_superseded: bool,
+        as_of: datetime | None,
+    ) -> Relations:
+        """The paths between ``a`` and ``b`` (names or memory ids) in one entity's graph."""
+        for name, value in (("a", a), ("b", b)):
+            if not isinstance(value, str) or not value.strip():
+                raise InvalidInputError(f"{name} is a memory id or a name, not {value!r}")
+        for name, number in (("max_hops", max_hops), ("limit", limit)):
+            if isinstance(number, bool) or not isinstance(number, int) or number < 1:
+                raise InvalidInputError(f"{name} must be a positive integer, got {number!r}")
+        when = checked_as_of(as_of) or utcnow()
+        scope = self.parts.scopes.current(*scope_args, None)
+        self.store.refresh(scope.entity_id)
+        with self.store.reading(scope.entity_id) as shard:
+            return relate_in(
+                shard.graph,
+                scope.entity_id,
+                a.strip(),
+                b.strip(),
+                now=when,
+                config=self.parts.lifecycle,
+                process_id=scope.process_id,
+                max_hops=max_hops,
+                limit=limit,
+                include_superseded=include_superseded,
+            )

@@ -40,6 +40,7 @@ from memtrellis.errors import (
     StoreLockedError,
 )
 from memtrellis.memory import Memory
+from memtrellis.recall.paths import Relations
 from memtrellis.service._openapi_tidy import tidy
 from memtrellis.service.auth import KeyRing, Principal
 from memtrellis.service.errors import (
@@ -66,6 +67,7 @@ from memtrellis.service.schemas import (
     QueryBool,
     RecallRequest,
     RecallResponse,
+    RelateRequest,
     ScopeId,
 )
 from memtrellis.types import HEALTH_RENAMES, Health, MemoryItem, MemoryType
@@ -255,6 +257,27 @@ async def recall(body: RecallRequest, caller: Caller, state: State) -> Any:
     answer = RecallResponse.of(result, token_budget=body.token_budget)
     # The hot path: serialise once with pydantic-core rather than validate and encode again.
     return Response(answer.model_dump_json(), media_type="application/json")
+
+
+@router.post(
+    "/v1/relate",
+    response_model=Relations,
+    responses=_errors(400, 403, 413),
+    summary="How two names or memories are related: paths through the memory graph",
+)
+async def relate(body: RelateRequest, caller: Caller, state: State) -> Relations:
+    """The paths between ``a`` and ``b``, each edge's kind, the memories and their sources,
+    best supported first (no LLM)."""
+    return await state.memory.arelate(
+        body.a,
+        body.b,
+        entity_id=caller.entity_for(body.entity_id),
+        process_id=caller.process_for(body.process_id),
+        max_hops=body.max_hops,
+        limit=body.limit,
+        include_superseded=body.include_superseded,
+        as_of=body.as_of,
+    )
 
 
 @router.get(

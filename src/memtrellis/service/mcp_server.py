@@ -27,6 +27,7 @@ from pydantic import Field
 
 from memtrellis.errors import MemtrellisError
 from memtrellis.memory import Memory
+from memtrellis.recall.paths import Relations
 from memtrellis.service.schemas import (
     AddResponse,
     ForgetResponse,
@@ -141,6 +142,17 @@ def create_mcp_server(
         )
         return RecallResponse.of(result, token_budget=token_budget)
 
+    async def relate(
+        a: Annotated[str, Field(min_length=1, description="A name they mention, or a memory id.")],
+        b: Annotated[str, Field(min_length=1, description="Another name or memory id.")],
+        max_hops: Annotated[int, Field(ge=1, le=6)] = 4,
+    ) -> Relations:
+        """How two people, places or things in the user's memories are related: the paths
+        between them through the memories that mention them, each with its sources."""
+        return await _tool_call(
+            memory.arelate(a, b, **scope, process_id=process_id, max_hops=max_hops)
+        )
+
     async def list_memories(
         limit: Annotated[int, Field(ge=1, le=500)] = 50,
         offset: Annotated[int, Field(ge=0)] = 0,
@@ -188,6 +200,7 @@ def create_mcp_server(
         events = await _tool_call(memory.ahistory(item.id, **scope))
         return HistoryResponse(memory_id=item.id, events=events)
 
-    for fn in (remember, recall, list_memories, get_memory, update_memory, forget, memory_history):
+    tools = (remember, recall, relate, list_memories, get_memory, update_memory, forget)
+    for fn in (*tools, memory_history):
         tool(fn)
     return server

@@ -187,6 +187,19 @@ class RecallRequest(_Body):
     )
 
 
+class RelateRequest(_Body):
+    """How ``a`` and ``b`` (names the memories mention, or memory ids) are related."""
+
+    a: Annotated[str, StringConstraints(min_length=1, max_length=500, pattern=r"\S")]
+    b: Annotated[str, StringConstraints(min_length=1, max_length=500, pattern=r"\S")]
+    entity_id: ScopeId | None = None
+    process_id: ScopeId | None = None
+    max_hops: StrictInt = Field(default=4, ge=1, le=6)
+    limit: StrictInt = Field(default=5, ge=1, le=50)
+    include_superseded: StrictBool = False
+    as_of: UtcDatetime | None = Field(default=None, description="Relate as of this time.")
+
+
 class RecallResponse(RecallResult):
     """The recall result plus ``context``: the memories rendered as a memory-context block."""
 
