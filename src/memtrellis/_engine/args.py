@@ -225,9 +225,10 @@ def checked_as_of(as_of: Any) -> datetime | None:
         return None
     if not isinstance(as_of, datetime):
         raise InvalidInputError("as_of must be a datetime")
-    if as_of.tzinfo is None:
-        as_of = as_of.replace(tzinfo=timezone.utc)  # naive times are UTC throughout
-    return as_of
+    when: datetime = as_of
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)  # naive times are UTC throughout
+    return when
 
 
 def ready_item(item: Any) -> MemoryItem:
