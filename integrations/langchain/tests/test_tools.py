@@ -1,4 +1,4 @@
-"""The save, search and forget memory tools inside a real ``create_agent`` with a scripted
+"""The save, search, relate and forget memory tools inside a real ``create_agent`` with a scripted
 tool-calling model: two users over two sessions each."""
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from memtrellis.context import escape_line
 from fakes import FakeChat, reply
 from langchain_memtrellis import (
     ForgetMemoryTool,
+    RelateMemoriesTool,
     SaveMemoryTool,
     SearchMemoryTool,
     memory_tools,
@@ -152,6 +153,43 @@ def test_correct_and_forget(memory: Memory) -> None:
     model, _ = _run(memory, calls, "forget where I live", context=UserContext("ana"))
     assert _tool_answers(model)[0].content == f"Forgot memory {item.id}."
     assert memory.list(entity_id="ana") == []
+
+
+def test_two_users_relate_what_they_saved_in_an_earlier_session(memory: Memory) -> None:
+    friends = {"ana": "Kenji", "ben": "Yuki"}
+    for user, friend in friends.items():  # session 1: each user's facts, saved by the agent
+        calls = [
+            reply(name="save_memory", args={"content": f"Hana works with {friend}."}),
+            reply(name="save_memory", args={"content": f"{friend} lives in Kyoto."}),
+            reply("Saved."),
+        ]
+        config = {"configurable": {"thread_id": f"{user}-1"}}
+        _run(memory, calls, "remember", context=UserContext(user), config=config)
+    stored = {u: sorted(i.text for i in memory.list(entity_id=u)) for u in friends}
+    assert stored == {
+        "ana": ["Hana works with Kenji.", "Kenji lives in Kyoto."],
+        "ben": ["Hana works with Yuki.", "Yuki lives in Kyoto."],
+    }
+    # session 2: Ana asks; the model calls relate_memories and reads the chain
+    calls = [reply(name="relate_memories", args={"a": "hana", "b": "Kyoto"}), reply("Via Kenji.")]
+    config = {"configurable": {"thread_id": "ana-2"}}
+    model, state = _run(
+        memory, calls, "How is Hana tied to Kyoto?", context=UserContext("ana"), config=config
+    )
+    [answer] = _tool_answers(model)
+    ids = {i.text: i.id for i in memory.list(entity_id="ana")}
+    assert answer.content == (
+        "Hana and Kyoto are related through:\n"
+        f"1. Hana -mentions- [{ids['Hana works with Kenji.']}] Hana works with Kenji. -mentions-"
+        f" Kenji -mentions- [{ids['Kenji lives in Kyoto.']}] Kenji lives in Kyoto. -mentions-"
+        " Kyoto"
+    )
+    [path] = answer.artifact
+    assert [s["memory"]["scope"]["entity_id"] for s in path["steps"] if s["memory"]] == ["ana"] * 2
+    assert state["messages"][-1].content == "Via Kenji."
+    assert len(memory.list(entity_id="ana")) == 2  # relating stores nothing
+    nobody = RelateMemoriesTool(memory=memory, entity_id="ben").invoke({"a": "Kenji", "b": "Kyoto"})
+    assert nobody == "Nothing in the memories is about Kenji."
 
 
 def test_search_with_nothing_stored(memory: Memory) -> None:

@@ -1,4 +1,4 @@
-"""MemtrellisToolSpec: save, search and forget tools, scoped to one entity, used by a real
+"""MemtrellisToolSpec: save, search, relate and forget tools, scoped to one entity, used by a real
 FunctionAgent."""
 
 from __future__ import annotations
@@ -18,10 +18,11 @@ def test_tools_have_names_descriptions_and_schemas(memory: Memory) -> None:
     tools = MemtrellisToolSpec(memory, entity_id="alice").to_tool_list()
     assert all(isinstance(tool, FunctionTool) for tool in tools)
     by_name = {tool.metadata.name: tool.metadata for tool in tools}
-    assert set(by_name) == {"save_memory", "search_memories", "forget_memory"}
+    assert set(by_name) == {"save_memory", "search_memories", "relate_memories", "forget_memory"}
     assert "long-term memory" in by_name["save_memory"].description
     schema = by_name["forget_memory"].get_parameters_dict()
     assert schema["required"] == ["memory_id"]
+    assert by_name["relate_memories"].get_parameters_dict()["required"] == ["a", "b"]
 
 
 def test_save_search_forget_stay_in_one_entity(memory: Memory) -> None:
@@ -75,6 +76,53 @@ async def test_a_function_agent_saves_then_finds_a_memory(memory: Memory) -> Non
     tool_result = seen[-1][-1]
     assert tool_result.role == MessageRole.TOOL
     assert "Alice is allergic to peanuts" in (tool_result.content or "")
+
+
+async def test_an_agent_relates_two_things_from_one_users_memories_over_sessions(
+    memory: Memory,
+) -> None:
+    for user in ("alice", "bob"):  # session 1: each user's agent saves what they said
+        spec = MemtrellisToolSpec(memory, entity_id=user, session_id=f"{user}-1")
+        friend = "Kenji" if user == "alice" else "Yuki"
+        replies = iter(
+            [
+                _call("save_memory", content=f"Hana works with {friend}."),
+                _call("save_memory", content=f"{friend} lives in Kyoto."),
+                ChatMessage(role="assistant", content="Noted."),
+            ]
+        )
+        llm = MockFunctionCallingLLM(response_generator=lambda *a, _r=replies, **k: next(_r))
+        assert str(await FunctionAgent(llm=llm, tools=spec.to_tool_list()).run("...")) == "Noted."
+    # session 2: Alice asks how Hana and Kyoto are related
+    spec = MemtrellisToolSpec(memory, entity_id="alice", session_id="alice-2")
+    seen: list[list[ChatMessage]] = []
+    replies = iter(
+        [
+            _call("relate_memories", a="hana", b="Kyoto"),
+            ChatMessage(role="assistant", content="Through Kenji."),
+        ]
+    )
+
+    def answer(messages: Any, **_: Any) -> ChatMessage:
+        seen.append(list(messages))
+        return next(replies)
+
+    llm = MockFunctionCallingLLM(response_generator=answer, is_chat_model=True)
+    agent = FunctionAgent(llm=llm, tools=spec.to_tool_list())
+    assert str(await agent.run("How is Hana related to Kyoto?")) == "Through Kenji."
+    shown = seen[-1][-1]
+    assert shown.role == MessageRole.TOOL
+    ids = {m.text: m.id for m in memory.list(entity_id="alice")}
+    assert shown.content == (
+        f"1. Hana -mentions- {ids['Hana works with Kenji.']}: Hana works with Kenji. -mentions-"
+        f" Kenji -mentions- {ids['Kenji lives in Kyoto.']}: Kenji lives in Kyoto. -mentions-"
+        " Kyoto"
+    )  # Bob's Yuki never appears
+    assert sorted(m.text for m in memory.list(entity_id="bob")) == [
+        "Hana works with Yuki.",
+        "Yuki lives in Kyoto.",
+    ]
+    assert spec.relate_memories("Hana", "Atlantis") == "No memories connect 'Hana' and 'Atlantis'."
 
 
 def test_tool_answers_escape_markup_and_invisible_characters(memory: Memory) -> None:

@@ -11,9 +11,10 @@ prompt's messages.
 * `MemoryMiddleware`: ``create_agent`` middleware (``agents`` extra).
 * `MemtrellisStore`: a LangGraph ``BaseStore`` for ``create_agent(..., store=...)`` and
   ``StateGraph.compile(store=...)`` (needs ``langgraph``: the ``store`` extra).
-* [`memory_tools`][langchain_memtrellis.memory_tools]: agent tools to save, search and forget
-  memories ([`SaveMemoryTool`][langchain_memtrellis.SaveMemoryTool],
+* [`memory_tools`][langchain_memtrellis.memory_tools]: agent tools to save, search, relate and
+  forget memories ([`SaveMemoryTool`][langchain_memtrellis.SaveMemoryTool],
   [`SearchMemoryTool`][langchain_memtrellis.SearchMemoryTool],
+  [`RelateMemoriesTool`][langchain_memtrellis.RelateMemoriesTool],
   [`ForgetMemoryTool`][langchain_memtrellis.ForgetMemoryTool]).
 * [`MemoryChatMessageHistory`][langchain_memtrellis.MemoryChatMessageHistory]: a session's messages
 for ``RunnableWithMessageHistory``.
@@ -46,6 +47,7 @@ from langchain_memtrellis.middleware import MemoryContextRunnable, memory_contex
 from langchain_memtrellis.retriever import MemoryRetriever
 from langchain_memtrellis.tools import (
     ForgetMemoryTool,
+    RelateMemoriesTool,
     SaveMemoryTool,
     SearchMemoryTool,
     memory_tools,
@@ -72,6 +74,7 @@ __all__ = [
     "MemoryMiddleware",
     "MemoryRetriever",
     "MemtrellisStore",
+    "RelateMemoriesTool",
     "SaveMemoryTool",
     "SearchMemoryTool",
     "__version__",

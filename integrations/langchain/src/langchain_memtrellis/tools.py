@@ -1,4 +1,4 @@
-"""Agent tools over memtrellis: save, search and forget a user's memories.
+"""Agent tools over memtrellis: save, search, relate and forget a user's memories.
 
 The user is the tool's ``entity_id`` when one is given; else the run names it, read as
 every adapter of this package reads it (`langchain_memtrellis._bridge.scope_from`):
@@ -25,7 +25,14 @@ from pydantic import BaseModel, Field, PrivateAttr
 from langchain_memtrellis._bridge import scope_from
 from langchain_memtrellis._defaults import default_memory
 
-__all__ = ["SAVED_TAG", "ForgetMemoryTool", "SaveMemoryTool", "SearchMemoryTool", "memory_tools"]
+__all__ = [
+    "SAVED_TAG",
+    "ForgetMemoryTool",
+    "RelateMemoriesTool",
+    "SaveMemoryTool",
+    "SearchMemoryTool",
+    "memory_tools",
+]
 
 log = logging.getLogger("langchain_memtrellis")
 
@@ -36,7 +43,7 @@ MemoryKind = Literal["fact", "preference", "event", "decision", "state", "skill"
 
 
 class _MemoryTool(BaseTool):
-    """What the three tools share: the memory, whose memories, and how to find the user."""
+    """What the tools share: the memory, whose memories, and how to find the user."""
 
     memory: Memory = Field(default_factory=default_memory, exclude=True)
     entity_id: str | None = None
@@ -246,6 +253,70 @@ class SearchMemoryTool(_MemoryTool):
         return await asyncio.to_thread(self._run, query, limit, config=config)
 
 
+# -- relate -------------------------------------------------------------------------------
+class _RelateArgs(BaseModel):
+    a: str = Field(description="A person, place or thing the user talked about, or a memory id.")
+    b: str = Field(description="Another person, place or thing, or a memory id.")
+
+
+class RelateMemoriesTool(_MemoryTool):
+    """How two things in the user's memories are related, from the memory graph (no LLM).
+
+    The answer lists each path, best supported first, as the memories it goes through
+    (``- [id] text``) joined by the kind of each link; the paths are the tool message's
+    ``artifact`` (`memtrellis.Relations.paths` as dicts). See ``Memory.relate``.
+
+    Examples:
+        >>> import tempfile
+        >>> from memtrellis import Memory
+        >>> from memtrellis.testing import HashingEmbedder
+        >>> from langchain_memtrellis import RelateMemoriesTool
+        >>> memory = Memory(tempfile.mkdtemp(), embedder=HashingEmbedder())
+        >>> _ = memory.add("Hana moved to Kyoto in 2023.", entity_id="alice")
+        >>> tool = RelateMemoriesTool(memory=memory, entity_id="alice")
+        >>> print(tool.invoke({"a": "Hana", "b": "Kyoto"}))  # doctest: +ELLIPSIS
+        Hana and Kyoto are related through:
+        1. Hana -mentions- [...] Hana moved to Kyoto in 2023. -mentions- Kyoto
+        >>> memory.close()
+    """
+
+    name: str = "relate_memories"
+    description: str = (
+        "Find how two people, places or things the user mentioned are related, through "
+        "the user's memories. Returns the chains of memories that connect them."
+    )
+    args_schema: type[BaseModel] = _RelateArgs
+    response_format: Literal["content", "content_and_artifact"] = "content_and_artifact"
+
+    def _run(self, a: str, b: str, *, config: RunnableConfig) -> tuple[str, list[dict[str, Any]]]:
+        entity = self._user(config)
+        if not a.strip() or not b.strip():
+            return "Name two things to relate.", []
+        found = self.memory.relate(a, b, entity_id=entity, process_id=self._process())
+        if not found.paths:
+            missing = [n for n, r in ((a, found.a_resolved), (b, found.b_resolved)) if r is None]
+            if missing:
+                return f"Nothing in the memories is about {' or '.join(missing)}.", []
+            return f"No memories connect {found.a_resolved} and {found.b_resolved}.", []
+        lines = [f"{found.a_resolved} and {found.b_resolved} are related through:"]
+        for number, path in enumerate(found.paths, 1):
+            parts = []
+            for step in path.steps:
+                if step.memory is not None:
+                    parts.append(f"[{step.memory.id}] {escape_line(step.memory.text)}")
+                else:
+                    parts.append(escape_line(step.text))
+                if step.edge is not None:
+                    parts.append(f"-{step.edge}-")
+            lines.append(f"{number}. {' '.join(parts)}")
+        return "\n".join(lines), [path.model_dump(mode="json") for path in found.paths]
+
+    async def _arun(
+        self, a: str, b: str, *, config: RunnableConfig
+    ) -> tuple[str, list[dict[str, Any]]]:
+        return await asyncio.to_thread(self._run, a, b, config=config)
+
+
 # -- forget ---------------------------------------------------------------------------------
 class _ForgetArgs(BaseModel):
     memory_id: str = Field(description="The id of the memory to forget, from search_memory.")
@@ -297,7 +368,7 @@ def memory_tools(
     user_key: str = "user_id",
     require_user: bool = False,
 ) -> list[BaseTool]:
-    """The three memory tools for an agent: save, search and forget, sharing one scope.
+    """The memory tools for an agent: save, search, relate and forget, sharing one scope.
 
     Args:
         memory: The store; default the shared ``Memory()``.
@@ -314,7 +385,7 @@ def memory_tools(
         >>> from langchain_memtrellis import memory_tools
         >>> memory = Memory(tempfile.mkdtemp(), embedder=HashingEmbedder())
         >>> [tool.name for tool in memory_tools(memory)]
-        ['save_memory', 'search_memory', 'forget_memory']
+        ['save_memory', 'search_memory', 'relate_memories', 'forget_memory']
         >>> memory.close()
     """
     memory = memory if memory is not None else default_memory()
@@ -325,4 +396,9 @@ def memory_tools(
         "user_key": user_key,
         "require_user": require_user,
     }
-    return [SaveMemoryTool(**shared), SearchMemoryTool(**shared, k=k), ForgetMemoryTool(**shared)]
+    return [
+        SaveMemoryTool(**shared),
+        SearchMemoryTool(**shared, k=k),
+        RelateMemoriesTool(**shared),
+        ForgetMemoryTool(**shared),
+    ]

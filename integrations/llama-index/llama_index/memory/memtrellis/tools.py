@@ -1,4 +1,4 @@
-"""``MemtrellisToolSpec``: tools an agent calls to save, search and forget memories."""
+"""``MemtrellisToolSpec``: tools an agent calls to save, search, relate and forget memories."""
 
 from __future__ import annotations
 
@@ -14,14 +14,14 @@ _TAGS = ("llama_index", "agent_tool")
 
 
 class MemtrellisToolSpec(BaseToolSpec):
-    """Agent tools over memtrellis, scoped to one entity: save, search and forget.
+    """Agent tools over memtrellis, scoped to one entity: save, search, relate and forget.
 
-    ``to_tool_list()`` gives three ``FunctionTool``\\ s for any LlamaIndex agent:
-    `save_memory`, `search_memories` and `forget_memory`. Every call reads and writes
-    only ``entity_id``'s memories (the model chooses what to remember, never whose): an id
-    of another entity's memory is "not found". Saved memories are stored at once in fast
-    mode (the model already wrote them as a memory), tagged ``llama_index`` and
-    ``agent_tool``.
+    ``to_tool_list()`` gives four ``FunctionTool``\\ s for any LlamaIndex agent:
+    `save_memory`, `search_memories`, `relate_memories` and `forget_memory`. Every call
+    reads and writes only ``entity_id``'s memories (the model chooses what to remember,
+    never whose): an id of another entity's memory is "not found". Saved memories are
+    stored at once in fast mode (the model already wrote them as a memory), tagged
+    ``llama_index`` and ``agent_tool``.
 
     Args:
         memory: The memtrellis [`Memory`][memtrellis.Memory].
@@ -36,7 +36,7 @@ class MemtrellisToolSpec(BaseToolSpec):
         >>> store = Memory(tempfile.mkdtemp(), embedder=HashingEmbedder())
         >>> spec = MemtrellisToolSpec(store, entity_id="ann")
         >>> [tool.metadata.name for tool in spec.to_tool_list()]
-        ['save_memory', 'search_memories', 'forget_memory']
+        ['save_memory', 'search_memories', 'relate_memories', 'forget_memory']
         >>> saved = spec.save_memory("Ann is allergic to peanuts")
         >>> saved.startswith("Saved memory ")
         True
@@ -50,6 +50,7 @@ class MemtrellisToolSpec(BaseToolSpec):
     spec_functions: list[SPEC_FUNCTION_TYPE] = [  # noqa: RUF012 (LlamaIndex's own attribute)
         "save_memory",
         "search_memories",
+        "relate_memories",
         "forget_memory",
     ]
 
@@ -101,6 +102,29 @@ class MemtrellisToolSpec(BaseToolSpec):
             query, entity_id=self.entity_id, process_id=self.process_id, k=self.k
         )
         return _lines(result.memories) or "No memories found."
+
+    def relate_memories(self, a: str, b: str) -> str:
+        """Find how two people, places or things the user mentioned are related, through
+        the user's memories. Returns one chain of memories a line, best supported first.
+
+        Args:
+            a: A person, place or thing, e.g. "Hana", or a memory id.
+            b: Another one, e.g. "Kyoto".
+        """
+        try:
+            found = self.memory.relate(a, b, entity_id=self.entity_id, process_id=self.process_id)
+        except InvalidInputError as exc:
+            return f"Cannot relate them: {exc}"
+        if not found.paths:
+            return f"No memories connect {a!r} and {b!r}."
+        return "\n".join(
+            f"{n}. " + " ".join(
+                (f"{s.id}: {escape_line(s.text)}" if s.kind == "memory" else escape_line(s.text))
+                + (f" -{s.edge}-" if s.edge else "")
+                for s in path.steps
+            )
+            for n, path in enumerate(found.paths, 1)
+        )  # fmt: skip
 
     def forget_memory(self, memory_id: str) -> str:
         """Forget one of the user's memories, e.g. one that is wrong or that the user asked
