@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+import httpx2
 import openai
 import pytest
 
 from memtrellis import Memory
 from memtrellis.context import OPEN_TAG
-from sdk_fakes import CHAT_MODEL, RESPONSES_MODEL, ScriptedModel, Snack, captured, openai_client
+from sdk_fakes import (
+    CHAT_MODEL,
+    OPENAI_KEY,
+    RESPONSES_MODEL,
+    ScriptedModel,
+    Snack,
+    captured,
+    openai_client,
+)
 
 QUESTION = "Which snack is safe with my peanut allergy?"
 
@@ -246,3 +256,49 @@ def test_the_stream_helpers_get_memory_through_create(seeded: Memory) -> None:
         "Tell me more",
         "more helper words",
     ]
+
+
+@pytest.mark.parametrize(
+    ("base_url", "provider", "endpoint"),
+    [
+        ("https://api.deepseek.com/v1", "deepseek", "https://api.deepseek.com"),
+        ("https://api.x.ai/v1", "xai", "https://api.x.ai"),
+        ("https://api.groq.com/openai/v1", "groq", "https://api.groq.com"),
+        ("http://localhost:11434/v1", "ollama", "http://localhost:11434"),
+        ("http://127.0.0.1:8000/v1", "vllm", "http://127.0.0.1:8000"),
+        ("http://localhost:8080/v1", "llama.cpp", "http://localhost:8080"),
+        # credentials in the address never reach the store
+        (
+            f"https://bot:{OPENAI_KEY}@llm.internal.example:9443/v1",
+            "openai-compatible",
+            "https://llm.internal.example:9443",
+        ),
+    ],
+)
+def test_openai_compatible_servers_are_attributed_to_their_provider(
+    seeded: Memory, base_url: str, provider: str, endpoint: str
+) -> None:
+    model = ScriptedModel("Hummus is safe.")
+    client = seeded.register(
+        openai.OpenAI(
+            api_key=OPENAI_KEY,
+            base_url=base_url,
+            http_client=httpx2.Client(transport=httpx2.MockTransport(model)),
+            max_retries=0,
+        )
+    )
+    reply = client.chat.completions.create(
+        model="deepseek-chat", messages=[{"role": "user", "content": QUESTION}]
+    )
+    assert reply.choices[0].message.content == "Hummus is safe."
+    [request] = model.requests
+    assert request.url.host == base_url.split("@")[-1].split("//")[-1].split("/")[0].split(":")[0]
+    assert "allergic to peanuts" in model.last["messages"][0]["content"]  # memory placed
+
+    items = captured(seeded)
+    assert [i.text for i in items] == [QUESTION, "Hummus is safe."]
+    meta = items[0].metadata
+    assert (meta["provider"], meta["sdk"], meta["endpoint"]) == (provider, "openai", endpoint)
+    assert meta["api"] == "chat.completions"
+    stored = json.dumps([i.model_dump(mode="json") for i in seeded.list()])
+    assert OPENAI_KEY not in stored and "bot:" not in stored

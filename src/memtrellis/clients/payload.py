@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
+from memtrellis.clients.endpoints import client_endpoint
+
 __all__ = [
     "USAGE_FIELDS",
     "Collector",
@@ -181,11 +183,15 @@ def capture_metadata(
     latency_ms: float,
     stream: bool,
 ) -> dict[str, Any]:
-    """Metadata of a captured turn: provider, API, model, SDK version, timing, usage."""
+    """Metadata of a captured turn: provider (the server the client talks to, see
+    `memtrellis.clients.endpoints`), SDK, endpoint, API, model, SDK version, timing, usage."""
     model = reply.model or given(requested_model)
+    served_by, endpoint = client_endpoint(provider, client)
     return {
         "capture": "sdk_client",
-        "provider": provider,
+        "provider": served_by,
+        "sdk": provider,
+        "endpoint": endpoint,
         "api": api,
         "model": model if isinstance(model, str) else None,
         "sdk_version": sdk_version(client),
