@@ -40,6 +40,8 @@ WORKERS = os.environ.get("MEMTRELLIS_TEST_WORKERS", "2")
 # package index rather than the CPU, so it runs once, beside the other checks (see
 # _start_install_test).
 INSTALL_TEST = "tests/test_install.py"
+# Its environment: pytest alone (the test drives pip and venv, and imports no memtrellis).
+INSTALL_ENV = ROOT / ".nox" / "install-test"
 
 
 def _bin(env: Path) -> Path:
@@ -87,19 +89,27 @@ def _sessions_selected(session: nox.Session) -> list[str]:
     return list(getattr(config, "sessions", None) or nox.options.sessions or [])
 
 
-def _start_install_test(python: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
+def _start_install_test(session: nox.Session) -> subprocess.Popen[bytes]:
     """Start tests/test_install.py in the background, once per run of nox.
 
-    It waits on pip (one core) rather than using both, so it starts as soon as the shared
-    environment exists: in `typecheck`, whose mypy runs also use one core, when `tests`
-    is to follow; else in `tests`, beside the suites."""
+    It waits on pip (one core) and needs only pytest, not the shared environment: in an
+    environment of its own (`INSTALL_ENV`, without the suites' conftest), it starts
+    first, so its install runs beside the shared environment's (each pip uses one core):
+    in `typecheck` when `tests` is to follow, else in `tests`."""
     global _install_test
     if _install_test is None:
-        log = (SHARED / "test_install.log").open("w")
+        python = _bin(INSTALL_ENV) / ("python.exe" if sys.platform == "win32" else "python")
+        if not python.exists():
+            session.run(sys.executable, "-m", "virtualenv", "-q", str(INSTALL_ENV))
+            session.run(str(python), "-m", "pip", "install", "-q", "pytest", "pytest-timeout")
+        log = (INSTALL_ENV / "test_install.log").open("w")
+        # the project's pytest settings name plugins this environment leaves out
+        quiet = ["-W", "ignore::pytest.PytestConfigWarning", "--noconftest", "-o", "addopts="]
+        command = _pytest(str(python), *quiet, INSTALL_TEST, workers="0")
         _install_test = subprocess.Popen(
-            _pytest(python, INSTALL_TEST, workers="0"),
+            command,
             cwd=ROOT,
-            env={**os.environ, **env, "MEMTRELLIS_INSTALL_TESTS": "1"},
+            env={**os.environ, "MEMTRELLIS_INSTALL_TESTS": "1", "ANONYMIZED_TELEMETRY": "False"},
             stdout=log,
             stderr=subprocess.STDOUT,
         )
@@ -114,15 +124,15 @@ def tests(session: nox.Session) -> None:
 
     The install test (tests/test_install.py: the README's install command into a fresh venv)
     waits on the package index rather than the CPU, so it runs beside the other checks."""
+    install = _start_install_test(session)
     python, env = _shared_env(session)
-    install = _start_install_test(python, env)
     try:
         session.run(*_pytest(python, f"--ignore={INSTALL_TEST}", *session.posargs), env=env)
         session.run(*_pytest(python, LANGCHAIN, *session.posargs), env=env)
         session.run(*_pytest(python, LLAMA_INDEX, *session.posargs), env=env)
     finally:
         returncode = install.wait()
-        log = (SHARED / "test_install.log").read_text()
+        log = (INSTALL_ENV / "test_install.log").read_text()
         session.log(f"{INSTALL_TEST} (beside the other checks):\n{log}")
     if returncode != 0:
         session.error("tests/test_install.py failed")
@@ -140,9 +150,9 @@ def lint(session: nox.Session) -> None:
 def typecheck(session: nox.Session) -> None:
     """mypy --strict over src/ and the LangChain and LlamaIndex integrations' packages (in
     the environment `tests` uses)."""
-    python, env = _shared_env(session)
     if "tests" in _sessions_selected(session):
-        _start_install_test(python, env)  # beside mypy, which keeps one core busy
+        _start_install_test(session)  # beside the shared install and mypy (one core each)
+    python, env = _shared_env(session)
     session.run(python, "-m", "mypy", "src", env=env)
     session.run(python, "-m", "mypy", f"{LANGCHAIN}/src", env=env)
     with session.chdir(LLAMA_INDEX):  # its own settings: a namespace package
