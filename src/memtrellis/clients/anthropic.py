@@ -21,7 +21,9 @@ from memtrellis.clients.payload import (
     reply_from,
     request_messages,
     text_of,
+    tool_call_text,
     usage_of,
+    with_calls,
 )
 from memtrellis.context import MemoryContext, place_in_anthropic_system
 
@@ -35,7 +37,12 @@ def place_system(kwargs: dict[str, Any], context: MemoryContext) -> dict[str, An
 
 def _text_blocks(content: Any) -> str:
     blocks = [b for b in content or () if field_of(b, "type") == "text"]
-    return text_of(blocks)
+    calls = [
+        tool_call_text(field_of(b, "name"), field_of(b, "input"))
+        for b in content or ()
+        if field_of(b, "type") == "tool_use"
+    ]
+    return with_calls(text_of(blocks), calls)
 
 
 def message_reply(message: Any) -> Reply | None:
@@ -54,10 +61,17 @@ class EventCollector(TextCollector):
         kind = field_of(event, "type")
         if kind == "message_start":
             self.note(field_of(event, "message"))
+        elif kind == "content_block_start":
+            block = field_of(event, "content_block")
+            if field_of(block, "type") == "tool_use":
+                self.call_part(field_of(event, "index"), field_of(block, "name"))
         elif kind == "content_block_delta":
             delta = field_of(event, "delta")
             if field_of(delta, "type") == "text_delta":
                 self.parts.append(str(field_of(delta, "text") or ""))
+            elif field_of(delta, "type") == "input_json_delta":
+                partial = field_of(delta, "partial_json")
+                self.call_part(field_of(event, "index"), None, partial)
         elif kind == "message_delta":
             self.gathered.usage.update(usage_of(field_of(event, "usage")))
 

@@ -25,6 +25,8 @@ from memtrellis.clients.payload import (
     reply_from,
     request_messages,
     text_of,
+    tool_call_text,
+    with_calls,
 )
 from memtrellis.context import MemoryContext, place_in_instructions, place_in_messages
 
@@ -60,7 +62,7 @@ def chat_reply(response: Any) -> Reply | None:
         return None
     choice = choices[0]
     message = field_of(choice, "message")
-    text = text_of(field_of(message, "content"))
+    text = field_of(message_of(message) or {}, "content") or ""  # tool calls included
     return reply_from(response, text, complete=field_of(choice, "finish_reason") is not None)
 
 
@@ -73,9 +75,16 @@ class ChatCollector(TextCollector):
         for choice in field_of(chunk, "choices") or ():
             if field_of(choice, "index") not in (0, None):
                 continue
-            text = field_of(field_of(choice, "delta"), "content")
+            delta = field_of(choice, "delta")
+            text = field_of(delta, "content")
             if isinstance(text, str):
                 self.parts.append(text)
+            for call in field_of(delta, "tool_calls") or ():
+                function = field_of(call, "function")
+                self.call_part(
+                    field_of(call, "index"), field_of(function, "name"),
+                    field_of(function, "arguments"),
+                )  # fmt: skip
 
 
 CHAT = Api(
@@ -107,15 +116,21 @@ def place_responses(kwargs: dict[str, Any], context: MemoryContext) -> dict[str,
 
 
 def _output_text(response: Any) -> str:
-    text = field_of(response, "output_text")
-    if isinstance(text, str):
-        return text
-    parts = [
-        text_of(field_of(item, "content"))
-        for item in field_of(response, "output") or ()
-        if field_of(item, "type") == "message"
+    output = field_of(response, "output") or ()
+    calls = [
+        tool_call_text(field_of(item, "name"), field_of(item, "arguments"))
+        for item in output
+        if field_of(item, "type") == "function_call"
     ]
-    return "".join(parts)
+    text = field_of(response, "output_text")
+    if not isinstance(text, str):
+        parts = [
+            text_of(field_of(item, "content"))
+            for item in output
+            if field_of(item, "type") == "message"
+        ]
+        text = "".join(parts)
+    return with_calls(text, calls)
 
 
 def responses_reply(response: Any) -> Reply | None:
@@ -136,6 +151,14 @@ class ResponsesCollector(TextCollector):
             delta = field_of(event, "delta")
             if isinstance(delta, str):
                 self.parts.append(delta)
+            return
+        if kind == "response.output_item.done":
+            item = field_of(event, "item")
+            if field_of(item, "type") == "function_call":
+                self.call_part(
+                    field_of(event, "output_index"), field_of(item, "name"),
+                    field_of(item, "arguments"),
+                )  # fmt: skip
             return
         response = field_of(event, "response")
         if response is not None:

@@ -15,6 +15,7 @@ Examples:
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -36,7 +37,9 @@ __all__ = [
     "request_messages",
     "sdk_version",
     "text_of",
+    "tool_call_text",
     "usage_of",
+    "with_calls",
 ]
 
 #: Token counts read from a response's ``usage`` (OpenAI chat, Responses, Anthropic).
@@ -73,19 +76,76 @@ def text_of(content: Any) -> str:
     if isinstance(content, Sequence) and not isinstance(content, (bytes, bytearray)):
         texts = []
         for part in content:
-            text = part if isinstance(part, str) else field_of(part, "text")
+            if field_of(part, "type") == "tool_result":  # Anthropic: a tool's output
+                text = text_of(field_of(part, "content"))
+            else:
+                text = part if isinstance(part, str) else field_of(part, "text")
             if isinstance(text, str) and text:
                 texts.append(text)
         return "\n".join(texts)
     return ""
 
 
+def tool_call_text(name: Any, arguments: Any) -> str:
+    """A tool call as the text a captured turn keeps: ``[tool call] name({...})``.
+
+    The arguments are often the answer itself (a tool-forced structured answer), so they
+    are kept whole: a JSON string as given, anything else as JSON.
+
+    Examples:
+        >>> tool_call_text("get_weather", '{"city": "Porto"}')
+        '[tool call] get_weather({"city": "Porto"})'
+        >>> tool_call_text("book", {"day": "Friday", "seats": 2})
+        '[tool call] book({"day": "Friday", "seats": 2})'
+    """
+    if not isinstance(arguments, str):
+        try:
+            arguments = json.dumps(arguments, ensure_ascii=False, default=str)
+        except (TypeError, ValueError):
+            arguments = str(arguments)
+    return f"[tool call] {name if isinstance(name, str) and name else 'tool'}({arguments})"
+
+
+def with_calls(text: str, calls: Sequence[str]) -> str:
+    """A reply's text followed by its tool calls, one a line."""
+    return "\n".join(part for part in (text, *calls) if part)
+
+
+def _calls_in(message: Any) -> list[str]:
+    """The tool calls of an assistant message: OpenAI ``tool_calls`` or Anthropic
+    ``tool_use`` blocks."""
+    calls = [
+        tool_call_text(field_of(function, "name"), field_of(function, "arguments"))
+        for call in field_of(message, "tool_calls") or ()
+        if (function := field_of(call, "function")) is not None
+    ]
+    content = given(field_of(message, "content"))
+    if isinstance(content, Sequence) and not isinstance(content, (str, bytes, bytearray)):
+        calls += [
+            tool_call_text(field_of(block, "name"), field_of(block, "input"))
+            for block in content
+            if field_of(block, "type") == "tool_use"
+        ]
+    return calls
+
+
+def _only_tool_results(content: Any) -> bool:
+    if isinstance(content, (str, bytes, bytearray)) or not isinstance(content, Sequence):
+        return False
+    return bool(content) and all(field_of(b, "type") == "tool_result" for b in content)
+
+
 def message_of(message: Any) -> dict[str, Any] | None:
-    """A request message (dict or SDK object) as ``{"role", "content", "name"?}`` with text."""
+    """A request message (dict or SDK object) as ``{"role", "content", "name"?}`` with text
+    (an assistant's tool calls included, as `tool_call_text`)."""
     role = field_of(message, "role")
     if not isinstance(role, str):
         return None
-    out: dict[str, Any] = {"role": role, "content": text_of(field_of(message, "content"))}
+    content = given(field_of(message, "content"))
+    text = text_of(content)
+    if _only_tool_results(content):
+        role = "tool"  # Anthropic sends a tool's output as a user message of result blocks
+    out: dict[str, Any] = {"role": role, "content": with_calls(text, _calls_in(message))}
     name = field_of(message, "name")
     if isinstance(name, str) and name:
         out["name"] = name
@@ -113,7 +173,7 @@ class Reply:
     """The model's answer as capture needs it.
 
     Attributes:
-        text: The reply's text (empty for a tool call alone).
+        text: The reply's text, then each tool call it made (`tool_call_text`), one a line.
         model: The model that answered, as the response names it.
         usage: Token counts (`usage_of`).
         response_id: The provider's id of the response.
@@ -147,7 +207,17 @@ class TextCollector:
 
     def __init__(self) -> None:
         self.parts: list[str] = []
+        #: Streamed tool calls by index: the name and the argument fragments so far.
+        self.calls: dict[int, tuple[str, list[str]]] = {}
         self.gathered = Reply(complete=False)
+
+    def call_part(self, index: Any, name: Any = None, arguments: Any = None) -> None:
+        """Take a piece of a streamed tool call (its name, or a fragment of arguments)."""
+        key = index if isinstance(index, int) else len(self.calls)
+        known, parts = self.calls.get(key, ("", []))
+        if isinstance(arguments, str):
+            parts.append(arguments)
+        self.calls[key] = (name if isinstance(name, str) and name else known, parts)
 
     def feed(self, chunk: Any) -> None:
         """Take one chunk (overridden by each API's collector)."""
@@ -159,8 +229,9 @@ class TextCollector:
         self.gathered.usage.update(usage_of(field_of(source, "usage")))
 
     def reply(self, complete: bool) -> Reply:
-        """The reply gathered so far."""
-        self.gathered.text = "".join(self.parts)
+        """The reply gathered so far (its tool calls after its text)."""
+        calls = [tool_call_text(n, "".join(a)) for _, (n, a) in sorted(self.calls.items())]
+        self.gathered.text = with_calls("".join(self.parts), calls)
         self.gathered.complete = complete
         return self.gathered
 
