@@ -18,16 +18,21 @@ prepare_offline_env()  # before anything can import onnxruntime
 
 from memtrellis.embeddings.base import Embedder, as_embedder  # noqa: E402
 from memtrellis.embeddings.minilm import MiniLMEmbedder, default_embedder  # noqa: E402
+from memtrellis.embeddings.multilingual import MultilingualEmbedder  # noqa: E402
+from memtrellis.embeddings.named import EMBEDDER_NAMES, named_embedder  # noqa: E402
 
 if TYPE_CHECKING:
     from memtrellis.embeddings.chroma import MiniLMEmbeddingFunction
 
 __all__ = [
+    "EMBEDDER_NAMES",
     "Embedder",
     "MiniLMEmbedder",
     "MiniLMEmbeddingFunction",
+    "MultilingualEmbedder",
     "as_embedder",
     "default_embedder",
+    "named_embedder",
 ]
 
 
