@@ -12,7 +12,7 @@ import re
 from collections import Counter
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -239,3 +239,45 @@ def test_a_store_remembers_the_embedder_it_was_named_with(tmp_path: Path) -> Non
         Memory(path)  # the default MiniLM
     with Memory(path, embedder=MultilingualEmbedder()) as memory:
         assert len(memory.list()) == 3
+
+
+class NarrowCosines:
+    """Fake embedder with e5-like cosines: the same topic 1.0, any other topic 0.9."""
+
+    TOPICS: ClassVar[dict[str, int]] = {"夜班护士": 1, "周末爬山": 2, "橘猫豆豆": 3, "我的工作": 1}
+
+    def __init__(self, floor: float | None) -> None:
+        if floor is not None:
+            self.similarity_floor = floor
+
+    model_id = "narrow-4"
+    dimension = 4
+
+    def embed_documents(self, texts: Any) -> list[list[float]]:
+        return [self.embed_query(text) for text in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        vector = [3.0, 0.0, 0.0, 0.0]
+        vector[self.TOPICS[text]] = 1.0
+        return [x / 10**0.5 for x in vector]
+
+
+@pytest.mark.parametrize(("floor", "first"), [(None, "m2"), (0.85, "m1")])
+def test_a_declared_similarity_floor_keeps_narrow_cosines_from_drowning(
+    tmp_path: Path, floor: float | None, first: str
+) -> None:
+    # m2 sits between m1 and m3, and takes a share of both neighbours' scores. Read raw,
+    # cosines of 1.0 and 0.9 are nearly equal and the shares decide: m2 comes first.
+    # With the floor the embedder declares, the answer m1 does.
+    with Memory(tmp_path / "store", embedder=NarrowCosines(floor)) as memory:
+        memory.add(
+            [
+                {"role": "user", "id": "m1", "content": "夜班护士"},
+                {"role": "user", "id": "m2", "content": "周末爬山"},
+                {"role": "user", "id": "m3", "content": "橘猫豆豆"},
+            ],
+            mode="fast",
+        )
+        hits = memory.recall("我的工作", k=3).items
+        assert hits[0].memory.sources[0].message_id == first
+        assert hits[0].explanation.keyword_score is None  # the vectors alone decided
