@@ -281,3 +281,26 @@ def test_a_declared_similarity_floor_keeps_narrow_cosines_from_drowning(
         hits = memory.recall("我的工作", k=3).items
         assert hits[0].memory.sources[0].message_id == first
         assert hits[0].explanation.keyword_score is None  # the vectors alone decided
+
+
+def test_the_command_line_opens_a_multilingual_store(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from memtrellis.cli import app
+    from memtrellis.repair import _by_name
+    from memtrellis.store._corrupt import embedder_flags
+    from memtrellis.store.repair import recorded_embedder
+
+    store = tmp_path / "store"
+    runner = CliRunner()
+    base = ["--path", str(store), "--embedder", "multilingual"]
+    added = runner.invoke(app, [*base, "add", "我在深圳一家医院做夜班护士。"])
+    assert added.exit_code == 0, added.output
+    recalled = runner.invoke(app, [*base, "recall", "What is my job?", "-k", "1"])
+    assert recalled.exit_code == 0 and "夜班护士" in recalled.output, recalled.output
+    refused = runner.invoke(app, ["--path", str(store), "recall", "工作"])  # default MiniLM
+    assert refused.exit_code != 0 and "multilingual-e5-small-q4" in refused.output
+    # repair and migrate find the embedder the manifest names
+    recorded = recorded_embedder(store)
+    assert recorded is not None and _by_name(recorded) is multilingual_embedder()
+    assert embedder_flags(recorded.model_id) == ("--embedder", "multilingual")

@@ -28,6 +28,12 @@ def _by_name(info: EmbedderInfo | None) -> Embedder | None:
         from memtrellis.embeddings import default_embedder
 
         return default_embedder()
+    from memtrellis.embeddings.multilingual import MODEL_ID as MULTILINGUAL_ID
+
+    if info.model_id == MULTILINGUAL_ID:
+        from memtrellis.embeddings import multilingual_embedder
+
+        return multilingual_embedder()
     if info.model_id == f"hashing-{info.dimension}":
         from memtrellis.testing import HashingEmbedder
 

@@ -107,7 +107,8 @@ def _callback(
         typer.Option(
             "--embedder",
             case_sensitive=False,
-            help="minilm: the offline default model; hashing: deterministic, for tests.",
+            help="minilm: the offline default model; multilingual: multilingual-e5-small "
+            "(Chinese and other languages); hashing: deterministic, for tests.",
         ),
     ] = EmbedderChoice.MINILM,
     json_output: Annotated[

@@ -33,6 +33,10 @@ def _lazy_embed(store_dir: Path, choice: EmbedderChoice | None) -> Callable[[lis
                 from memtrellis.embeddings import default_embedder
 
                 model = default_embedder()
+            elif choice is EmbedderChoice.MULTILINGUAL:
+                from memtrellis.embeddings import multilingual_embedder
+
+                model = multilingual_embedder()
             else:
                 model = _by_name(recorded)
                 if model is None:

@@ -47,6 +47,10 @@ def repair(
         from memtrellis.embeddings import default_embedder
 
         chosen = default_embedder()
+    elif embedder is EmbedderChoice.MULTILINGUAL:
+        from memtrellis.embeddings import multilingual_embedder
+
+        chosen = multilingual_embedder()
     else:
         chosen = None
     report = repair_store(

@@ -97,6 +97,7 @@ class EmbedderChoice(str, Enum):
     """The embedders the command line can build by name."""
 
     MINILM = "minilm"
+    MULTILINGUAL = "multilingual"
     HASHING = "hashing"
 
 
@@ -166,6 +167,8 @@ class CliState:
             from memtrellis.testing import HashingEmbedder
 
             return HashingEmbedder()
+        if self.embedder is EmbedderChoice.MULTILINGUAL:
+            return "multilingual"
         return None
 
     def emit_json(self, payload: Any) -> None:

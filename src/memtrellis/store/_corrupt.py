@@ -26,10 +26,12 @@ FROM_GRAPH = "--from-graph"
 def embedder_flags(model_id: str) -> tuple[str, ...]:
     """The ``--embedder`` option naming ``model_id`` for the command line, if it has one.
 
-    The command line builds the default MiniLM model (no option needed) and the hashing
-    test embedder; a store built with another embedder is repaired through
-    ``memtrellis.repair_store(path, embedder=...)``.
+    The command line builds the default MiniLM model (no option needed), the
+    multilingual one and the hashing test embedder; a store built with another embedder
+    is repaired through ``memtrellis.repair_store(path, embedder=...)``.
     """
+    if model_id == "multilingual-e5-small-q4":
+        return ("--embedder", "multilingual")
     return ("--embedder", "hashing") if model_id == "hashing-64" else ()
 
 
