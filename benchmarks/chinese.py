@@ -570,6 +570,90 @@ def report(results: dict[str, dict[str, dict[str, Any]]]) -> None:
             )
 
 
+SECTION_HEADING = "## Chinese and mixed-language recall"
+_ROWS = (
+    ("recall@10", "recall@10"),
+    ("recall@1000tok", "within 1,000 tokens"),
+)
+
+
+def markdown_section(document: dict[str, Any]) -> str:
+    """The ``docs/benchmarks.md`` section: one table per setting, the model costs."""
+    meta = document["meta"]
+    lines = [
+        SECTION_HEADING,
+        "",
+        "<!-- Written by `python benchmarks/chinese.py --docs`; rerun it rather than "
+        "editing the figures by hand. -->",
+        "",
+        f"Evidence recall on `tests/data/zh_recall/` ({meta['questions']} questions over six "
+        "Chinese and mixed Chinese–English multi-session chats and six short Chinese "
+        "documents, written for the project; its README says how). Scored like LoCoMo: "
+        "the share of a question's evidence turns or sections among the sources of what "
+        "is recalled. BM25 tokens are Han character bigrams plus letter/digit words "
+        "(Lucene's CJK scheme), with or without stop words; `bm25 index terms` is plain "
+        "BM25 over the keyword index's own terms (bigrams and content characters). "
+        f"Run {meta['date']} on {meta['cpus']} CPUs; figures in "
+        "`benchmarks/results/chinese.json`.",
+        "",
+        "```",
+        "python benchmarks/chinese.py --jieba --docs",
+        "```",
+        "",
+    ]
+    names = list(document[SETTINGS[0]])
+    head = "| system | " + " | ".join(
+        f"{label} ({setting})" for setting in SETTINGS for _, label in _ROWS
+    )
+    lines += [head + " | zh questions @10 | cross-lingual @10 |", "|---" + "|--:" * 6 + "|"]
+    for name in names:
+        cells = [
+            f"{document[setting][name][metric]:.1f}" for setting in SETTINGS for metric, _ in _ROWS
+        ]
+        fig = document["pooled"][name]
+        zh = fig["by_language"].get("zh", {}).get("recall@10")
+        cross = fig["cross_lingual"]["recall@10"]
+        label = name.replace("_", " ")
+        lines.append(f"| {label} | " + " | ".join(cells) + f" | {zh:.1f} | {cross:.1f} |")
+    lines += [
+        "",
+        "The last two columns are of the pooled setting. Per conversation, each chat is its "
+        "own entity (as in LoCoMo) and 1,000 tokens hold most of a conversation, so that "
+        "column is near 100 for every embedder; pooled, all 357 turns and sections are one "
+        "entity. Embedding cost, milliseconds per text (batches while adding / one "
+        "question alone), same run:",
+        "",
+    ]
+    for name, cost in meta["embedding_cost"].items():
+        model = meta["embedders"][name]
+        lines.append(
+            f"* `{name}` ({model}): {cost['ms_per_document_in_batches']} / "
+            f"{cost['ms_per_single_query']}"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def write_section(path: Path, section: str) -> None:
+    """Insert or replace this script's section of ``path``, leaving the rest untouched."""
+    lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else ["# Benchmarks"]
+    body = section.rstrip("\n").splitlines()
+    if SECTION_HEADING in lines:
+        start = lines.index(SECTION_HEADING)
+        end = next(
+            (i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines)
+        )
+        tail = lines[end:]
+        lines = lines[:start] + body + ([""] if tail else []) + tail
+    else:
+        while lines and not lines[-1].strip():
+            lines.pop()
+        lines += ["", *body]
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".benchmarks-", suffix=".md")
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write("\n".join(lines) + "\n")
+    Path(tmp).replace(path)
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """Command-line options."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
@@ -577,12 +661,30 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--json", type=Path, default=None, help="default results/chinese.json")
     parser.add_argument("--embedders", nargs="*", default=None, metavar="NAME")
     parser.add_argument("--jieba", action="store_true", help="also memtrellis+jieba keywords")
+    parser.add_argument(
+        "--docs",
+        type=Path,
+        nargs="?",
+        const=repo_root() / "docs" / "benchmarks.md",
+        default=None,
+        metavar="PATH",
+        help="also write this section of PATH (default docs/benchmarks.md)",
+    )
+    parser.add_argument(
+        "--render-from", type=Path, default=None, metavar="JSON", help="measure nothing"
+    )
     return parser.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Measure, print, write the JSON."""
     args = parse_args(argv)
+    if args.render_from is not None:
+        document = json.loads(args.render_from.read_text(encoding="utf-8"))
+        report({s: document[s] for s in SETTINGS})
+        if args.docs is not None:
+            write_section(args.docs, markdown_section(document))
+        return 0
     began = time.perf_counter()
     corpus = load_corpus(args.data)
     embedders = candidate_embedders(args.embedders)
@@ -636,6 +738,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = args.json or results_dir() / "chinese.json"
     out.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"\nfigures written to {out}; runtime {document['meta']['runtime_s']:.1f} s")
+    if args.docs is not None:
+        write_section(args.docs, markdown_section(document))
+        print(f"section {SECTION_HEADING!r} written to {args.docs}")
     return 0
 
 

