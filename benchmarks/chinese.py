@@ -98,6 +98,7 @@ from memtrellis import Memory, SourceKind, SourceRef
 from memtrellis.embeddings import Embedder, MultilingualEmbedder
 from memtrellis.embeddings._adapters import AdaptedEmbedder
 from memtrellis.embeddings.catalog import EMBEDDERS, named_embedder
+from memtrellis.recall.hybrid import similarity_floor
 
 DATA = repo_root() / "tests" / "data" / "zh_recall"
 K = 50
@@ -308,6 +309,11 @@ class CachedEmbedder:
         """The wrapped embedder's dimension."""
         return self.inner.dimension
 
+    @property
+    def similarity_floor(self) -> float:
+        """The wrapped embedder's floor (``memtrellis.recall.hybrid.similarity_floor``)."""
+        return similarity_floor(self.inner)
+
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
         """Embed the texts not seen before, in one call."""
         missing = list(dict.fromkeys(t for t in texts if t not in self.documents))
@@ -439,6 +445,7 @@ def build(
     root: Path,
     use_jieba: bool,
     opened: list[Memory],
+    settings: Sequence[str] = SETTINGS,
 ) -> list[System]:
     """Ingest into every system of both settings (timed)."""
     systems: list[System] = []
@@ -446,7 +453,7 @@ def build(
     if use_jieba:
         variants.append(("+jieba", jieba_tokenize(root)))
     original = keyword.index_terms
-    for setting in SETTINGS:
+    for setting in settings:
         units = corpus.units(setting)
         for name, embedder in embedders.items():
             for suffix, tokenize in variants:
@@ -661,6 +668,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--json", type=Path, default=None, help="default results/chinese.json")
     parser.add_argument("--embedders", nargs="*", default=None, metavar="NAME")
     parser.add_argument("--jieba", action="store_true", help="also memtrellis+jieba keywords")
+    parser.add_argument("--settings", nargs="+", choices=SETTINGS, default=list(SETTINGS))
     parser.add_argument(
         "--docs",
         type=Path,
@@ -701,12 +709,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     opened: list[Memory] = []
     with tempfile.TemporaryDirectory(prefix="memtrellis-zh-", ignore_cleanup_errors=True) as tmp:
         try:
-            systems = build(corpus, embedders, Path(tmp), args.jieba, opened)
+            systems = build(corpus, embedders, Path(tmp), args.jieba, opened, args.settings)
             run_queries(systems, corpus.queries)
         finally:
             for memory in opened:
                 memory.close()
-    results: dict[str, dict[str, dict[str, Any]]] = {s: {} for s in SETTINGS}
+    results: dict[str, dict[str, dict[str, Any]]] = {s: {} for s in args.settings}
     for system in systems:
         results[system.setting][system.name] = summary(system)
     report(results)
