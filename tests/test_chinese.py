@@ -304,3 +304,23 @@ def test_the_command_line_opens_a_multilingual_store(tmp_path: Path) -> None:
     recorded = recorded_embedder(store)
     assert recorded is not None and _by_name(recorded) is multilingual_embedder()
     assert embedder_flags(recorded.model_id) == ("--embedder", "multilingual")
+
+
+class AnaFacts(NarrowCosines):
+    """Two facts about Ana, 0.9 apart: close for a narrow model, far for MiniLM."""
+
+    TOPICS: ClassVar[dict[str, int]] = {"Ana lives in Porto.": 1, "Ana plays the cello.": 2}
+
+
+@pytest.mark.parametrize(("floor", "supports"), [(None, 1), (0.85, 0)])
+def test_lifecycle_thresholds_are_read_on_the_embedders_scale(
+    tmp_path: Path, floor: float | None, supports: int
+) -> None:
+    # support_similarity (0.85) suits MiniLM; an embedder whose unrelated texts reach 0.9
+    # would make every fact about Ana support every other one.
+    with Memory(tmp_path / "store", embedder=AnaFacts(floor)) as memory:
+        memory.add("Ana lives in Porto.", mode="fast")
+        memory.add("Ana plays the cello.", mode="fast")
+        assert len(memory.list()) == 2
+        assert memory.health().edges_by_kind["supports"] == supports
+        assert memory.lifecycle.support_similarity == 0.85  # the user's config is unchanged
