@@ -3,7 +3,8 @@
 1. Dense candidates from the entity's Chroma collection (process/session as filters).
 2. Keyword candidates from the entity's BM25 shard.
 3. Score fusion: ``0.5 * cosine + 0.5 * bm25 / best bm25``. A candidate only one search
-   found takes the lowest fetched cosine as its dense part. (Reciprocal-rank fusion was
+   found takes the lowest fetched cosine as its dense part. The cosine is read from the
+   embedder's `similarity_floor` when it declares one (e5: 0.7). (Reciprocal-rank fusion was
    tried first: with a small embedder it let weak dense ranks drown strong keyword hits
    and fell below BM25 alone on LoCoMo; scores keep how sure each search is.)
 4. Conversation context: each of the 20 best candidates lends 0.3 of its score to the
