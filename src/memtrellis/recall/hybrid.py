@@ -76,9 +76,9 @@ def similarity_floor(embedder: object) -> float:
     floor, and its cosines are read as ``(s - floor) / (1 - floor)``.
 
     Examples:
-        >>> from memtrellis.embeddings import MultilingualEmbedder
+        >>> from memtrellis.embeddings import E5Embedder
         >>> from memtrellis.testing import HashingEmbedder
-        >>> similarity_floor(MultilingualEmbedder()), similarity_floor(HashingEmbedder())
+        >>> similarity_floor(E5Embedder()), similarity_floor(HashingEmbedder())
         (0.7, 0.0)
     """
     value = getattr(embedder, "similarity_floor", 0.0)
