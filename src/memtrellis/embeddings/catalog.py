@@ -43,11 +43,11 @@ def named_embedder(name: str) -> Any:
     try:
         module, factory, _extra = EMBEDDERS[name]
     except KeyError:
-        from memtrellis.embeddings._adapters import ACCEPTED
-
+        # No import of _adapters, which imports this module: the layers stay acyclic.
         known = ", ".join(repr(n) for n in EMBEDDERS)
         raise InvalidInputError(
-            f"unknown embedder name {name!r}; known: {known}; or pass {ACCEPTED}"
+            f"unknown embedder name {name!r}; known: {known}; or pass an Embedder, a "
+            "LangChain Embeddings, a LlamaIndex BaseEmbedding or a Chroma embedding function"
         ) from None
     make: Callable[[], Any] = getattr(import_module(module), factory)
     return make()
