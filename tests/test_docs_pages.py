@@ -24,6 +24,7 @@ SECTIONS = {
         "The store directory",
         "Chroma server mode",
         "Embedders",
+        "Chinese and other languages",
         "The LLM used for extraction",
         "Validity and decay",
     ],
@@ -38,7 +39,11 @@ SECTIONS = {
     "langchain.md": ["API reference"],
     "llamaindex.md": ["API reference"],
     "sdk-clients.md": ["API reference"],
-    "benchmarks.md": ["LoCoMo evidence recall", "Recall latency at scale"],
+    "benchmarks.md": [
+        "LoCoMo evidence recall",
+        "Recall latency at scale",
+        "Chinese and mixed-language recall",
+    ],
 }
 
 

@@ -28,6 +28,13 @@ def _by_name(info: EmbedderInfo | None) -> Embedder | None:
         from memtrellis.embeddings import default_embedder
 
         return default_embedder()
+    from memtrellis.store._corrupt import NAMED_EMBEDDERS
+
+    if info.model_id in NAMED_EMBEDDERS:
+        from memtrellis.embeddings.catalog import named_embedder
+
+        named: Embedder = named_embedder(NAMED_EMBEDDERS[info.model_id])
+        return named
     if info.model_id == f"hashing-{info.dimension}":
         from memtrellis.testing import HashingEmbedder
 

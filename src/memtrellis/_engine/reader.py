@@ -14,6 +14,7 @@ from memtrellis._engine.parts import Parts
 from memtrellis._engine.scopes import DEFAULT_ENTITY
 from memtrellis.errors import InvalidInputError, MemoryNotFoundError
 from memtrellis.recall import RecallRequest, hybrid_recall
+from memtrellis.recall.hybrid import similarity_floor
 from memtrellis.recall.paths import Relations, relate_in
 from memtrellis.types import (
     EdgeKind,
@@ -166,6 +167,7 @@ class Reader:
             lifecycle=self.parts.lifecycle,
             memory_types=memory_types,
             tags=tags,
+            similarity_floor=similarity_floor(self.parts.embedder),
         )
         items, tokens, truncated, skipped = hybrid_recall(self.store, request)
         if items:

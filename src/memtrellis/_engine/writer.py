@@ -23,7 +23,8 @@ from memtrellis.extraction.model import Mode
 from memtrellis.extraction.normalize import check_labels
 from memtrellis.extraction.pipeline import ExtractionResult
 from memtrellis.extraction.refine import RefineReport, refine_groups
-from memtrellis.lifecycle import store_additions
+from memtrellis.lifecycle import LifecycleConfig, store_additions
+from memtrellis.recall.hybrid import similarity_floor
 from memtrellis.store import Expect
 from memtrellis.types import EdgeKind, MemoryItem, Scope, SourceKind, utcnow
 
@@ -251,7 +252,7 @@ class Writer:
                     items,
                     vectors,
                     utcnow(),
-                    config=self.parts.lifecycle,
+                    config=self.lifecycle_config(),
                     relation_judge=self.parts.judge,
                     detail={"mode": results[0][0].mode.value},
                     edges=edges,
@@ -267,6 +268,22 @@ class Writer:
                 )
                 return []
         return [outcome.item.detached() for outcome in outcomes]
+
+    def lifecycle_config(self) -> LifecycleConfig:
+        """The lifecycle config with its cosine thresholds on the embedder's scale.
+
+        An embedder that declares a `similarity_floor` (unrelated texts reach it, as with
+        e5) gets each threshold ``t`` as ``floor + t * (1 - floor)``: the same decision
+        as comparing its cosine read from the floor, the way recall reads it.
+        """
+        config = self.parts.lifecycle
+        floor = similarity_floor(self.parts.embedder)
+        if not floor:
+            return config
+        names = ("duplicate_similarity", "support_similarity", "related_similarity")
+        return config.model_copy(
+            update={name: floor + getattr(config, name) * (1.0 - floor) for name in names}
+        )
 
     def store_item(self, item: MemoryItem, *, lifecycle: bool) -> MemoryItem:
         """``Memory.store`` of a checked item: through the lifecycle unless it replaces one."""
@@ -292,7 +309,7 @@ class Writer:
                     [item],
                     [embedding],
                     utcnow(),
-                    config=self.parts.lifecycle,
+                    config=self.lifecycle_config(),
                     relation_judge=self.parts.judge,
                     since=since,
                 )

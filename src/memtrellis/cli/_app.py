@@ -107,7 +107,9 @@ def _callback(
         typer.Option(
             "--embedder",
             case_sensitive=False,
-            help="minilm: the offline default model; hashing: deterministic, for tests.",
+            help="minilm: the offline default model; multilingual: USE multilingual v3 "
+            "(Chinese and other languages); multilingual-e5: multilingual-e5-small; "
+            "hashing: deterministic, for tests.",
         ),
     ] = EmbedderChoice.MINILM,
     json_output: Annotated[

@@ -33,6 +33,10 @@ def _lazy_embed(store_dir: Path, choice: EmbedderChoice | None) -> Callable[[lis
                 from memtrellis.embeddings import default_embedder
 
                 model = default_embedder()
+            elif choice in (EmbedderChoice.MULTILINGUAL, EmbedderChoice.MULTILINGUAL_E5):
+                from memtrellis.embeddings.catalog import named_embedder
+
+                model = named_embedder(choice.value)
             else:
                 model = _by_name(recorded)
                 if model is None:

@@ -47,6 +47,10 @@ def repair(
         from memtrellis.embeddings import default_embedder
 
         chosen = default_embedder()
+    elif embedder in (EmbedderChoice.MULTILINGUAL, EmbedderChoice.MULTILINGUAL_E5):
+        from memtrellis.embeddings.catalog import named_embedder
+
+        chosen = named_embedder(embedder.value)
     else:
         chosen = None
     report = repair_store(

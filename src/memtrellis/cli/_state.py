@@ -97,6 +97,8 @@ class EmbedderChoice(str, Enum):
     """The embedders the command line can build by name."""
 
     MINILM = "minilm"
+    MULTILINGUAL = "multilingual"
+    MULTILINGUAL_E5 = "multilingual-e5"
     HASHING = "hashing"
 
 
@@ -166,6 +168,8 @@ class CliState:
             from memtrellis.testing import HashingEmbedder
 
             return HashingEmbedder()
+        if self.embedder in (EmbedderChoice.MULTILINGUAL, EmbedderChoice.MULTILINGUAL_E5):
+            return self.embedder.value
         return None
 
     def emit_json(self, payload: Any) -> None:

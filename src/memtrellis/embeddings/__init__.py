@@ -17,17 +17,26 @@ from memtrellis._offline import prepare_offline_env
 prepare_offline_env()  # before anything can import onnxruntime
 
 from memtrellis.embeddings.base import Embedder, as_embedder  # noqa: E402
+from memtrellis.embeddings.e5 import E5Embedder, e5_embedder  # noqa: E402
 from memtrellis.embeddings.minilm import MiniLMEmbedder, default_embedder  # noqa: E402
+from memtrellis.embeddings.multilingual import (  # noqa: E402
+    MultilingualEmbedder,
+    multilingual_embedder,
+)
 
 if TYPE_CHECKING:
     from memtrellis.embeddings.chroma import MiniLMEmbeddingFunction
 
 __all__ = [
+    "E5Embedder",
     "Embedder",
     "MiniLMEmbedder",
     "MiniLMEmbeddingFunction",
+    "MultilingualEmbedder",
     "as_embedder",
     "default_embedder",
+    "e5_embedder",
+    "multilingual_embedder",
 ]
 
 

@@ -3,7 +3,8 @@
 1. Dense candidates from the entity's Chroma collection (process/session as filters).
 2. Keyword candidates from the entity's BM25 shard.
 3. Score fusion: ``0.5 * cosine + 0.5 * bm25 / best bm25``. A candidate only one search
-   found takes the lowest fetched cosine as its dense part. (Reciprocal-rank fusion was
+   found takes the lowest fetched cosine as its dense part. The cosine is read from the
+   embedder's `similarity_floor` when it declares one (e5: 0.7). (Reciprocal-rank fusion was
    tried first: with a small embedder it let weak dense ranks drown strong keyword hits
    and fell below BM25 alone on LoCoMo; scores keep how sure each search is.)
 4. Conversation context: each of the 20 best candidates lends 0.3 of its score to the
@@ -47,7 +48,7 @@ from memtrellis.types import (
     SkippedMemory,
 )
 
-__all__ = ["DENSE_WEIGHT", "RecallRequest", "hybrid_recall", "memory_line"]
+__all__ = ["DENSE_WEIGHT", "RecallRequest", "hybrid_recall", "memory_line", "similarity_floor"]
 
 #: Weight of the cosine similarity; the normalised BM25 score gets the rest.
 DENSE_WEIGHT = 0.5
@@ -62,6 +63,28 @@ ENTITY_HOP_SHARE = 0.2
 _MIN_FETCH = 100
 #: Most search hits reported as left out of one recall.
 MAX_SKIPPED = 20
+
+
+def similarity_floor(embedder: object) -> float:
+    """The cosine that unrelated texts typically reach with ``embedder``: its
+    ``similarity_floor`` attribute when it declares one in ``[0, 1)``, else 0.
+
+    Fusion adds the cosine to a keyword score scaled to 0..1 and to the shares lent by
+    neighbours, which suits a model whose cosines spread over 0..1 (MiniLM). Models
+    trained with a low temperature (e5) put nearly every pair of texts between 0.7 and 1:
+    read raw, their cosine barely separates candidates. Such an embedder declares the
+    floor, and its cosines are read as ``(s - floor) / (1 - floor)``.
+
+    Examples:
+        >>> from memtrellis.embeddings import E5Embedder
+        >>> from memtrellis.testing import HashingEmbedder
+        >>> similarity_floor(E5Embedder()), similarity_floor(HashingEmbedder())
+        (0.7, 0.0)
+    """
+    value = getattr(embedder, "similarity_floor", 0.0)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value < 1.0:
+        return 0.0
+    return float(value)
 
 
 def memory_line(item: MemoryItem, confidence: float | None = None) -> str:
@@ -137,6 +160,15 @@ class RecallRequest:
     #: Only memories of one of these types / with one of these tags (``None``: any).
     memory_types: frozenset[MemoryType] | None = None
     tags: frozenset[str] | None = None
+    #: The embedder's `similarity_floor`: cosines are read as ``(s - floor) / (1 - floor)``.
+    similarity_floor: float = 0.0
+
+    def dense_part(self, similarity: float) -> float:
+        """The cosine on the scale fusion expects (unchanged for a floor of 0)."""
+        floor = self.similarity_floor
+        if not floor:
+            return similarity
+        return max(0.0, (similarity - floor) / (1.0 - floor))
 
     @property
     def filtered(self) -> bool:
@@ -293,10 +325,10 @@ def hybrid_recall(
 
         scores: dict[str, _Score] = {}
         found = [(i, s) for i, s in dense if visible(i)]
-        floor = DENSE_WEIGHT * min((s for _, s in dense), default=0.0)
+        floor = DENSE_WEIGHT * req.dense_part(min((s for _, s in dense), default=0.0))
         for rank, (memory_id, similarity) in enumerate(found, start=1):
             scores[memory_id] = _Score(
-                dense=similarity, dense_rank=rank, fused=DENSE_WEIGHT * similarity
+                dense=similarity, dense_rank=rank, fused=DENSE_WEIGHT * req.dense_part(similarity)
             )
         # Filtered: every hit, so that the ones that pass are not cut off by the others.
         wanted_hits = fetch * 2 if among is None else len(shard.keywords) or 1

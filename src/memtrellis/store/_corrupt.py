@@ -23,13 +23,22 @@ FROM_INDEX = "--from-index"
 FROM_GRAPH = "--from-graph"
 
 
+#: model id -> the ``--embedder`` name of the optional embedders the command line builds.
+NAMED_EMBEDDERS = {
+    "use-multilingual-v3-numpy": "multilingual",
+    "multilingual-e5-small-q4": "multilingual-e5",
+}
+
+
 def embedder_flags(model_id: str) -> tuple[str, ...]:
     """The ``--embedder`` option naming ``model_id`` for the command line, if it has one.
 
-    The command line builds the default MiniLM model (no option needed) and the hashing
-    test embedder; a store built with another embedder is repaired through
-    ``memtrellis.repair_store(path, embedder=...)``.
+    The command line builds the default MiniLM model (no option needed), the
+    multilingual one and the hashing test embedder; a store built with another embedder
+    is repaired through ``memtrellis.repair_store(path, embedder=...)``.
     """
+    if model_id in NAMED_EMBEDDERS:
+        return ("--embedder", NAMED_EMBEDDERS[model_id])
     return ("--embedder", "hashing") if model_id == "hashing-64" else ()
 
 

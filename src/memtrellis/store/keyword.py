@@ -19,10 +19,18 @@ import numpy.typing as npt
 
 from memtrellis._deprecated import renamed
 
-__all__ = ["KeywordIndex", "tokenize"]
+__all__ = ["ZH_FUNCTION_CHARS", "KeywordIndex", "index_terms", "tokenize"]
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]")
+_CJK_CHARS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af"
+_CJK = re.compile(f"[{_CJK_CHARS}]")
+# A word of mixed scripts ("今天的meeting又delay了") in runs of one script each.
+_SCRIPT_RUN = re.compile(f"[{_CJK_CHARS}]+|[^{_CJK_CHARS}]+")
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+#: Chinese function characters: no index term alone, nor a bigram of two of them (的了, 什么).
+ZH_FUNCTION_CHARS = frozenset(
+    "的了是在我你他她它们吗呢吧啊呀么什怎哪谁这那有和与及就都也还又很太把被给对从到要会能可以个一不没"
+)
 # Very common English words carry almost no BM25 weight but cost long postings walks.
 _STOP = frozenset(
     [
@@ -92,23 +100,57 @@ _STOP = frozenset(
 def tokenize(text: str) -> list[str]:
     """Lowercased word tokens; CJK runs become character bigrams (and the lone char).
 
+    A word that mixes scripts without spaces is cut where the script changes, so the
+    English words of a code-switched sentence stay words of their own.
+
     Examples:
         >>> tokenize("Ana moved to Porto!")
         ['ana', 'moved', 'porto']
+        >>> tokenize("今天的meeting又delay了")
+        ['今天', '天的', 'meeting', '又', 'delay', '了']
     """
     tokens: list[str] = []
     for word in _WORD.findall(text.casefold()):
-        if _CJK.search(word):
-            chars = [c for c in word if _CJK.match(c)]
-            rest = "".join(c for c in word if not _CJK.match(c))
-            if len(chars) == 1:
-                tokens.append(chars[0])
-            tokens.extend(a + b for a, b in itertools.pairwise(chars))
-            if rest and rest not in _STOP:
-                tokens.append(rest)
-        elif word not in _STOP:
-            tokens.append(word)
+        if not _CJK.search(word):
+            if word not in _STOP:
+                tokens.append(word)
+            continue
+        for run in _SCRIPT_RUN.findall(word):
+            if not _CJK.match(run):
+                if run not in _STOP:
+                    tokens.append(run)
+            elif len(run) == 1:
+                tokens.append(run)
+            else:
+                tokens.extend(a + b for a, b in itertools.pairwise(run))
     return tokens
+
+
+def index_terms(text: str) -> list[str]:
+    """The terms the BM25 index keeps for ``text``: `tokenize`, tuned for Chinese.
+
+    A run of Han characters gives its character bigrams and also each content character
+    alone: a question rarely repeats the words of the message it asks about ("我的工作"
+    for "做夜班护士"), and single characters still match where bigrams do not. Terms
+    made only of function characters (`ZH_FUNCTION_CHARS`: 的, 了, 什么...) are left out,
+    as English stop words are. Text without CJK gives exactly `tokenize`.
+
+    Examples:
+        >>> index_terms("我的工作是什么？")
+        ['的工', '工作', '作是', '工', '作']
+        >>> index_terms("Ana moved to Porto!")
+        ['ana', 'moved', 'porto']
+    """
+    tokens = tokenize(text)
+    if not _CJK.search(text):
+        return tokens
+    stop = ZH_FUNCTION_CHARS
+    terms = [t for t in tokens if not (_HAN.match(t) and stop.issuperset(t))]
+    for word in _WORD.findall(text.casefold()):
+        for run in _SCRIPT_RUN.findall(word):
+            if len(run) > 1 and _HAN.match(run):
+                terms.extend(c for c in run if c not in stop and _HAN.match(c))
+    return terms
 
 
 #: A posting entry is ``slot << _TF_BITS | term frequency`` in one signed 64-bit integer.
@@ -228,7 +270,7 @@ class KeywordIndex:
     def add(self, entity_id: str, memory_id: str, text: str) -> None:
         """Index a memory's text, replacing what was indexed for it before."""
         self.remove(memory_id)
-        terms = [sys.intern(term) for term in tokenize(text)]
+        terms = [sys.intern(term) for term in index_terms(text)]
         self._shards.setdefault(entity_id, _Shard()).add(memory_id, terms)
         self._terms[memory_id] = (sys.intern(entity_id), *sorted(set(terms)))
 
@@ -261,7 +303,7 @@ class KeywordIndex:
         docs = len(shard)
         average = shard.total_length / docs or 1.0
         acc: npt.NDArray[np.float64] | None = None
-        for term in set(tokenize(query)):
+        for term in set(index_terms(query)):
             found = shard.arrays(term)
             if found is None:
                 continue
