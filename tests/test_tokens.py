@@ -7,7 +7,6 @@ import gzip
 import hashlib
 import shutil
 import threading
-import time
 from importlib.util import find_spec
 from pathlib import Path
 
@@ -75,14 +74,13 @@ def test_concurrent_first_use_returns_one_encoding() -> None:
     assert all(r is results[0] for r in results)
 
 
-def test_count_tokens_is_fast() -> None:
+def test_a_long_text_is_counted_by_tiktokens_own_encoder() -> None:
+    # No timing here (speed lives in benchmarks/): counting is tiktoken's compiled
+    # encoder itself, never a slower re-implementation, so its speed is tiktoken's.
     text = " ".join(SAMPLES) * 2000  # ~50k tokens of mixed scripts
-    count_tokens("warm up")
-    start = time.perf_counter()
-    n = count_tokens(text)
-    elapsed = time.perf_counter() - start
-    assert n > 40_000
-    assert elapsed < 0.5, f"{n} tokens took {elapsed:.3f} s"
+    encoding = get_encoding()
+    assert type(encoding) is tiktoken.Encoding
+    assert count_tokens(text) == len(encoding.encode_ordinary(text)) > 40_000
 
 
 @pytest.mark.parametrize("text", [*SAMPLES, "word " * 500, "日本語のテキスト" * 50, "🎉" * 40])
