@@ -162,8 +162,9 @@ def typecheck(session: nox.Session) -> None:
 @nox.session
 def bench(session: nox.Session) -> None:
     """Every benchmark; figures to benchmarks/results/ (LoCoMo needs ../shared/bench/)."""
-    session.install(".[bench]", LANGCHAIN)
+    session.install(".[bench,multilingual,multilingual-e5]", LANGCHAIN)
     session.run("python", "benchmarks/locomo.py", "--json", "benchmarks/results/locomo.json")
+    session.run("python", "benchmarks/chinese.py")
     session.run("python", "benchmarks/latency.py")
     session.run("python", "benchmarks/overhead.py")
     session.run("python", "benchmarks/ingest.py")
