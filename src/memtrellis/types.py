@@ -424,7 +424,10 @@ class RecallExplanation(_Model):
     confidence (stored confidence plus a capped bonus for ``supports`` edges and merged
     duplicates, times ``decay``, the time decay since the latest evidence), ``heat`` a
     small capped prior for memories recalled before. ``replaces`` lists memories this one
-    superseded that matched the query too (they were left out as out of date).
+    superseded that matched the query too (they were left out as out of date). ``boosts``
+    says why the relevance was raised by a cue of the query: ``speaker Caroline`` (a
+    source's speaker is named in it) or ``time last summer (2023-06-01..2023-08-31)`` (a
+    source's time is in the span it names); see `memtrellis.recall.cues`.
 
     Examples:
         >>> why = RecallExplanation(dense_score=0.66, keyword_score=0.94, final_score=0.40)
@@ -445,6 +448,7 @@ class RecallExplanation(_Model):
     heat: float = 1.0
     replaces: list[str] = Field(default_factory=list)
     final_score: float = 0.0
+    boosts: list[str] = Field(default_factory=list)
 
 
 class SkippedMemory(_Model):

@@ -7,6 +7,7 @@ lifecycle's commit. Works on the engine's `Parts`, never on the ``Memory``.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -69,13 +70,13 @@ def conversation_edges(items: Sequence[MemoryItem]) -> list[tuple[str, str, Edge
     return edges
 
 
-def _leave_out_of_burst(item: MemoryItem, known: Callable[[SourceRef], bool]) -> None:
+def _leave_out_of_burst(item: MemoryItem, known: Callable[[Sequence[SourceRef]], bool]) -> None:
     """Cut the ``known`` messages out of a fast-mode burst, in place."""
     if len(item.sources) < 2 or FAST_TAG not in item.tags:
         return
     if one_voice(item.sources, item.text) is None:
         return
-    fresh = [source for source in item.sources if not known(source)]
+    fresh = [source for source in item.sources if not known([source])]
     if fresh and len(fresh) < len(item.sources):
         item.sources = fresh
         item.text = "\n".join(source.content for source in fresh)
@@ -189,7 +190,7 @@ class Writer:
                 }
                 for item in result.items:
                     if item.id not in stored and item.scope.entity_id == tenant:
-                        _leave_out_of_burst(item, lambda s, i=item: known(i, [s]))
+                        _leave_out_of_burst(item, functools.partial(known, item))
             if stored:
                 log.info(
                     "add: %d memories left out: their messages were stored before", len(stored)
