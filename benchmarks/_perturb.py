@@ -25,6 +25,7 @@ Example:
 
 from __future__ import annotations
 
+import itertools
 import random
 import re
 from dataclasses import replace
@@ -75,7 +76,9 @@ def with_typos(conv: Conversation, seed: int, rate: float = 0.15) -> Conversatio
     """Typos in ``rate`` of the longer words of every turn and every question."""
     rng = random.Random(f"{seed}:{conv.sample_id}:typos")
     sessions = [
-        replace(s, messages=[{**m, "content": _typos(str(m["content"]), rng, rate)} for m in s.messages])
+        replace(
+            s, messages=[{**m, "content": _typos(str(m["content"]), rng, rate)} for m in s.messages]
+        )
         for s in conv.sessions
     ]
     questions = [replace(q, question=_typos(q.question, rng, rate)) for q in conv.questions]
@@ -91,7 +94,7 @@ def _pieces(text: str, most: int, rng: random.Random) -> list[str]:
     count = min(len(parts), rng.randint(2, most))
     cuts = sorted(rng.sample(range(1, len(parts)), count - 1))
     bounds = [0, *cuts, len(parts)]
-    return [" ".join(parts[a:b]) for a, b in zip(bounds, bounds[1:], strict=False)]
+    return [" ".join(parts[a:b]) for a, b in itertools.pairwise(bounds)]
 
 
 def split_into_bursts(conv: Conversation, seed: int, pieces: int = 3) -> Conversation:

@@ -74,7 +74,6 @@ from _locomo import (
     results_dir,
     summarise,
 )
-
 from _perturb import Mapped, split_into_bursts
 
 from memtrellis import ExtractionConfig, Memory

@@ -52,6 +52,9 @@ def span(query: str, anchor: datetime = ANCHOR) -> tuple[str, str] | None:
         ("on May 8th", ("2023-05-08", "2023-05-08")),
         ("on 2023-05-08", ("2023-05-08", "2023-05-08")),
         ("during 2021", ("2021-01-01", "2021-12-31")),
+        ("at the end of summer 2022", ("2022-06-01", "2022-08-31")),
+        ("two years ago", ("2021-04-21", "2022-04-20")),
+        ("What is she planning for next summer?", None),  # nothing said then yet
         ("last Friday", ("2023-10-13", "2023-10-13")),
         ("What may she like?", None),  # a verb, not a month
         ("Did she fall off the bike?", None),  # a verb, not a season
@@ -93,7 +96,7 @@ def test_a_span_holds_a_little_after_its_end() -> None:
     assert found is not None
     assert found.holds(datetime(2023, 10, 16, 18, 0, tzinfo=timezone.utc))  # told on Monday
     assert not found.holds(datetime(2023, 10, 8, tzinfo=timezone.utc))
-    assert not found.holds(datetime(2023, 10, 19, tzinfo=timezone.utc))
+    assert not found.holds(datetime(2023, 10, 18, tzinfo=timezone.utc))
     assert found.label() == "time last week (2023-10-09..2023-10-15)"
 
 

@@ -16,8 +16,9 @@ lends the matching candidates a share of their own relevance:
 * time: the span the phrase names, relative to the newest stored message (so an old
   chat log replayed today reads "last summer" as its own last summer), or to recall's
   ``now`` when that is earlier or nothing is dated. A memory with a source timestamp in
-  the span, or a little after it (a quarter of its length, at least a day: people tell
-  of a trip when they are back), gains `TIME_BOOST`.
+  the span, or a little after it (a quarter of its length, at least two days: people
+  tell of a trip when they are back), gains `TIME_BOOST`. "Next summer" names no span:
+  nothing was said then yet.
 
 Only candidates the searches (or the graph) found are boosted: a cue reorders what
 matches the question, it never brings in what does not.
@@ -142,7 +143,7 @@ class TimeSpan:
         >>> from datetime import datetime, timezone
         >>> day = TimeSpan(datetime(2023, 5, 8, tzinfo=timezone.utc),
         ...                datetime(2023, 5, 9, tzinfo=timezone.utc), "2023-05-08")
-        >>> day.holds(datetime(2023, 5, 9, 20, tzinfo=timezone.utc))  # the day after counts
+        >>> day.holds(datetime(2023, 5, 10, 20, tzinfo=timezone.utc))  # two days after count
         True
     """
 
@@ -153,7 +154,7 @@ class TimeSpan:
     @property
     def slack(self) -> timedelta:
         """How long after ``end`` a message still tells of the span."""
-        return max(timedelta(days=1), (self.end - self.start) / 4)
+        return max(timedelta(days=2), (self.end - self.start) / 4)
 
     def holds(self, when: datetime) -> bool:
         """Whether ``when`` is in the span or within `slack` after it."""
@@ -322,7 +323,8 @@ def _ago(anchor: datetime, count: int, unit: str) -> tuple[datetime, datetime]:
     if unit == "month":
         year, month = _add_months(anchor.year, anchor.month, -count)
         return _month_span(year, month)
-    return _utc(anchor.year - count), _utc(anchor.year - count + 1)
+    then = anchor - timedelta(days=365.25 * count)
+    return _day(then - timedelta(days=182)), _day(then + timedelta(days=183))
 
 
 def _week(anchor: datetime, back: int) -> tuple[datetime, datetime]:
@@ -365,6 +367,10 @@ _EN: list[tuple[re.Pattern[str], str]] = [
         "month-day",
     ),
     (re.compile(rf"\b({_MONTH})\.?,?\s+(\d{{4}})\b", re.I), "month-year"),
+    (
+        re.compile(r"\b(spring|summer|fall|autumn|winter)\s+(?:of\s+)?((?:19|20)\d{2})\b", re.I),
+        "season-year",
+    ),
     (re.compile(r"\bthe\s+day\s+before\s+yesterday\b", re.I), "day-2"),
     (re.compile(r"\b(?:yesterday|last\s+night)\b", re.I), "day-1"),
     (re.compile(r"\b(?:today|tonight|this\s+(?:morning|afternoon|evening))\b", re.I), "day-0"),
@@ -465,6 +471,9 @@ def _en_span(kind: str, m: re.Match[str], anchor: datetime) -> tuple[datetime, d
             year, month = _add_months(anchor.year, anchor.month, -back)
             return _month_span(year, month)
         return _utc(anchor.year - back), _utc(anchor.year - back + 1)
+    if kind == "season-year":
+        first, year = _SEASONS[groups[0].casefold()], int(groups[1])
+        return _month_span(year - 1 if first == 12 else year, first, 3)
     if kind == "season":
         which = (groups[0] or "").casefold().replace("past", "last")
         return _season(anchor, _SEASONS[groups[1].casefold()], which)
@@ -525,6 +534,9 @@ def _zh_span(kind: str, m: re.Match[str], anchor: datetime) -> tuple[datetime, d
     return None
 
 
+_FUTURE = re.compile(r"\b(?:next|coming|upcoming)\s+(?:the\s+)?$", re.I)
+
+
 def time_span(query: str, anchor: datetime) -> TimeSpan | None:
     """The first span of time ``query`` names, counted back from ``anchor``, or ``None``.
 
@@ -546,12 +558,16 @@ def time_span(query: str, anchor: datetime) -> TimeSpan | None:
     table, reader = (_ZH, _zh_span) if _CJK.search(query) else (_EN, _en_span)
     for pattern, kind in table:
         for match in pattern.finditer(query):
+            if _FUTURE.search(query[: match.start()]):
+                continue  # "next summer": nothing was said then yet
             bounds = reader(kind, match, moment)
             if bounds is not None:
                 return TimeSpan(bounds[0], bounds[1], " ".join(match.group(0).split()))
     if table is _ZH:  # mixed Chinese-English questions
         for pattern, kind in _EN:
             for match in pattern.finditer(query):
+                if _FUTURE.search(query[: match.start()]):
+                    continue
                 bounds = _en_span(kind, match, moment)
                 if bounds is not None:
                     return TimeSpan(bounds[0], bounds[1], " ".join(match.group(0).split()))
