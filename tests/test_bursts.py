@@ -101,15 +101,25 @@ def test_the_gap_and_the_size_of_a_burst_are_settings(tmp_path: Path) -> None:
         ExtractionConfig(burst_gap=-1.0)
 
 
-def test_messages_without_times_sent_together_are_one_burst(tmp_path: Path) -> None:
+def test_messages_without_times_are_bursts_only_when_captured_as_one_turn(
+    tmp_path: Path,
+) -> None:
     plain = [
         {"role": "user", "content": "lol same"},
         {"role": "user", "content": "my cat does that too"},
         {"role": "assistant", "content": "Cats!"},
     ]
     with memory_at(tmp_path / "s") as memory:
-        stored = memory.add(plain, mode="fast")
-        assert [i.text for i in stored] == ["lol same\nmy cat does that too", "Cats!"]
+        # add: nothing says when they were said (notes given as messages stay apart)
+        stored = memory.add(plain, mode="fast", entity_id="added")
+        assert [i.text for i in stored] == ["lol same", "my cat does that too", "Cats!"]
+        # capture: one turn, sent before one reply, dated by the capture
+        memory.capture(plain, entity_id="captured")
+        assert memory.flush(30)
+        captured = memory.list(entity_id="captured")
+        assert sorted(i.text for i in captured) == ["Cats!", "lol same\nmy cat does that too"]
+        burst = next(i for i in captured if len(i.sources) == 2)
+        assert len({s.timestamp for s in burst.sources}) == 1
 
 
 def test_a_resent_burst_is_not_stored_twice(tmp_path: Path) -> None:

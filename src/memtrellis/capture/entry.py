@@ -21,11 +21,14 @@ def _iso(value: Any) -> str:
     raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 
 
-def _assign_ids(data: Any, prefix: str) -> None:
-    """Give id-less messages ids derived from the capture id.
+def _assign_ids(data: Any, prefix: str, at: str) -> None:
+    """Give id-less messages ids derived from the capture id, and undated ones the
+    capture time ``at``.
 
     A replay after a crash then extracts the very same message ids, so provenance and
-    the derived memory ids do not change between the first attempt and the replay.
+    the derived memory ids do not change between the first attempt and the replay. The
+    messages of one turn were sent before one reply: dated so, one speaker's messages
+    can form a burst (`memtrellis.extraction.windows.bursts`).
     """
     counter = 0
 
@@ -35,6 +38,8 @@ def _assign_ids(data: Any, prefix: str) -> None:
             if "role" in node and not node.get("id") and not node.get("message_id"):
                 node["id"] = f"{prefix}-{counter}"
                 counter += 1
+            if "role" in node and node.get("timestamp") in (None, ""):
+                node["timestamp"] = at
         elif isinstance(node, list):
             for child in node:
                 visit(child)
@@ -69,5 +74,5 @@ def build_entry(
         raise InvalidInputError(f"capture() needs JSON-serialisable data: {exc}") from exc
     except RecursionError:
         raise InvalidInputError("capture() data is nested too deeply to spool") from None
-    _assign_ids(copied["data"], entry_id[:16])
+    _assign_ids(copied["data"], entry_id[:16], copied["at"])
     return copied

@@ -110,7 +110,13 @@ def scenes(turns: Sequence[Turn], *, max_messages: int = 10, overlap: int = 2) -
 
 
 def _same_voice(a: Turn, b: Turn) -> bool:
-    return a.role == b.role and a.speaker == b.speaker and a.conversation == b.conversation
+    return (
+        a.role == b.role
+        and a.speaker == b.speaker
+        and a.conversation == b.conversation
+        and a.timed
+        and b.timed
+    )
 
 
 def bursts(
@@ -127,7 +133,10 @@ def bursts(
     (a clock that goes backwards ends a burst too), and keeps the burst's text within
     ``max_tokens``. A turn of another speaker, a long pause or a long message always
     ends it; a message longer than ``max_tokens`` is a burst of its own. ``max_gap=0``
-    still merges messages of one moment (a history sent without times).
+    still merges messages of one moment (a chat log dated by session). Messages whose
+    time the caller did not give (``Turn.timed`` false) are bursts of their own: nothing
+    says they were said close together (`Memory.capture` dates a turn's messages with
+    the capture time: they were sent before one reply).
 
     Raises:
         InvalidInputError: ``max_gap < 0`` or ``max_tokens < 1``.
