@@ -537,8 +537,10 @@ def _zh_span(kind: str, m: re.Match[str], anchor: datetime) -> tuple[datetime, d
 _FUTURE = re.compile(r"\b(?:next|coming|upcoming)\s+(?:the\s+)?$", re.I)
 
 
-def time_span(query: str, anchor: datetime) -> TimeSpan | None:
+def time_span(query: str, anchor: datetime | Callable[[], datetime]) -> TimeSpan | None:
     """The first span of time ``query`` names, counted back from ``anchor``, or ``None``.
+
+    ``anchor`` may be a function: it is called once, when a phrase is found.
 
     Examples:
         >>> from datetime import datetime, timezone
@@ -553,22 +555,22 @@ def time_span(query: str, anchor: datetime) -> TimeSpan | None:
         >>> span("上个月"), span("去年"), span("3天前")
         (('2023-09-01', '2023-10-01'), ('2022-01-01', '2023-01-01'), ('2023-10-17', '2023-10-18'))
     """
-    moment = anchor if anchor.tzinfo else anchor.replace(tzinfo=timezone.utc)
-    moment = moment.astimezone(timezone.utc)
-    table, reader = (_ZH, _zh_span) if _CJK.search(query) else (_EN, _en_span)
-    for pattern, kind in table:
-        for match in pattern.finditer(query):
-            if _FUTURE.search(query[: match.start()]):
-                continue  # "next summer": nothing was said then yet
-            bounds = reader(kind, match, moment)
-            if bounds is not None:
-                return TimeSpan(bounds[0], bounds[1], " ".join(match.group(0).split()))
-    if table is _ZH:  # mixed Chinese-English questions
-        for pattern, kind in _EN:
+    known: list[datetime] = []
+
+    def moment() -> datetime:
+        if not known:
+            when = anchor() if callable(anchor) else anchor
+            when = when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+            known.append(when.astimezone(timezone.utc))
+        return known[0]
+
+    tables = [(_ZH, _zh_span), (_EN, _en_span)] if _CJK.search(query) else [(_EN, _en_span)]
+    for table, reader in tables:  # a Chinese question may name its time in English
+        for pattern, kind in table:
             for match in pattern.finditer(query):
                 if _FUTURE.search(query[: match.start()]):
-                    continue
-                bounds = _en_span(kind, match, moment)
+                    continue  # "next summer": nothing was said then yet
+                bounds = reader(kind, match, moment())
                 if bounds is not None:
                     return TimeSpan(bounds[0], bounds[1], " ".join(match.group(0).split()))
     return None
@@ -602,7 +604,7 @@ def parse_cues(
 ) -> Cues:
     """The cues of ``query``: the known ``speakers`` it names (all of them: none), the
     roles it asks about, and its time span counted from ``anchor()`` (called only when
-    the query may name a time).
+    the query names a time).
 
     Examples:
         >>> from datetime import datetime, timezone
@@ -618,7 +620,7 @@ def parse_cues(
     if named and len(named) == len(known):
         named = ()  # every speaker named: none is preferred
     roles = () if named else asked_roles(query)
-    span = time_span(query, anchor()) if _may_name_time(query) else None
+    span = time_span(query, anchor) if _may_name_time(query) else None
     return Cues(speakers=named, roles=roles, time=span)
 
 
