@@ -113,13 +113,19 @@ def test_messages_without_times_are_bursts_only_when_captured_as_one_turn(
         # add: nothing says when they were said (notes given as messages stay apart)
         stored = memory.add(plain, mode="fast", entity_id="added")
         assert [i.text for i in stored] == ["lol same", "my cat does that too", "Cats!"]
-        # capture: one turn, sent before one reply, dated by the capture
+        # capture: one turn, sent before one reply
         memory.capture(plain, entity_id="captured")
         assert memory.flush(30)
         captured = memory.list(entity_id="captured")
         assert sorted(i.text for i in captured) == ["Cats!", "lol same\nmy cat does that too"]
         burst = next(i for i in captured if len(i.sources) == 2)
-        assert len({s.timestamp for s in burst.sources}) == 1
+        assert len({s.timestamp for s in burst.sources}) == 1  # the capture's time
+
+
+def test_facts_the_caller_vouches_for_stay_one_per_message(tmp_path: Path) -> None:
+    with memory_at(tmp_path / "s") as memory:
+        stored = memory.add(CHAT[:3], mode="fast", memory_type="fact")
+        assert [ids(i) for i in stored] == [["m1"], ["m2"], ["m3"]]
 
 
 def test_a_resent_burst_is_not_stored_twice(tmp_path: Path) -> None:

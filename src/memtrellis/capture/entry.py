@@ -21,14 +21,11 @@ def _iso(value: Any) -> str:
     raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 
 
-def _assign_ids(data: Any, prefix: str, at: str) -> None:
-    """Give id-less messages ids derived from the capture id, and undated ones the
-    capture time ``at``.
+def _assign_ids(data: Any, prefix: str) -> None:
+    """Give id-less messages ids derived from the capture id.
 
     A replay after a crash then extracts the very same message ids, so provenance and
-    the derived memory ids do not change between the first attempt and the replay. The
-    messages of one turn were sent before one reply: dated so, one speaker's messages
-    can form a burst (`memtrellis.extraction.windows.bursts`).
+    the derived memory ids do not change between the first attempt and the replay.
     """
     counter = 0
 
@@ -38,8 +35,6 @@ def _assign_ids(data: Any, prefix: str, at: str) -> None:
             if "role" in node and not node.get("id") and not node.get("message_id"):
                 node["id"] = f"{prefix}-{counter}"
                 counter += 1
-            if "role" in node and node.get("timestamp") in (None, ""):
-                node["timestamp"] = at
         elif isinstance(node, list):
             for child in node:
                 visit(child)
@@ -74,5 +69,5 @@ def build_entry(
         raise InvalidInputError(f"capture() needs JSON-serialisable data: {exc}") from exc
     except RecursionError:
         raise InvalidInputError("capture() data is nested too deeply to spool") from None
-    _assign_ids(copied["data"], entry_id[:16], copied["at"])
+    _assign_ids(copied["data"], entry_id[:16])
     return copied

@@ -37,11 +37,12 @@ def fast_units(
     extract_tools: bool = False,
     burst_gap: float = BURST_GAP,
     burst_max_tokens: int = BURST_MAX_TOKENS,
+    undated: bool = False,
 ) -> list[list[Turn]]:
     """The turns of each fast memory of one conversation, in order.
 
     Turns that are not extracted (system prompts, tool output unless asked for) are left
-    out and end a burst.
+    out and end a burst. ``undated``: see `memtrellis.extraction.windows.bursts`.
 
     Examples:
         >>> from datetime import datetime, timezone
@@ -67,7 +68,7 @@ def fast_units(
         burst
         for run in runs
         if run
-        for burst in bursts(run, max_gap=burst_gap, max_tokens=burst_max_tokens)
+        for burst in bursts(run, max_gap=burst_gap, max_tokens=burst_max_tokens, undated=undated)
     ]
 
 
@@ -85,10 +86,18 @@ def fast_items(
     unit: str = "burst",
     burst_gap: float = BURST_GAP,
     burst_max_tokens: int = BURST_MAX_TOKENS,
+    one_turn: bool = False,
 ) -> list[MemoryItem]:
-    """One item per burst (or message, see `fast_units`), then one per document window."""
+    """One item per burst (or message, see `fast_units`), then one per document window.
+
+    Bursts are episodes: with another ``memory_type`` (a fact the caller vouches for)
+    every message is one memory. ``one_turn``: the messages are one captured turn, so
+    undated ones may form bursts.
+    """
     base_tags = [*tags, FAST_TAG]
     items: list[MemoryItem] = []
+    if memory_type not in (None, MemoryType.EPISODE):
+        unit = "message"
     for conversation in normalized.conversations:
         for said in fast_units(
             conversation,
@@ -96,6 +105,7 @@ def fast_items(
             extract_tools=extract_tools,
             burst_gap=burst_gap,
             burst_max_tokens=burst_max_tokens,
+            undated=one_turn,
         ):
             items.append(
                 MemoryItem(

@@ -309,6 +309,7 @@ class Extractor:
         tags: Sequence[str],
         entities: Sequence[str],
         metadata: Mapping[str, Any] | None,
+        one_turn: bool = False,
     ) -> ExtractionResult:
         items = fast_items(
             normalized,
@@ -323,6 +324,7 @@ class Extractor:
             unit=self.config.fast_unit,
             burst_gap=self.config.burst_gap,
             burst_max_tokens=self.config.burst_max_tokens,
+            one_turn=one_turn,
         )
         return ExtractionResult(items, Mode.FAST, normalized.skipped, len(docs))
 
@@ -374,6 +376,7 @@ class Extractor:
         metadata: Mapping[str, Any] | None = None,
         strict: bool = False,
         progress: bool | None = False,
+        one_turn: bool = False,
     ) -> ExtractionResult:
         """Extract memories from ``data`` (messages, conversations, texts or document paths).
 
@@ -384,13 +387,15 @@ class Extractor:
         an error or any reply that is not usable whole, so that the caller can try the
         whole turn again later: a turn is stored from whole replies only, or not at all.
         ``progress``: a bar of the fine-mode windows on stderr (``None``: when stderr is
-        a terminal and the work lasts; see `memtrellis._progress`).
+        a terminal and the work lasts; see `memtrellis._progress`). ``one_turn``: ``data``
+        is one captured turn, sent before one reply, so in fast mode its undated messages
+        may form bursts (`memtrellis.extraction.fast`).
         """
         chosen, normalized, moment, scope = self._prepare(data, scope, mode, now)
         docs = self._doc_windows(normalized)
         if chosen is Mode.FAST:
             return self._fast(
-                normalized, docs, scope, moment, memory_type, tags, entities, metadata
+                normalized, docs, scope, moment, memory_type, tags, entities, metadata, one_turn
             )
         windows = self._chat_windows(normalized) + docs
         outcomes: list[FineResult] = []

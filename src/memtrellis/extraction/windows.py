@@ -109,13 +109,12 @@ def scenes(turns: Sequence[Turn], *, max_messages: int = 10, overlap: int = 2) -
     return [list(turns[lo:hi]) for lo, hi in _scene_bounds(len(turns), max_messages, overlap)]
 
 
-def _same_voice(a: Turn, b: Turn) -> bool:
+def _same_voice(a: Turn, b: Turn, undated: bool) -> bool:
     return (
         a.role == b.role
         and a.speaker == b.speaker
         and a.conversation == b.conversation
-        and a.timed
-        and b.timed
+        and (undated or (a.timed and b.timed))
     )
 
 
@@ -124,6 +123,7 @@ def bursts(
     *,
     max_gap: float = BURST_GAP,
     max_tokens: int = BURST_MAX_TOKENS,
+    undated: bool = False,
 ) -> list[list[Turn]]:
     """Cut turns into bursts: consecutive messages of one speaker, said close together.
 
@@ -135,8 +135,8 @@ def bursts(
     ends it; a message longer than ``max_tokens`` is a burst of its own. ``max_gap=0``
     still merges messages of one moment (a chat log dated by session). Messages whose
     time the caller did not give (``Turn.timed`` false) are bursts of their own: nothing
-    says they were said close together (`Memory.capture` dates a turn's messages with
-    the capture time: they were sent before one reply).
+    says they were said close together; ``undated=True`` (one captured turn: sent before
+    one reply) lets them form bursts too.
 
     Raises:
         InvalidInputError: ``max_gap < 0`` or ``max_tokens < 1``.
@@ -163,7 +163,11 @@ def bursts(
         if out:
             last = out[-1][-1]
             pause = (turn.timestamp - last.timestamp).total_seconds()
-            if _same_voice(last, turn) and 0 <= pause <= max_gap and used + tokens <= max_tokens:
+            if (
+                _same_voice(last, turn, undated)
+                and 0 <= pause <= max_gap
+                and used + tokens <= max_tokens
+            ):
                 out[-1].append(turn)
                 used += tokens
                 continue
