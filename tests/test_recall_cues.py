@@ -126,6 +126,9 @@ def test_when_every_speaker_is_named_none_is_preferred() -> None:
 
     assert parse_cues("Did Ana call Bo?", ["Ana", "Bo"], at).empty
     assert parse_cues("Did Ana call Bo?", ["Ana", "Bo", "Cy"], at).speakers == ("Ana", "Bo")
+    # Ana and an assistant that has no name: naming Ana prefers her
+    assert parse_cues("What did Ana say?", ["Ana"], at, unnamed=True).speakers == ("Ana",)
+    assert parse_cues("What did Ana say?", ["Ana"], at).empty
 
 
 def chat(texts: list[tuple[str, str, datetime]]) -> list[dict[str, object]]:

@@ -601,10 +601,13 @@ def parse_cues(
     query: str,
     speakers: Iterable[str],
     anchor: Callable[[], datetime],
+    *,
+    unnamed: bool = False,
 ) -> Cues:
-    """The cues of ``query``: the known ``speakers`` it names (all of them: none), the
-    roles it asks about, and its time span counted from ``anchor()`` (called only when
-    the query names a time).
+    """The cues of ``query``: the known ``speakers`` it names (none when it names all of
+    them and no message is without a speaker, ``unnamed``), the roles it asks about,
+    and its time span counted from ``anchor()`` (called only when the query names a
+    time).
 
     Examples:
         >>> from datetime import datetime, timezone
@@ -617,7 +620,7 @@ def parse_cues(
     """
     known = list(dict.fromkeys(s for s in speakers if s))
     named = named_speakers(query, known)
-    if named and len(named) == len(known):
+    if named and len(named) == len(known) and not unnamed:
         named = ()  # every speaker named: none is preferred
     roles = () if named else asked_roles(query)
     span = time_span(query, anchor) if _may_name_time(query) else None
@@ -649,19 +652,22 @@ def apply_cues(
     candidates', but never after ``now``). Returns the cues found.
     """
     speakers: dict[str, None] = {}
+    unnamed = False  # a chat message without a speaker (an assistant's reply) is a voice too
     for memory_id in scores:
         item = item_of(memory_id)
         if item is not None:
             for source in item.sources:
                 if source.speaker:
                     speakers.setdefault(source.speaker, None)
+                elif source.kind.value == "chat":
+                    unnamed = True
 
     def anchor() -> datetime:
         ids = [*recent(), *scores]
         newest = _newest(item_of(memory_id) for memory_id in ids)
         return now if newest is None or newest > now else newest
 
-    cues = parse_cues(query, speakers, anchor)
+    cues = parse_cues(query, speakers, anchor, unnamed=unnamed)
     if cues.empty:
         return cues
     for memory_id, entry in scores.items():
