@@ -144,7 +144,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             started = time.perf_counter()
             rows = run_condition(name, conversations, args.seed, memory)
             figures[name] = {s: summarise(r, METRICS) for s, r in rows.items()}
-            print(f"  {name}: {time.perf_counter() - started:.1f} s", flush=True)
+            cells = ", ".join(
+                f"{s} {f['recall@10']:.1f} / {f['recall@1000tok']:.1f}"
+                for s, f in figures[name].items()
+            )
+            print(f"  {name}: {time.perf_counter() - started:.1f} s; {cells}", flush=True)
     clean = figures["clean"]
     print()
     head = f"{'condition':<10}" + "".join(f" {s + ' R@10 / R@1000t (drop)':>44}" for s in SYSTEMS)
