@@ -1,9 +1,17 @@
-"""Fast mode: one memory per message or one per window — which recalls better on LoCoMo?
+"""Fast mode: one memory per message, per burst or per window — which recalls better?
 
 Every LoCoMo conversation (``../shared/bench/locomo10_dev.json``) is one ``entity_id``. Each
 variant is ingested into its own fresh store with the default MiniLM embedder:
 
-* ``message``: ``Memory.add(session_messages, mode="fast")``, one memory per turn;
+* ``message``: ``Memory.add(session_messages, mode="fast")`` with
+  ``ExtractionConfig(fast_unit="message")``, one memory per turn;
+* ``burst`` (the default unit): the same ``Memory.add`` with the default
+  ``ExtractionConfig``: consecutive messages of one speaker within ``burst_gap`` seconds
+  and ``burst_max_tokens`` tokens are one memory, every message a source;
+  ``burst-60s`` / ``burst-96t``: a shorter gap / a smaller burst (diagnostics);
+* ``scene-4`` / ``scene-6``: small overlapping scenes of 4 messages sharing 1 / 6 sharing
+  2 (``chat_windows``, 1024 tokens), each window one memory whose text is the rendered
+  lines (``[id] time speaker (role): text``) and whose sources are the message ids;
 * ``window-256`` / ``window-1024``: the session's turns normalised
   (``extraction.normalize.normalize``) and cut with ``extraction.windows.chat_windows``
   into token windows of at most 256 / 1024 tokens (o200k_base) with a small overlap
@@ -15,6 +23,12 @@ variant is ingested into its own fresh store with the default MiniLM embedder:
   asked for with ``--variants``, ``message+speaker`` (the turn text prefixed with
   ``"<speaker>: "``, still through ``Memory.add``; recall now puts the speaker in front
   of chat memories itself).
+
+LoCoMo's speakers take turns, one message each, so bursts rarely form there. Real chats
+are not like that: people type one thought as several short messages. ``--split`` sends
+every turn of more than one sentence as a burst of up to 3 messages seconds apart
+(``_perturb.split_into_bursts``, seeded with ``--seed``); a memory holding any piece of
+an evidence turn counts for it.
 
 For every question with evidence, ``Memory.recall(question, entity_id=conv, k=25)``; the
 score is the fraction of the evidence dia_ids among the recalled memories' source ids:
@@ -28,6 +42,8 @@ bootstrap 95% interval of each window variant minus ``message``; figures go to
     python benchmarks/fast_unit.py
     python benchmarks/fast_unit.py --limit-conversations 2 --variants message window-256
     python benchmarks/fast_unit.py --k 60 --json benchmarks/results/fast_unit_k60.json
+    python benchmarks/fast_unit.py --split --variants message burst scene-4 \
+        --json benchmarks/results/fast_unit_split.json
 """
 
 from __future__ import annotations
@@ -58,8 +74,9 @@ from _locomo import (
     results_dir,
     summarise,
 )
+from _perturb import Mapped, split_into_bursts
 
-from memtrellis import Memory
+from memtrellis import ExtractionConfig, Memory
 from memtrellis.extraction.fast import FAST_TAG
 from memtrellis.extraction.normalize import normalize
 from memtrellis.extraction.windows import chat_windows
@@ -86,9 +103,19 @@ WINDOWS: dict[str, WindowSpec] = {
     "window-1024": WindowSpec(1024, 128, None, 0),
     "window-scene": WindowSpec(1024, 200, 10, 2),
     "window-128": WindowSpec(128, 16, None, 0),
+    "scene-4": WindowSpec(1024, 0, 4, 1),
+    "scene-6": WindowSpec(1024, 0, 6, 2),
 }
-MESSAGE_VARIANTS = ("message", "message+speaker")
-DEFAULT_VARIANTS = ("message", "window-128", "window-256", "window-1024", "window-scene")
+#: ``Memory.add`` variants: their extraction settings.
+ADD_VARIANTS: dict[str, dict[str, Any]] = {
+    "message": {"fast_unit": "message"},
+    "message+speaker": {"fast_unit": "message"},
+    "burst": {},
+    "burst-60s": {"burst_gap": 60.0},
+    "burst-96t": {"burst_max_tokens": 96},
+}
+MESSAGE_VARIANTS = tuple(ADD_VARIANTS)
+DEFAULT_VARIANTS = ("message", "burst", "scene-4", "scene-6", "window-256", "window-scene")
 
 
 def ingest_messages(memory: Memory, conv: Conversation, *, with_speaker: bool) -> int:
@@ -136,7 +163,7 @@ def ingest_windows(memory: Memory, conv: Conversation, spec: WindowSpec) -> int:
 
 def ingester(variant: str) -> Callable[[Memory, Conversation], int]:
     """The ingest function of a variant."""
-    if variant in MESSAGE_VARIANTS:
+    if variant in ADD_VARIANTS:
         speaker = variant == "message+speaker"
         return lambda memory, conv: ingest_messages(memory, conv, with_speaker=speaker)
     spec = WINDOWS[variant]
@@ -149,8 +176,9 @@ def run_variant(variant: str, conversations: Sequence[Conversation], k: int = K)
     root = Path(tempfile.mkdtemp(prefix="memtrellis-fast-unit-"))
     rows: list[dict[str, Any]] = []
     latencies: list[float] = []
+    config = ExtractionConfig(**ADD_VARIANTS.get(variant, {}))
     try:
-        with Memory(root / "store") as memory:
+        with Memory(root / "store", extraction=config) as memory:
             started = time.perf_counter()
             stored = sum(ingest(memory, conv) for conv in conversations)
             ingest_s = time.perf_counter() - started
@@ -165,7 +193,8 @@ def run_variant(variant: str, conversations: Sequence[Conversation], k: int = K)
                     t0 = time.perf_counter()
                     result = memory.recall(question.question, entity_id=conv.sample_id, k=k)
                     latencies.append((time.perf_counter() - t0) * 1000.0)
-                    rows.append(score(question.evidence, result.memories, question.category, k))
+                    hits = [Mapped(m) for m in result.memories]
+                    rows.append(score(question.evidence, hits, question.category, k))
                     rows[-1]["id"] = f"{conv.sample_id}#{question.index}"
             recall_s = time.perf_counter() - started
     finally:
@@ -290,6 +319,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         choices=[*MESSAGE_VARIANTS, *WINDOWS],
     )
     parser.add_argument("--json", type=Path, default=results_dir() / "fast_unit.json")
+    parser.add_argument(
+        "--split", action="store_true", help="send longer turns as bursts of short messages"
+    )
+    parser.add_argument("--seed", type=int, default=21, help="seed of --split")
     args = parser.parse_args(argv)
     code = code_version()  # what this process imported, before anyone commits more
 
@@ -297,6 +330,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if path is None:
         return 0
     conversations = load_locomo(path)[: args.limit_conversations]
+    if args.split:
+        conversations = [split_into_bursts(c, args.seed) for c in conversations]
     questions = sum(len(c.scored_questions) for c in conversations)
     print(
         f"{len(conversations)} conversations, "
@@ -320,6 +355,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "conversations": [c.sample_id for c in conversations],
         "questions": questions,
         "k": args.k,
+        "split_into_bursts": {"seed": args.seed} if args.split else None,
+        "add_variants": {v: ADD_VARIANTS[v] for v in results if v in ADD_VARIANTS},
         "windows": {name: vars(spec) for name, spec in WINDOWS.items() if name in results},
         "variants": {variant: result["summary"] for variant, result in results.items()},
         "difference_to_message": differences,

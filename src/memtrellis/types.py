@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import uuid
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from enum import Enum
 from typing import Any, Literal
@@ -191,6 +192,33 @@ class SourceRef(_Model):
         return _aware(value)
 
 
+def one_voice(sources: Sequence[SourceRef], text: str) -> SourceRef | None:
+    """The first source when ``sources`` are one chat message, or several messages of
+    one role and speaker whose contents joined are ``text`` (a fast-mode burst), else
+    ``None``.
+
+    Examples:
+        >>> a = SourceRef(kind="chat", message_id="m1", role="user", speaker="Ana", content="omg")
+        >>> b = SourceRef(kind="chat", message_id="m2", role="user", speaker="Ana", content="yes")
+        >>> one_voice([a, b], "omg\\nyes") is a, one_voice([a, b], "Ana is happy")
+        (True, None)
+    """
+    if not sources or sources[0].kind is not SourceKind.CHAT:
+        return None
+    first = sources[0]
+    if len(sources) == 1:
+        return first
+    for source in sources:
+        if (
+            source.kind is not SourceKind.CHAT
+            or source.role != first.role
+            or source.speaker != first.speaker
+        ):
+            return None
+    joined = " ".join(" ".join(s.content for s in sources).split())
+    return first if joined == " ".join(text.split()) else None
+
+
 class HistoryEvent(_Model):
     """One step in a memory's life: created, updated, superseded, recalled in bulk is not kept.
 
@@ -314,17 +342,14 @@ class MemoryItem(_Model):
     def search_text(self) -> str:
         """The text this memory is embedded and keyword-indexed by.
 
-        A memory that is one chat message is searched with its speaker in front
-        ("Caroline: I went to a support group"): questions name people, messages rarely
-        name their own speaker. On LoCoMo this lifted BM25 recall@10 by 2.5 points and
-        dense by 5.
+        A memory that is one chat message (or a burst of one speaker's messages) is
+        searched with its speaker in front ("Caroline: I went to a support group"):
+        questions name people, messages rarely name their own speaker. On LoCoMo this
+        lifted BM25 recall@10 by 2.5 points and dense by 5.
         """
-        if (
-            len(self.sources) == 1
-            and self.sources[0].speaker
-            and self.sources[0].kind is SourceKind.CHAT
-        ):
-            return f"{self.sources[0].speaker}: {self.text}"
+        voice = one_voice(self.sources, self.text)
+        if voice is not None and voice.speaker:
+            return f"{voice.speaker}: {self.text}"
         return self.text
 
     def invalid_reason(
@@ -399,7 +424,10 @@ class RecallExplanation(_Model):
     confidence (stored confidence plus a capped bonus for ``supports`` edges and merged
     duplicates, times ``decay``, the time decay since the latest evidence), ``heat`` a
     small capped prior for memories recalled before. ``replaces`` lists memories this one
-    superseded that matched the query too (they were left out as out of date).
+    superseded that matched the query too (they were left out as out of date). ``boosts``
+    says why the relevance was raised by a cue of the query: ``speaker Caroline`` (a
+    source's speaker is named in it) or ``time last summer (2023-06-01..2023-08-31)`` (a
+    source's time is in the span it names); see `memtrellis.recall.cues`.
 
     Examples:
         >>> why = RecallExplanation(dense_score=0.66, keyword_score=0.94, final_score=0.40)
@@ -420,6 +448,7 @@ class RecallExplanation(_Model):
     heat: float = 1.0
     replaces: list[str] = Field(default_factory=list)
     final_score: float = 0.0
+    boosts: list[str] = Field(default_factory=list)
 
 
 class SkippedMemory(_Model):

@@ -93,6 +93,7 @@ class Capturer:
             tags=entry.get("tags", ()),
             metadata=entry.get("metadata") or None,
             strict=True,
+            one_turn=True,
         )
 
     def store_one(self, entry: dict[str, Any]) -> None:
@@ -169,6 +170,7 @@ class Capturer:
             now=datetime.fromisoformat(entry["at"]),
             tags=[*entry.get("tags", ()), FALLBACK_TAG],
             metadata=entry.get("metadata") or None,
+            one_turn=True,
         )
         result.fallbacks = len(result.items)
         self.writer.store_result(result, ids=str(entry["id"]), since=captured(entry))

@@ -7,9 +7,10 @@ lifecycle's commit. Works on the engine's `Parts`, never on the ``Memory``.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any, Protocol
@@ -18,6 +19,7 @@ from memtrellis._engine.args import memory_type_arg
 from memtrellis._engine.parts import Parts
 from memtrellis._progress import bar, progress_arg, shown
 from memtrellis.errors import InvalidInputError, MemoryNotFoundError, WriteConflictError
+from memtrellis.extraction.fast import FAST_TAG
 from memtrellis.extraction.fine import FALLBACK_TAG
 from memtrellis.extraction.model import Mode
 from memtrellis.extraction.normalize import check_labels
@@ -26,7 +28,7 @@ from memtrellis.extraction.refine import RefineReport, refine_groups
 from memtrellis.lifecycle import LifecycleConfig, store_additions
 from memtrellis.recall.hybrid import similarity_floor
 from memtrellis.store import Expect
-from memtrellis.types import EdgeKind, MemoryItem, Scope, SourceKind, utcnow
+from memtrellis.types import EdgeKind, MemoryItem, Scope, SourceRef, one_voice, utcnow
 
 __all__ = ["EMBED_CHUNK", "Spool", "Writer", "conversation_edges", "derive_ids"]
 
@@ -49,23 +51,37 @@ class Spool(Protocol):
 def conversation_edges(items: Sequence[MemoryItem]) -> list[tuple[str, str, EdgeKind]]:
     """``follows`` edges between memories of consecutive messages of one conversation.
 
-    Fast mode stores one memory per message in order; a message's position (its source
-    index) grows within a conversation and restarts with the next one. Recall uses the
-    edges to lend a matching message's score to its neighbours.
+    Fast mode stores one memory per message, or per burst of one speaker's messages, in
+    order; a message's position (its source index) grows within a conversation and
+    restarts with the next one. Recall uses the edges to lend a matching message's score
+    to its neighbours.
     """
     edges: list[tuple[str, str, EdgeKind]] = []
     previous: MemoryItem | None = None
     for item in items:
-        single = len(item.sources) == 1 and item.sources[0].kind is SourceKind.CHAT
+        said = one_voice(item.sources, item.text) is not None
         if (
-            single
+            said
             and previous is not None
             and previous.scope == item.scope
-            and (item.sources[0].index or 0) > (previous.sources[0].index or 0)
+            and (item.sources[0].index or 0) > (previous.sources[-1].index or 0)
         ):
             edges.append((item.id, previous.id, EdgeKind.FOLLOWS))
-        previous = item if single else None
+        previous = item if said else None
     return edges
+
+
+def _leave_out_of_burst(item: MemoryItem, known: Callable[[Sequence[SourceRef]], bool]) -> None:
+    """Cut the ``known`` messages out of a fast-mode burst, in place."""
+    if len(item.sources) < 2 or FAST_TAG not in item.tags:
+        return
+    if one_voice(item.sources, item.text) is None:
+        return
+    fresh = [source for source in item.sources if not known([source])]
+    if fresh and len(fresh) < len(item.sources):
+        item.sources = fresh
+        item.text = "\n".join(source.content for source in fresh)
+        item.valid_from = fresh[0].timestamp or item.valid_from
 
 
 def derive_ids(result: ExtractionResult, capture_id: str) -> None:
@@ -153,22 +169,29 @@ class Writer:
         """Leave out the memories whose every source is a message (by its id and text)
         that a memory of the same scope already cites, or cited before it was forgotten:
         a resent conversation adds only what is new, and never what was forgotten.
-        Messages given without an id get a new one, so they always count."""
+        Messages given without an id get a new one, so they always count. A fast-mode
+        burst some of whose messages are stored keeps only the others (its text is
+        theirs): a message is never stored twice, though a burst sent one message at a
+        time is stored one message at a time."""
         tenants = {item.scope.entity_id for item in result.items}
         for tenant in tenants:
             self.store.refresh(tenant)
             with self.store.reading(tenant) as shard:
+                forgotten = shard.graph.forgotten.messages.get(tenant, ())
+
+                def known(
+                    item: MemoryItem, sources: Sequence[SourceRef], gone: Any = forgotten
+                ) -> bool:
+                    return shard.messages.stored(item.scope, sources, shard.graph.item, gone)
+
                 stored = {
                     item.id
                     for item in result.items
-                    if item.scope.entity_id == tenant
-                    and shard.messages.stored(
-                        item.scope,
-                        item.sources,
-                        shard.graph.item,
-                        shard.graph.forgotten.messages.get(tenant, ()),
-                    )
+                    if item.scope.entity_id == tenant and known(item, item.sources)
                 }
+                for item in result.items:
+                    if item.id not in stored and item.scope.entity_id == tenant:
+                        _leave_out_of_burst(item, functools.partial(known, item))
             if stored:
                 log.info(
                     "add: %d memories left out: their messages were stored before", len(stored)

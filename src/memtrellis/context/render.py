@@ -44,7 +44,7 @@ from datetime import datetime
 from memtrellis.context.escape import CLOSE_TAG, OPEN_TAG, escape_line
 from memtrellis.errors import InvalidInputError
 from memtrellis.tokens import count_tokens
-from memtrellis.types import MemoryItem, MemoryType, RecallResult, SourceKind, utcnow
+from memtrellis.types import MemoryItem, MemoryType, RecallResult, one_voice, utcnow
 
 __all__ = ["DEFAULT_TOKEN_BUDGET", "MemoryContext", "build_context", "line_tokens", "memory_line"]
 
@@ -114,12 +114,11 @@ def _date(item: MemoryItem) -> str:
 
 
 def _is_message(item: MemoryItem) -> bool:
-    """A fast-mode memory: one chat message, stored as it was said."""
-    return (
-        len(item.sources) == 1
-        and item.sources[0].kind is SourceKind.CHAT
-        and " ".join(item.sources[0].content.split()) == " ".join(item.text.split())
-    )
+    """A fast-mode memory: one chat message (or a burst of one speaker's messages),
+    stored as it was said."""
+    return one_voice(item.sources, item.text) is not None and " ".join(
+        " ".join(s.content for s in item.sources).split()
+    ) == " ".join(item.text.split())
 
 
 def _is_said(item: MemoryItem) -> bool:

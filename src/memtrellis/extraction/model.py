@@ -60,6 +60,9 @@ class Turn:
     message_id: str
     timestamp: datetime
     speaker: str | None = None
+    #: The caller gave the time (else it is the time of the call, and says nothing of
+    #: how close two messages were: such messages never form a burst).
+    timed: bool = True
 
     def source(self, content: str | None = None) -> SourceRef:
         """This turn as provenance (``content`` overrides the excerpt for split turns)."""

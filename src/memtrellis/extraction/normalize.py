@@ -276,6 +276,7 @@ class _Reader:
             message_id=_optional_str(message, "id", "message_id") or new_id(),
             timestamp=self.now if when is None else when,
             speaker=_optional_str(message, "speaker", "name"),
+            timed=when is not None,
         )
 
 

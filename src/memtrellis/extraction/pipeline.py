@@ -36,7 +36,7 @@ from memtrellis.extraction.failures import (
     call_with_timeout,
     failure_kind,
 )
-from memtrellis.extraction.fast import fast_items
+from memtrellis.extraction.fast import FAST_UNITS, fast_items
 from memtrellis.extraction.fine import FineResult, items_from_reply
 from memtrellis.extraction.model import Mode, Normalized, Window
 from memtrellis.extraction.normalize import extractable, normalize
@@ -50,7 +50,12 @@ from memtrellis.extraction.quality import (
     build_judge_messages,
     build_rewrite_messages,
 )
-from memtrellis.extraction.windows import chat_windows, document_windows
+from memtrellis.extraction.windows import (
+    BURST_GAP,
+    BURST_MAX_TOKENS,
+    chat_windows,
+    document_windows,
+)
 from memtrellis.llm import LLM, acomplete, as_llm, complete
 from memtrellis.types import MemoryItem, MemoryType, Scope, utcnow
 
@@ -89,6 +94,12 @@ class ExtractionConfig:
         capture_backoff: Deprecated: ``CaptureConfig(backoff=...)``.
         capture_max_backoff: Deprecated: ``CaptureConfig(max_backoff=...)``.
         concurrency: Windows extracted at once by the async driver.
+        fast_unit: How fast mode cuts a conversation: ``"burst"`` (consecutive messages
+            of one speaker said close together are one memory, each message one of its
+            sources) or ``"message"`` (one memory per message). See
+            `memtrellis.extraction.fast`.
+        burst_gap: Longest pause, in seconds, between two messages of one burst.
+        burst_max_tokens: Most tokens of message text in one burst.
         instructions: The application's own instructions for fine-mode extraction,
             appended to the built-in system prompt ("Only remember what matters for
             cooking.").
@@ -128,6 +139,9 @@ class ExtractionConfig:
     concurrency: int = 4  # windows extracted at once by the async driver
     instructions: str | None = None
     prompt: str | None = None
+    fast_unit: str = "burst"
+    burst_gap: float = BURST_GAP
+    burst_max_tokens: int = BURST_MAX_TOKENS
 
     #: Whether the deprecated ``capture_*`` fields were given.
     legacy_capture: bool = field(default=False, init=False, repr=False, compare=False)
@@ -145,6 +159,12 @@ class ExtractionConfig:
                 raise InvalidInputError(f"{name} must be non-empty text or None")
         if self.prompt is not None:
             check_prompt(self.prompt)
+        if self.fast_unit not in FAST_UNITS:
+            raise InvalidInputError(
+                f"fast_unit must be one of {FAST_UNITS}, not {self.fast_unit!r}"
+            )
+        if not self.burst_gap >= 0 or self.burst_max_tokens < 1:
+            raise InvalidInputError("burst_gap must be >= 0 and burst_max_tokens >= 1")
         if self.llm_timeout is not None and self.llm_timeout <= 0:
             raise InvalidInputError("llm_timeout must be positive or None")
         if self.llm_attempts < 1 or (self.capture_attempts or 0) < 1:
@@ -289,6 +309,7 @@ class Extractor:
         tags: Sequence[str],
         entities: Sequence[str],
         metadata: Mapping[str, Any] | None,
+        one_turn: bool = False,
     ) -> ExtractionResult:
         items = fast_items(
             normalized,
@@ -300,6 +321,10 @@ class Extractor:
             entities=entities,
             metadata=metadata,
             extract_tools=self.config.extract_tools,
+            unit=self.config.fast_unit,
+            burst_gap=self.config.burst_gap,
+            burst_max_tokens=self.config.burst_max_tokens,
+            one_turn=one_turn,
         )
         return ExtractionResult(items, Mode.FAST, normalized.skipped, len(docs))
 
@@ -351,6 +376,7 @@ class Extractor:
         metadata: Mapping[str, Any] | None = None,
         strict: bool = False,
         progress: bool | None = False,
+        one_turn: bool = False,
     ) -> ExtractionResult:
         """Extract memories from ``data`` (messages, conversations, texts or document paths).
 
@@ -361,13 +387,15 @@ class Extractor:
         an error or any reply that is not usable whole, so that the caller can try the
         whole turn again later: a turn is stored from whole replies only, or not at all.
         ``progress``: a bar of the fine-mode windows on stderr (``None``: when stderr is
-        a terminal and the work lasts; see `memtrellis._progress`).
+        a terminal and the work lasts; see `memtrellis._progress`). ``one_turn``: ``data``
+        is one captured turn, sent before one reply, so in fast mode its undated messages
+        may form bursts (`memtrellis.extraction.fast`).
         """
         chosen, normalized, moment, scope = self._prepare(data, scope, mode, now)
         docs = self._doc_windows(normalized)
         if chosen is Mode.FAST:
             return self._fast(
-                normalized, docs, scope, moment, memory_type, tags, entities, metadata
+                normalized, docs, scope, moment, memory_type, tags, entities, metadata, one_turn
             )
         windows = self._chat_windows(normalized) + docs
         outcomes: list[FineResult] = []

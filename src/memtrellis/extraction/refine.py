@@ -1,8 +1,9 @@
 """Refine: turn fast-mode memories back into conversations for fine extraction.
 
-A fast memory is one message with its source, so the conversation it came from can be
-rebuilt exactly: grouped by process and session, ordered by time. ``Memory.refine`` feeds
-these to fine-mode extraction and links the new memories to the old by ``supersedes``.
+A fast memory is one message (or a burst of one speaker's messages) with its sources, so
+the conversation it came from can be rebuilt exactly: grouped by process and session,
+ordered by time. ``Memory.refine`` feeds these to fine-mode extraction and links the new
+memories to the old by ``supersedes``.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memtrellis.extraction.fast import FAST_TAG
-from memtrellis.types import MemoryItem, SourceKind
+from memtrellis.types import MemoryItem, one_voice
 
 __all__ = ["RefineGroup", "RefineReport", "refine_groups"]
 
@@ -44,26 +45,26 @@ def refine_groups(items: Iterable[MemoryItem], *, limit: int | None = None) -> l
         for item in items
         if FAST_TAG in item.tags
         and item.superseded_by is None
-        and len(item.sources) == 1
-        and item.sources[0].kind is SourceKind.CHAT
+        and one_voice(item.sources, item.text) is not None
     ]
     candidates.sort(key=lambda i: (i.sources[0].timestamp or i.created_at, i.created_at, i.id))
     if limit is not None:
         candidates = candidates[:limit]
     groups: dict[tuple[str | None, str | None], RefineGroup] = {}
     for item in candidates:
-        source = item.sources[0]
         key = (item.scope.process_id, item.scope.session_id)
         group = groups.setdefault(key, RefineGroup(key[0], key[1], [], {}))
-        message_id = source.message_id or item.id
-        group.messages.append(
-            {
-                "role": source.role or "user",
-                "content": item.text,
-                "id": message_id,
-                "timestamp": (source.timestamp or item.created_at).isoformat(),
-                "speaker": source.speaker,
-            }
-        )
-        group.memory_by_message[message_id] = item.id
+        single = len(item.sources) == 1  # its text is whole; a source keeps an excerpt
+        for source in item.sources:
+            message_id = source.message_id or item.id
+            group.messages.append(
+                {
+                    "role": source.role or "user",
+                    "content": item.text if single else source.content,
+                    "id": message_id,
+                    "timestamp": (source.timestamp or item.created_at).isoformat(),
+                    "speaker": source.speaker,
+                }
+            )
+            group.memory_by_message[message_id] = item.id
     return list(groups.values())

@@ -35,7 +35,20 @@ from memtrellis.extraction.model import Document, Turn, Window
 from memtrellis.tokens import count_tokens
 from memtrellis.types import SourceKind, SourceRef
 
-__all__ = ["chat_windows", "document_windows", "render_turn", "scenes"]
+__all__ = [
+    "BURST_GAP",
+    "BURST_MAX_TOKENS",
+    "bursts",
+    "chat_windows",
+    "document_windows",
+    "render_turn",
+    "scenes",
+]
+
+#: Longest pause, in seconds, between two messages of one burst.
+BURST_GAP = 300.0
+#: Most tokens (o200k_base) of the messages' text in one burst.
+BURST_MAX_TOKENS = 160
 
 
 def _header(turn: Turn) -> str:
@@ -94,6 +107,73 @@ def scenes(turns: Sequence[Turn], *, max_messages: int = 10, overlap: int = 2) -
         [['a', 'b', 'c', 'd'], ['d', 'e', 'f', 'g']]
     """
     return [list(turns[lo:hi]) for lo, hi in _scene_bounds(len(turns), max_messages, overlap)]
+
+
+def _same_voice(a: Turn, b: Turn, undated: bool) -> bool:
+    return (
+        a.role == b.role
+        and a.speaker == b.speaker
+        and a.conversation == b.conversation
+        and (undated or (a.timed and b.timed))
+    )
+
+
+def bursts(
+    turns: Sequence[Turn],
+    *,
+    max_gap: float = BURST_GAP,
+    max_tokens: int = BURST_MAX_TOKENS,
+    undated: bool = False,
+) -> list[list[Turn]]:
+    """Cut turns into bursts: consecutive messages of one speaker, said close together.
+
+    People type one thought as several short messages ("omg", "I got the job!!", "start
+    monday"); alone, each is a poor memory. A burst grows while the next turn has the
+    same role and speaker, comes at most ``max_gap`` seconds after the one before it
+    (a clock that goes backwards ends a burst too), and keeps the burst's text within
+    ``max_tokens``. A turn of another speaker, a long pause or a long message always
+    ends it; a message longer than ``max_tokens`` is a burst of its own. ``max_gap=0``
+    still merges messages of one moment (a chat log dated by session). Messages whose
+    time the caller did not give (``Turn.timed`` false) are bursts of their own: nothing
+    says they were said close together; ``undated=True`` (one captured turn: sent before
+    one reply) lets them form bursts too.
+
+    Raises:
+        InvalidInputError: ``max_gap < 0`` or ``max_tokens < 1``.
+
+    Examples:
+        >>> from datetime import datetime, timedelta, timezone
+        >>> at = datetime(2026, 3, 1, 10, 0, tzinfo=timezone.utc)
+        >>> def say(i, who, text, minutes=0):
+        ...     return Turn(0, i, "user", text, f"m{i}", at + timedelta(minutes=minutes), who)
+        >>> chat = [say(0, "Ana", "omg"), say(1, "Ana", "I got the job!!"),
+        ...         say(2, "Bo", "congrats"), say(3, "Ana", "start monday", minutes=1),
+        ...         say(4, "Ana", "also: moving", minutes=30)]
+        >>> [[t.message_id for t in burst] for burst in bursts(chat)]
+        [['m0', 'm1'], ['m2'], ['m3'], ['m4']]
+    """
+    if max_gap < 0 or max_tokens < 1:
+        raise InvalidInputError(
+            f"a burst needs max_gap >= 0 and max_tokens >= 1, got {max_gap} and {max_tokens}"
+        )
+    out: list[list[Turn]] = []
+    used = 0
+    for turn in turns:
+        tokens = count_tokens(turn.content)
+        if out:
+            last = out[-1][-1]
+            pause = (turn.timestamp - last.timestamp).total_seconds()
+            if (
+                _same_voice(last, turn, undated)
+                and 0 <= pause <= max_gap
+                and used + tokens <= max_tokens
+            ):
+                out[-1].append(turn)
+                used += tokens
+                continue
+        out.append([turn])
+        used = tokens
+    return out
 
 
 @dataclass(frozen=True)

@@ -15,10 +15,13 @@
    with them (hubs left out) and that no search found; those score 0.2 of the seed's
    score, and the hop is recorded in ``graph_path``. Boosting memories the searches had
    already found pushed direct answers out of the top k on single-fact questions.
-6. Confidence: the score so far (relevance) is multiplied by the memory's effective
+6. Cues: a memory said by a speaker the query names ("What did Caroline say ...") or
+   dated in the span it names ("last summer", "去年夏天") gains a share of its relevance
+   (`memtrellis.recall.cues`); the explanation's ``boosts`` say which.
+7. Confidence: the score so far (relevance) is multiplied by the memory's effective
    confidence (its confidence, a capped bonus per ``supports`` edge, time decay) and a
    small capped prior for memories recalled before (`memtrellis.lifecycle.confidence`).
-7. Expired, superseded and not-yet-valid memories (at ``now``, which ``as_of`` moves)
+8. Expired, superseded and not-yet-valid memories (at ``now``, which ``as_of`` moves)
    are left out unless asked for, and the search hits left out are reported; a token
    budget cuts the list before it is exceeded.
 
@@ -38,6 +41,7 @@ from memtrellis.context.render import line_tokens
 from memtrellis.context.render import memory_line as context_line
 from memtrellis.lifecycle.confidence import effective_confidence, heat, weight_basis
 from memtrellis.lifecycle.config import LifecycleConfig
+from memtrellis.recall.cues import ANCHOR_SCAN, apply_cues
 from memtrellis.store import MemoryGraph, Store
 from memtrellis.types import (
     EdgeKind,
@@ -108,10 +112,12 @@ class _Score:
     decay: float = 1.0
     supports: int = 0
     heat: float = 1.0
+    boost: float = 0.0  # share of relevance lent by speaker and time cues (recall.cues)
+    boosts: list[str] = field(default_factory=list)
 
     @property
     def relevance(self) -> float:
-        return self.fused + self.context
+        return (self.fused + self.context) * (1.0 + self.boost)
 
     @property
     def final(self) -> float:
@@ -136,6 +142,7 @@ class _Score:
             supports=self.supports,
             heat=round(self.heat, 6),
             final_score=round(self.final, 8),
+            boosts=list(self.boosts),
         )
 
 
@@ -236,7 +243,7 @@ def _lend_context(
 
 
 def _rank(graph: MemoryGraph, scores: dict[str, _Score], req: RecallRequest) -> list[str]:
-    """Step 6: weigh candidates by effective confidence and heat; the top k ids, best first.
+    """Step 7: weigh candidates by effective confidence and heat; the top k ids, best first.
 
     A weight is at most ``1 + heat_cap``, so once the next candidate by relevance could
     not beat the k-th final score even at that weight, none after it can either: only the
@@ -342,6 +349,14 @@ def hybrid_recall(
 
         if req.graph_context:
             _lend_context(graph, scores, visible, floor, req.k)
+        # Step 6: speaker and time named in the query (recall.cues).
+        apply_cues(
+            req.query,
+            scores,
+            graph.item,
+            lambda: graph.memory_ids(req.entity_id)[-ANCHOR_SCAN:],
+            req.now,
+        )
 
         ranked = _rank(graph, scores, req)
         results: list[RecalledMemory] = []
