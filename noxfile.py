@@ -74,9 +74,7 @@ def _shared_env(session: nox.Session) -> tuple[str, dict[str, str]]:
 
 
 def _pytest(python: str, *args: str, workers: str = WORKERS) -> list[str]:
-    # worksteal: a worker that runs out takes tests queued for the other, so the suite does
-    # not end with one core idle behind a worker's last long tests
-    parallel = ["-n", workers, "--dist", "worksteal"] if workers != "0" else []
+    parallel = ["-n", workers] if workers != "0" else []
     return [python, "-m", "pytest", "-q", "-ra", "-p", "no:cacheprovider", *parallel, *args]
 
 
