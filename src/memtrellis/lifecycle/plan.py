@@ -6,9 +6,11 @@ the confidence of its source; then compare it with the closest existing memories
 same scope (dense neighbours, memories sharing an entity, and the earlier new ones):
 
 * a duplicate is not stored: its sources join the existing memory;
-* a contradiction supersedes the older of the two: ``valid_until`` becomes the newer
-  one's start, ``superseded_by`` is set, and ``contradicts`` and ``supersedes`` edges are
-  added (nothing is deleted: the older memory stays as history);
+* a contradiction that is a change (``Relation.supersedes``) supersedes the older of the
+  two: ``valid_until`` becomes the newer one's start, ``superseded_by`` is set, and
+  ``contradicts`` and ``supersedes`` edges are added (nothing is deleted: the older memory
+  stays as history); one that is not (both cannot hold, nothing says which holds now)
+  only adds a ``contradicts`` edge;
 * support and extension add ``supports`` / ``extends`` edges.
 
 Conversation records (``episode``) only get entities: what was said stays as it was said.
@@ -232,7 +234,10 @@ class _Planner:
         for candidate, relation in pairs:
             old = candidate.item
             if relation.kind is RelationKind.CONTRADICTS:
-                self.supersede(item, old, relation)
+                if relation.supersedes:
+                    self.supersede(item, old, relation)
+                else:  # both may be what holds now: flagged, neither hidden
+                    self.plan.edges.append((item.id, old.id, EdgeKind.CONTRADICTS))
                 related.append((relation.kind.value, old.id))
             elif relation.kind is RelationKind.SUPPORTS:
                 self.plan.edges.append((item.id, old.id, EdgeKind.SUPPORTS))
