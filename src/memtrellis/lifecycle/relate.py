@@ -196,24 +196,27 @@ def relate(
     if same_key and new.text != old.text and similarity < config.duplicate_similarity:
         return Relation(RelationKind.CONTRADICTS, f"new value for key {new.key!r}", sure=True)
     a, b = read_claim(new.text, new.entities), read_claim(old.text, old.entities)
+    near = _matched(a.frame, b.frame)
+    closeness = min(near / max(1, len(a.frame)), _matched(b.frame, a.frame) / max(1, len(b.frame)))
+    # Closeness alone never makes a duplicate (a merge drops the new text): an embedder
+    # blind to a script puts all its texts together. The claims must agree too.
+    same_values = a.values == b.values and a.negated == b.negated
+    agree = same_values and same_marks and closeness >= 0.5 and not a.additive
     if not same_key and (a.chinese != b.chinese or not _same_subject(a, b)):
         close = similarity >= config.duplicate_similarity
-        if close and not new_entities ^ old_entities and same_marks:
+        if close and agree and not new_entities ^ old_entities:
             return Relation(RelationKind.DUPLICATE, f"similarity {similarity:.2f}")
         return Relation(RelationKind.UNRELATED, "no shared subject", sure=a.chinese == b.chinese)
     verdict = _change(a, b)
     if verdict is not None:
         return verdict
     # The same claim: duplicates and support.
-    same_values = a.values == b.values and a.negated == b.negated
     if same_values and a.frame == b.frame and same_marks and not a.additive:
         return Relation(RelationKind.DUPLICATE, "same claim")
-    if similarity >= config.duplicate_similarity and not gained and same_marks:
+    if similarity >= config.duplicate_similarity and not gained and agree:
         return Relation(RelationKind.DUPLICATE, f"similarity {similarity:.2f}")
-    if similarity >= config.support_similarity:
+    if similarity >= config.support_similarity and agree:
         return Relation(RelationKind.SUPPORTS, f"similarity {similarity:.2f}")
-    near = _matched(a.frame, b.frame)
-    closeness = min(near / max(1, len(a.frame)), _matched(b.frame, a.frame) / max(1, len(b.frame)))
     if same_values and closeness >= 0.6 and not a.additive:
         return Relation(RelationKind.SUPPORTS, "same claim, other words")
     attribute = bool(a.classes & b.classes & SINGLE_VALUED)
