@@ -46,7 +46,8 @@ _CLASSES = {
     "residence": "live lives living lived move moved moving relocate relocated based home "
     "reside resides stay stays address flat apartment house",
     "work": "work works worked working job jobs employed unemployed employer hired hire "
-    "position role occupation career shift",
+    "position role occupation career shift joined intern engineer manager nurse teacher "
+    "doctor developer designer analyst barista chef cook driver lawyer accountant consultant",
     "relationship": "married engaged dating divorced partner wife husband boyfriend girlfriend",
     "preference": "like likes liked love loves loved prefer prefers preferred favourite "
     "favorite hate hates dislike dislikes enjoy enjoys fond",
@@ -72,12 +73,14 @@ for _name, _words in _CLASSES.items():
         _CLASS_OF.setdefault(_word, set()).add(_name)
 
 _FINAL_EN = re.compile(
-    r"\b(postponed?|delayed|pushed (?:back|out)|slipped|rescheduled|extended|cancell?ed|"
+    r"\b(postponed?|delayed|pushed (?:\w+ ){0,4}(?:back|out)|slipped|rescheduled|extended|"
+    r"cancell?ed|"
     r"called off|scrapped|abandoned|dropped|gave up|give up|quit|stopped|no longer|no more|"
     r"not any ?more|any ?more|backed out|pulled out|withdrew|reversed|overturned|sold|"
     r"closed down|shut down|discontinued|raised|increased|decreased|reduced|cut|lowered|"
     r"doubled|tripled|halved|went (?:up|down)|rose|fell|upgraded|downgraded|promoted|"
     r"demoted|fired|laid off|resigned|divorced|broke up|renamed|replaced|swapped|"
+    r"left (?:my|his|her|their|our|the) (?:job|company|firm|team|position|role)|"
     r"traded in|handed|took over|correction|changed (?:my|his|her|their|our) mind|"
     r"decided (?:not to|against)|got a raise|ended)\b",
     re.IGNORECASE,
@@ -93,7 +96,7 @@ _CURRENT_EN = re.compile(
     re.IGNORECASE,
 )
 _ADDITIVE_EN = re.compile(
-    r"\b(also|too|as well|another|additionally|besides|either|plus|second|other)\b",
+    r"\b(also|too|as well|another|additionally|besides|either|plus|other)\b",
     re.IGNORECASE,
 )
 _NEGATION_EN = re.compile(
@@ -131,8 +134,14 @@ _ANTONYMS_EN = {
     "denied": "approved",
     "unemployed": "employed",
 }
-_ANTONYMS_ZH = {"关闭": "开启", "关了": "开启", "停业": "营业", "未付款": "付款"}
-_ANTONYM_ZH = re.compile("|".join(sorted({*_ANTONYMS_ZH, *_ANTONYMS_ZH.values()}, key=len)[::-1]))
+_ANTONYMS_ZH = {"关闭": "开启", "关了": "开启", "关着": "开启", "停业": "营业", "未付款": "付款"}
+# Other words of the positive side, read as it ("开着" is "开启").
+_POSITIVE_ZH = {"开着": "开启", "打开": "开启", "开了": "开启"}
+_ANTONYM_ZH = re.compile(
+    "|".join(sorted({*_ANTONYMS_ZH, *_ANTONYMS_ZH.values(), *_POSITIVE_ZH}, key=len)[::-1])
+)
+# A negation closed by 了 says that something stopped ("不去了": no longer going).
+_STOPPED_ZH = re.compile(r"[不没][^，。！？,.!?]*了[。！？!?.]*$")
 
 _MONTHS = """january february march april may june july august september october november
     december jan feb mar apr jun jul aug sep sept oct nov dec""".split()  # noqa: SIM905
@@ -193,7 +202,9 @@ _ZH_PREDICATE = re.compile(r"是|为|叫|在|住|有|定于|将于")
 _ZH_SPEAKER = re.compile(r"^(?:我们|我家|我的|我)")
 _ZH_PRONOUN = re.compile(r"^(?:他们|她们|他的|她的|他|她|它)")
 _REASON_LEAD = re.compile(
-    r"^(?:after|because(?: of)?|since|due to|following|owing to|thanks to)\b[^,]*,\s*",
+    r"^(?:after|because(?: of)?|since|due to|following|owing to|thanks to)\b[^,]*,\s*"
+    r"|^(?:after|following|because of|due to)\s+(?:the\s+|a\s+|an\s+|my\s+|our\s+)?\w+"
+    r"(?:\s+\w+)?\s+(?=(?:the|my|our|his|her|their|we|i|they|it)\b)",
     re.IGNORECASE,
 )
 _REASON_TAIL = re.compile(
@@ -350,6 +361,8 @@ def _read_english(text: str, names: list[str]) -> Claim:
             word = _ANTONYMS_EN[word]
         if in_subject and position > 0 and _verbish(word, tokens[position - 1]):
             in_subject = False
+        elif position == 0 and not lead and (word in _CLASS_OF or _verbish(word, "")):
+            subject, in_subject = None, False  # "Reach me at ...": no subject named
         if word in _PAST_IRREGULAR or (
             word.endswith("ed") and word not in _STATE_PARTICIPLES and word not in _CLASS_OF
         ):
@@ -429,7 +442,9 @@ def _read_chinese(text: str) -> Claim:
     for match in _ANTONYM_ZH.finditer(said):
         if match.group(0) in _ANTONYMS_ZH:
             negated = not negated
-    body = _ANTONYM_ZH.sub(lambda m: _ANTONYMS_ZH.get(m.group(0), m.group(0)), said)
+    body = _ANTONYM_ZH.sub(
+        lambda m: _ANTONYMS_ZH.get(m.group(0)) or _POSITIVE_ZH.get(m.group(0), m.group(0)), said
+    )
     body, (final, change, current, additive) = _cue_spans(
         body, (_FINAL_ZH, _CHANGE_ZH, _CURRENT_ZH, _ADDITIVE_ZH)
     )
@@ -441,7 +456,8 @@ def _read_chinese(text: str) -> Claim:
     event = bool(_EVENT_ZH.search(said))
     body = _ZH_NUMBER.sub("#", body)
     body = _ASCII_RUN.sub("#", body)
-    body = _NEGATION_ZH.sub(" ", _NOT_NEGATION_ZH.sub(" ", body))
+    body = _NEGATION_ZH.sub("", _NOT_NEGATION_ZH.sub(" ", body))
+    final = final or bool(_STOPPED_ZH.search(said))
     subject: frozenset[str] | None = None
     speaker = _ZH_SPEAKER.match(body.strip())
     if speaker:

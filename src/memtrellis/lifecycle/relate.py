@@ -152,6 +152,8 @@ def _same_subject(a: Claim, b: Claim) -> bool:
         return known.subject <= vague.values | vague.frame or bool(_matched(a.frame, b.frame))
     if a.subject <= b.subject or b.subject <= a.subject:
         return True
+    if (a.final or a.change or a.current) and a.subject & b.subject - {"@speaker"}:
+        return True  # "Beta opening delayed" / "The app's beta opens on 1 August"
     # "I changed my email" / "My email is ...": the speaker's own thing; "The airline
     # delayed our flight" / "Our flight leaves on Friday": a final cue acting on it.
     return (("@speaker" in a.subject or a.final) and b.subject <= a.frame) or (
@@ -240,7 +242,8 @@ def _change(a: Claim, b: Claim) -> Relation | None:
     # A word replaced in the frame: "junior" / "senior", "engaged" / "married".
     reworded = bool(_plain(a.frame) - _plain(b.frame)) and bool(_plain(b.frame) - _plain(a.frame))
     flipped = a.negated != b.negated
-    same_frame = a.frame == b.frame
+    # Empty frames ("I have a Galaxy S21" / "I'm going to Rome") say nothing of a slot.
+    same_frame = a.frame == b.frame and bool(a.frame)
     if a.final and (old_in_new >= 0.5 or new_in_old >= 0.67 or attribute):
         return Relation(RelationKind.CONTRADICTS, "final cue: the old value no longer holds")
     if a.additive:
@@ -249,9 +252,10 @@ def _change(a: Claim, b: Claim) -> Relation | None:
     if cue and a.topic is not None and a.topic == b.topic and (swapped or flipped or reworded):
         return Relation(RelationKind.CONTRADICTS, f"change cue about {a.topic}")
     overlap = max(old_in_new, new_in_old)
+    bare = not a.frame and not b.frame  # "I have X" / "I switched to Y": subject and value
     if (
         (a.change or a.current)
-        and (overlap >= 0.5 or attribute)
+        and (overlap >= 0.5 or attribute or bare)
         and (swapped or flipped or (reworded and (attribute or overlap >= 0.5)))
     ):
         return Relation(RelationKind.CONTRADICTS, "change cue with a new value")
