@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 from memtrellis.store.graph import normalize_subject
 
-__all__ = ["SINGLE_VALUED", "Claim", "read_claim"]
+__all__ = ["SINGLE_VALUED", "VALUE_CLASSES", "Claim", "read_claim"]
 
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 
@@ -55,25 +55,34 @@ _CLASSES = {
     "set planned",
     "contact": "phone email number mobile contact line reach reachable dial",
     "decision": "decided decide decision chose choose chosen picked plan plans planned",
+    "status": "open opened closed pending approved rejected merged shipped delivered resolved "
+    "completed finished paid unpaid active inactive frozen unfrozen enabled disabled engaged "
+    "married divorced separated widowed",
     "age": "age old born birthday",
 }
 _ZH_CLASSES = {
     "residence": "住 搬 家在 迁 老家",
-    "work": "工作 上班 就职 任职 跳槽 辞职 离职 入职 老师 工程师 经理",
+    "work": "工作 上班 就职 任职 跳槽 辞职 离职 入职 转行 老师 工程师 经理 会计 销售",
+    "status": "冻结 解冻 开启 关闭 付款 发货 通过 批准",
     "preference": "喜欢 爱 讨厌 最爱",
     "schedule": "截止 会议 开会 日期 时间 定在 安排",
     "contact": "手机 电话 号码 邮箱 微信",
     "age": "岁 生日",
 }
 #: Attribute classes a subject has one value of at a time: a new value replaces the old.
-SINGLE_VALUED = frozenset({"residence", "work", "relationship", "schedule", "contact", "age"})
+SINGLE_VALUED = frozenset(
+    {"residence", "work", "relationship", "schedule", "contact", "age", "status"}
+)
+#: Classes whose words are the values themselves ("open" / "merged", "engaged" / "married").
+VALUE_CLASSES = frozenset({"status"})
 _CLASS_OF: dict[str, set[str]] = {}
 for _name, _words in _CLASSES.items():
     for _word in _words.split():
         _CLASS_OF.setdefault(_word, set()).add(_name)
 
 _FINAL_EN = re.compile(
-    r"\b(postponed?|delayed|pushed (?:\w+ ){0,4}(?:back|out)|slipped|rescheduled|extended|"
+    r"\b(postponed?|delayed|pushed (?:\w+ ){0,4}(?:back|out|to)|slipped|rescheduled|extended|"
+    r"gave (?:\w+ ){0,2}until|(?:is|are|was|were|went|got|came) (?:down|up) to|"
     r"cancell?ed|"
     r"called off|scrapped|abandoned|dropped|gave up|give up|quit|stopped|no longer|no more|"
     r"not any ?more|any ?more|backed out|pulled out|withdrew|reversed|overturned|sold|"
@@ -105,11 +114,12 @@ _NEGATION_EN = re.compile(
 _FINAL_ZH = re.compile(
     r"延期|推迟|延后|延迟|顺延|推后|延长|取消|放弃|不再|戒掉|戒了|戒|辞职|离职|辞去|停止|"
     r"撤销|叫停|涨|降价|降到|降低|降为|下降|上涨|上调|下调|提高|提升|增加|减少|削减|减为|"
-    r"减到|缩减|翻倍|减半|扩建|升职|升为|晋升|卖掉|改期|更正|决定不|不打算"
+    r"减到|缩减|翻倍|减半|扩建|升职|升为|晋升|卖掉|改期|更正|决定不|不打算|转行|解冻"
 )
 _CHANGE_ZH = re.compile(
     r"改为|改成|改到|改在|改用|调整为|调整到|调整|更改为|更改|更换|变更为|变更|变为|变成|"
-    r"换成|换了|换到|搬到|搬去|搬来|搬家|搬|迁到|迁至|迁往|迁|跳槽|入职|加入|转到|转为|新|改"
+    r"换成|换了|换到|搬到|搬去|搬来|搬家|搬|迁到|迁至|迁往|迁|跳槽|入职|加入|转到|转为|改"
+    r"|(?<=[的了个位部份换])新|^新"
 )
 _CURRENT_ZH = re.compile(r"现在|如今|目前|现已|从今以后|今后")
 _ADDITIVE_ZH = re.compile(r"也|还有|另外|另一|又|同时|还(?![没未在是])")
@@ -215,7 +225,9 @@ _DISCOURSE = re.compile(
     r"^(?:correction|update|note|fyi|btw|actually|heads up|ok|okay|so|well|oh)\b[:,!.]?\s*",
     re.IGNORECASE,
 )
-_ZH_REASON = re.compile(r"^(?:因为|由于|因)[^，,。]*[，,]|[，,](?:因为|由于)[^。]*$")
+_ZH_REASON = re.compile(
+    r"^(?:因为|由于|因)[^，,。]*[，,]|[，,](?:因为|由于)[^。]*$|(?:因为|由于)[^，,。改推延调]{1,6}(?=[改推延调])"
+)
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ import unicodedata
 from dataclasses import dataclass
 from enum import Enum
 
-from memtrellis.lifecycle.claims import SINGLE_VALUED, Claim, read_claim
+from memtrellis.lifecycle.claims import SINGLE_VALUED, VALUE_CLASSES, Claim, read_claim
 from memtrellis.lifecycle.config import LifecycleConfig
 from memtrellis.store.graph import normalize_subject
 from memtrellis.store.keyword import tokenize
@@ -263,6 +263,12 @@ def _change(a: Claim, b: Claim) -> Relation | None:
         values = sorted(a.values ^ b.values)[:4]
         return Relation(RelationKind.CONTRADICTS, f"changed value {values}", sure=True)
     shared = a.classes & b.classes & SINGLE_VALUED
+    states = shared & VALUE_CLASSES  # classes whose words are the values ("open", "merged")
+    if states and not (a.event and b.event) and a.core(states) == b.core(states):
+        new_words, old_words = a.frame - a.core(states), b.frame - b.core(states)
+        if _plain(new_words) and _plain(old_words) and _plain(new_words) != _plain(old_words):
+            # "The pull request is open" / "... was merged": a one-value attribute reworded.
+            return Relation(RelationKind.CONTRADICTS, f"new {sorted(states)[0]}")
     if shared and swapped and a.core(shared) == b.core(shared) and not (a.event and b.event):
         # "moved to Berlin" / "lives in Quito": one single-valued attribute, a new value.
         return Relation(RelationKind.CONTRADICTS, f"new {sorted(shared)[0]}: {sorted(a.values)}")
