@@ -43,9 +43,9 @@ from typing import Any
 import numpy as np
 
 from memtrellis.lifecycle.entities import heuristic_entities, resolve_entities
+from memtrellis.lifecycle.plan import Candidate
 from memtrellis.lifecycle.relate import Relation, relate
 from memtrellis.lifecycle.relation_judge import LLMRelationJudge
-from memtrellis.lifecycle.plan import Candidate
 from memtrellis.store.graph import normalize_subject
 from memtrellis.testing import ScriptedLLM
 from memtrellis.types import MemoryItem, MemoryType, Scope
@@ -168,8 +168,10 @@ def markdown(results: dict[str, dict[str, Any]]) -> str:
         ]
         lines.append(f"| {part} ({figures['pairs']}) | {system} | " + " | ".join(cells) + " |")
     lines.append("")
-    lines.append("| part | system | supersessions caught | extends/unrelated superseded | "
-                 "any non-change superseded | judge asked |")
+    lines.append(
+        "| part | system | supersessions caught | extends/unrelated superseded | "
+        "any non-change superseded | judge asked |"
+    )
     lines.append("|---|---|---|---|---|---|")
     for name, figures in results.items():
         part, system = name.split(":")
@@ -219,8 +221,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             if args.errors and system == "rules":
                 for error in figures["errors"]:
-                    print(f"    {error['id']}: {error['label']} -> {error['got']}"
-                          f" ({error['reason']}): {error['old']} | {error['new']}")
+                    print(
+                        f"    {error['id']}: {error['label']} -> {error['got']}"
+                        f" ({error['reason']}): {error['old']} | {error['new']}"
+                    )
     if args.markdown:
         print("\n" + markdown(results))
     if args.json:
