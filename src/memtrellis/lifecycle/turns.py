@@ -54,6 +54,11 @@ def _sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE.split(text) if re.search(r"\w", s)]
 
 
+def _claims(text: str) -> list[str]:
+    """The sentences of a turn that state something (a question claims nothing)."""
+    return [s for s in _sentences(text) if not s.endswith(("?", "？"))]
+
+
 def _speaker(item: MemoryItem) -> tuple[str | None, str | None]:
     source = item.sources[0] if item.sources else None
     return (source.role, source.speaker) if source else (None, None)
@@ -86,11 +91,13 @@ def comparable(item: MemoryItem) -> bool:
         ...     return MemoryItem(text=text, sources=[source], scope=Scope(entity_id="u"))
         >>> comparable(said("I moved to Porto!")), comparable(said("Haha, that's great."))
         (True, False)
+        >>> comparable(said("Do you still live in Lisbon?"))
+        False
     """
     if _speaker(item)[0] != "user" or len(item.text) > _MAX_CHARS:
         return False
-    sentences = _sentences(item.text)
-    if not sentences or len(sentences) > _MAX_SENTENCES:
+    sentences = _claims(item.text)
+    if not sentences or len(_sentences(item.text)) > _MAX_SENTENCES:
         return False
     for sentence in sentences:
         claim = read_claim(sentence, _names_in(item, sentence))
@@ -133,7 +140,7 @@ def relate_turns(
     if not old_sentences or len(old_sentences) > _MAX_SENTENCES or len(old.text) > _MAX_CHARS:
         return None
     best: Relation | None = None
-    for said in _sentences(new.text):
+    for said in _claims(new.text):
         first = new.model_copy(update={"text": said, "entities": _names_in(new, said)})
         for earlier in old_sentences:
             second = old.model_copy(update={"text": earlier, "entities": _names_in(old, earlier)})
