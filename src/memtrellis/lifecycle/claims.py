@@ -373,7 +373,7 @@ def _read_english(text: str, names: list[str]) -> Claim:
             word = _ANTONYMS_EN[word]
         if in_subject and position > 0 and _verbish(word, tokens[position - 1]):
             in_subject = False
-        elif position == 0 and not lead and (word in _CLASS_OF or _verbish(word, "")):
+        elif position == 0 and not lead and (word in _IMPERATIVES or word in _VERB_CLASS_WORDS):
             subject, in_subject = None, False  # "Reach me at ...": no subject named
         if word in _PAST_IRREGULAR or (
             word.endswith("ed") and word not in _STATE_PARTICIPLES and word not in _CLASS_OF
@@ -423,6 +423,10 @@ _VERB_CLASS_WORDS = frozenset(
     hates dislike dislikes enjoy enjoys decided decide chose choose picked plan plans planned
     hired""".split()  # noqa: SIM905 - reads as text
 )
+
+
+# Verbs a text may open with, naming no subject ("Reach me at ...", "Contact Ines at ...").
+_IMPERATIVES = frozenset("reach contact call text email message ping find".split())  # noqa: SIM905
 
 
 def _stem_key(word: str) -> str:
