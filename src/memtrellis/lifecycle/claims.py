@@ -43,9 +43,9 @@ _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 # Words that name one attribute in several ways ("lives in" / "moved to"); a shared class
 # lets two wordings of one attribute meet.
 _CLASSES = {
-    "residence": "live lives living lived move moved moving relocate relocated based home "
-    "reside resides stay stays address flat apartment house",
-    "work": "work works worked working job jobs employed unemployed employer hired hire "
+    "residence": "live lives living lived moved relocate relocated based home reside resides "
+    "address flat apartment house",
+    "work": "job jobs employed unemployed employer hired hire "
     "position role occupation career shift joined intern engineer manager nurse teacher "
     "doctor developer designer analyst barista chef cook driver lawyer accountant consultant",
     "relationship": "married engaged dating divorced partner wife husband boyfriend girlfriend",
@@ -80,24 +80,45 @@ for _name, _words in _CLASSES.items():
     for _word in _words.split():
         _CLASS_OF.setdefault(_word, set()).add(_name)
 
+# Words that own what a verb acts on ("cut the budget", "raised its prices").
+_OWN = r"(?:to|by|the|a|an|my|his|her|their|our|its|your)"
 _FINAL_EN = re.compile(
-    r"\b(postponed?|delayed|pushed (?:\w+ ){0,4}(?:back|out|to)|slipped|rescheduled|extended|"
+    r"\b(postponed?|delayed|pushed (?:\w+ ){0,4}?(?:back|out|to)|slipped|rescheduled|"
+    r"(?:been|was|were|got) extended|extended (?:to|until|till|by)|"
     r"gave (?:\w+ ){0,2}until|(?:is|are|was|were|went|got|came) (?:down|up) to|"
-    r"cancell?ed|"
-    r"called off|scrapped|abandoned|dropped|gave up|give up|quit|stopped|no longer|no more|"
-    r"not any ?more|any ?more|backed out|pulled out|withdrew|reversed|overturned|sold|"
-    r"closed down|shut down|discontinued|raised|increased|decreased|reduced|cut|lowered|"
-    r"doubled|tripled|halved|went (?:up|down)|rose|fell|upgraded|downgraded|promoted|"
-    r"demoted|fired|laid off|resigned|divorced|broke up|renamed|replaced|swapped|"
-    r"left (?:my|his|her|their|our|the) (?:job|company|firm|team|position|role)|"
-    r"traded in|handed|took over|correction|changed (?:my|his|her|their|our) mind|"
-    r"decided (?:not to|against)|got a raise|ended)\b",
+    r"cancell?ed|called off|scrapped|abandoned|gave up|give up|quit|stopped(?! by)|"
+    r"no longer|no more|not any ?more|any ?more|backed out|pulled out|withdrew|reversed|"
+    r"overturned|sold|closed down|shut down|discontinued|increased|decreased|reduced|lowered|"
+    r"doubled|tripled|halved|went (?:up|down)|upgraded|downgraded|promoted|demoted|laid off|"
+    r"resigned|divorced|broke up|renamed|replaced|swapped|traded in|took over|"
+    rf"(?:dropped|raised|cut|slashed|fell|rose) {_OWN}|(?:been|was|were|got) (?:cut|dropped|"
+    r"raised|slashed)|fired(?! up)|handed (?:over|off|(?:\w+ ){1,4}?to)|(?:has|have|had) ended|"
+    r"left (?:my|his|her|their|our|the) (?:job|company|firm|team|position|role)|correction|"
+    r"changed (?:my|his|her|their|our) minds?|decided (?:not to|against)|got a raise)\b",
     re.IGNORECASE,
 )
 _CHANGE_EN = re.compile(
-    r"\b(moved|moving|relocated|changed|switched|instead|new|started|joined|took a job|"
-    r"got a job|got hired|hired by|became|turned|transferred|updated?)\b",
+    r"\b((?:moved|moving) (?:\w+ ){0,3}?(?:to|into|back|out|in|house|away|abroad)|relocated|"
+    r"changed|switched|"
+    r"instead|took a job|got a job|got hired|"
+    r"hired by|transferred|updated?|started (?:a new job|working (?:at|for|as)|as an?)|"
+    # "new" of a thing one has one of ("my new number"), not "new things", "a new group"
+    r"new (?=(?:\w+ )?(?:job|number|phone|mobile|email|address|home|flat|apartment|house|"
+    r"manager|boss|role|position|deadline|date|time|price|name|car|school|office|partner|"
+    r"doctor|lead|landline|account)\b))",
     re.IGNORECASE,
+)
+_EMPLOYED = re.compile(r"\bwork(?:s|ed|ing)? (?:at|for|as)\b")
+# Change verbs that need their object: a name ("joined PwC"), an occupation, an age.
+_CHANGE_OBJECT_EN = re.compile(
+    r"\b(?:joined|became|now works for)\s+(?:an? |the )?zzname"
+    r"|\bbecame an? (?:[\w-]+ )?(?:" + _CLASSES["work"].replace(" ", "|") + r")\b|\bturned \d+"
+)
+# What before a cue makes it no change yet: an intention, a wish, a negation ("not to give
+# up", "plans to cut", "thinking about quitting", "will cut").
+_NOT_YET = re.compile(
+    r"\b(?:to|not|never|n't|don't|won't|about|considering|might|may|could|would|should|will|"
+    r"if)\s+$"
 )
 _CURRENT_EN = re.compile(
     r"\b(now|these days|nowadays|currently|at present|from now on|going forward|as of|"
@@ -165,7 +186,10 @@ _VALUE_WORDS = frozenset([*_MONTHS, *_DAYS, *_NUMBER_WORDS])
 _NUMBER = re.compile(
     r"[$€£¥]?\d+(?:[.,:/-]\d+)*(?:st|nd|rd|th|k|m|%|am|pm)?|\S+@\S+\.\w+", re.IGNORECASE
 )
-_ZH_NUMBER = re.compile(r"[$€£¥]?\d+(?:[.,:/-]\d+)*%?|[零〇一二两三四五六七八九十百千万亿半]+")
+_ZH_NUMBER = re.compile(
+    r"[$€£¥]?\d+(?:[.,:/-]\d+)*%?|[零〇一二两三四五六七八九十百千万亿半]+"
+    r"|大后天|后天|明天|今天|昨天|前天|今晚|明晚|昨晚|本周|下周|上周|下个月|上个月|明年|去年|今年"
+)
 _ASCII_RUN = re.compile(r"[A-Za-z][A-Za-z0-9_.@+-]*")
 _WORD = re.compile(r"[a-z0-9$€£¥][\w'’.,@$%/:-]*[\w%]|[a-z0-9]", re.IGNORECASE)
 
@@ -299,13 +323,16 @@ def _stem(word: str) -> str:
 
 
 def _cue_spans(
-    text: str, patterns: Iterable[re.Pattern[str]], mark: str = ""
+    text: str, patterns: Iterable[re.Pattern[str]], mark: str = "", *, guard: bool = False
 ) -> tuple[str, list[bool]]:
-    """``text`` with the cues blanked out (``mark`` in their place), and which matched."""
+    """``text`` with the cues blanked out (``mark`` in their place), and which matched;
+    with ``guard``, a cue after an intention or a negation ("not to give up") is none."""
     found: list[bool] = []
     for pattern in patterns:
         matched = False
         for match in pattern.finditer(text):
+            if guard and _NOT_YET.search(text[max(0, match.start() - 16) : match.start()]):
+                continue
             matched = True
             span = match.end() - match.start()
             blank = f" {mark} ".center(span) if mark and span >= len(mark) + 2 else " " * span
@@ -335,12 +362,15 @@ def _read_english(text: str, names: list[str]) -> Claim:
     said = _REASON_TAIL.sub("", _REASON_LEAD.sub("", said))
     lowered = said.casefold().replace("\u2019", "'")
     blanked, (final, change, current, additive) = _cue_spans(
-        lowered, (_FINAL_EN, _CHANGE_EN, _CURRENT_EN, _ADDITIVE_EN), _CUE
+        lowered, (_FINAL_EN, _CHANGE_EN, _CURRENT_EN, _ADDITIVE_EN), _CUE, guard=True
     )
     negated = bool(_NEGATION_EN.search(lowered))
     classes: set[str] = set()
     for word in _WORD.findall(lowered):
         classes |= _CLASS_OF.get(_stem_key(word), set())
+    employed = bool(_EMPLOYED.search(lowered))  # "works at", "worked for": a job
+    if employed:
+        classes.add("work")
     # Names become placeholders, the longest first ("St Mary's" is one value).
     values: set[str] = set()
     lead: str | None = None
@@ -354,6 +384,7 @@ def _read_english(text: str, names: list[str]) -> Claim:
         else:
             values.add(name)
         blanked = blanked[:at] + " " + _NAME + " " + blanked[at + len(name) :]
+    change = change or bool(_CHANGE_OBJECT_EN.search(blanked))
     tokens = [t.strip("'").rstrip(".") for t in _WORD.findall(blanked)]
     subject: set[str] | None = {lead} if lead else set()
     frame: set[str] = set()
@@ -397,6 +428,9 @@ def _read_english(text: str, names: list[str]) -> Claim:
             subject.add(stem)
         frame.add(stem)
         frame.update("@" + c for c in _CLASS_OF.get(_stem_key(word), ()))
+        if employed and stem == "work":
+            frame.add("@work")
+            classed.add((stem, "work"))
         classed.update((stem, c) for c in _CLASS_OF.get(_stem_key(word), ()))
     return Claim(
         chinese=False,

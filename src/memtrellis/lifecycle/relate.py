@@ -233,8 +233,26 @@ def relate(
     return Relation(RelationKind.SUPPORTS, "same subject and attribute")
 
 
+#: Content units besides its subject beyond which a statement holds several claims: its
+#: cues are not read (English words; Chinese character pairs).
+MAX_CLAIM_UNITS = 6
+MAX_CLAIM_UNITS_ZH = 12
+
+
 def _change(a: Claim, b: Claim) -> Relation | None:
     """A supersession or contradiction of claim ``b`` (old) by ``a`` (new), or ``None``."""
+    most = MAX_CLAIM_UNITS_ZH if a.chinese else MAX_CLAIM_UNITS
+    if (
+        max(
+            len(_plain(a.frame) - (a.subject or set())), len(_plain(b.frame) - (b.subject or set()))
+        )
+        > most
+    ):
+        # Several claims in one: only the same words with a value replaced say which.
+        if a.frame == b.frame and a.values != b.values and a.negated == b.negated:
+            values = sorted(a.values ^ b.values)[:4]
+            return Relation(RelationKind.CONTRADICTS, f"changed value {values}", sure=True)
+        return None
     old_in_new = _matched(b.frame, a.frame) / len(b.frame) if b.frame else 0.0
     new_in_old = _matched(a.frame, b.frame) / len(a.frame) if a.frame else 0.0
     attribute = bool(a.classes & b.classes & SINGLE_VALUED)
@@ -253,12 +271,13 @@ def _change(a: Claim, b: Claim) -> Relation | None:
         return Relation(RelationKind.CONTRADICTS, f"change cue about {a.topic}")
     overlap = max(old_in_new, new_in_old)
     bare = not a.frame and not b.frame  # "I have X" / "I switched to Y": subject and value
-    if (
-        (a.change or a.current)
-        and (overlap >= 0.5 or attribute or bare)
-        and (swapped or flipped or (reworded and (attribute or overlap >= 0.5)))
-    ):
+    near = overlap >= 0.5 or attribute or bare
+    if (a.change or a.current) and near and (swapped or flipped):
         return Relation(RelationKind.CONTRADICTS, "change cue with a new value")
+    # Another word in place of one: a change cue says it replaced it; "now" only says what
+    # holds now, so only of a one-value attribute ("Kai is dating Robin now").
+    if reworded and ((a.change and (attribute or overlap >= 0.5)) or (a.current and attribute)):
+        return Relation(RelationKind.CONTRADICTS, "change cue with a new word")
     if same_frame and swapped and not (a.event and b.event):
         values = sorted(a.values ^ b.values)[:4]
         return Relation(RelationKind.CONTRADICTS, f"changed value {values}", sure=True)
