@@ -299,7 +299,7 @@ class Claim:
 
         Examples:
             >>> sorted(read_claim("My work email is a@b.example").core(frozenset({"contact"})))
-            ['@work', 'work']
+            ['work']
         """
         drop = {stem for stem, name in self.classed if name in classes}
         return frozenset(
