@@ -13,6 +13,10 @@ one slot changing its value:
 * the same frame with another value ("The budget is $50,000" / "The budget is $80,000")
   or the other polarity ("The shop accepts cash" / "The shop doesn't accept cash").
 
+A statement of more than `MAX_CLAIM_UNITS` content words besides its subject holds
+several claims: only the same words with a value replaced supersede it. Cues after an
+intention or a negation ("not to give up", "plans to cut") are none.
+
 A negation about mostly the same words, without those, only **contradicts**
 (``supersedes=False``: both stay current, a ``contradicts`` edge flags them). An additive
 cue ("too", "also", ``也``), a past event ("visited Rome in 2019") or another subject
