@@ -29,6 +29,7 @@ Examples:
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections.abc import Iterable
@@ -349,6 +350,12 @@ def read_claim(text: str, entities: Iterable[str] = ()) -> Claim:
         >>> sorted(c.subject or ()), sorted(c.values), c.change, sorted(c.classes)
         (['@speaker'], ['porto'], True, ['residence'])
     """
+    return _read(text, tuple(entities))
+
+
+@functools.lru_cache(maxsize=8192)
+def _read(text: str, entities: tuple[str, ...]) -> Claim:
+    # Cached: a plan reads each stored candidate again for every new memory it compares.
     cjk = len(_CJK.findall(text))
     if cjk and cjk >= len(re.findall(r"[A-Za-z]", text)) / 3:
         return _read_chinese(text)
