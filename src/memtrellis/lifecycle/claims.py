@@ -294,6 +294,7 @@ class Claim:
     event: bool
     topic: str | None = None
     classed: frozenset[tuple[str, str]] = frozenset()
+    cue: str = ""
 
     def core(self, classes: frozenset[str]) -> frozenset[str]:
         """The frame without ``classes``' words and class units: the rest of the slot.
@@ -372,6 +373,15 @@ def _read_english(text: str, names: list[str]) -> Claim:
         lowered, (_FINAL_EN, _CHANGE_EN, _CURRENT_EN, _ADDITIVE_EN), _CUE, guard=True
     )
     negated = bool(_NEGATION_EN.search(lowered))
+    said_cue = next(
+        (
+            m.group(0)
+            for p in (_FINAL_EN, _CHANGE_EN, _CURRENT_EN)
+            for m in [p.search(lowered)]
+            if m
+        ),
+        "",
+    )
     classes: set[str] = set()
     for word in _WORD.findall(lowered):
         classes |= _CLASS_OF.get(_stem_key(word), set())
@@ -404,7 +414,11 @@ def _read_english(text: str, names: list[str]) -> Claim:
         if word.startswith(_NAME):
             continue
         if _NUMBER.fullmatch(word) or word in _VALUE_WORDS:
-            values.add(word.replace(",", "").lstrip("$\u20ac\u00a3\u00a5"))
+            value = word.replace(",", "").lstrip("$\u20ac\u00a3\u00a5")
+            if in_subject and subject is not None and position + 1 < len(tokens):
+                subject.add(value)  # "Release 4.2 ships", "a first note": which one
+            else:
+                values.add(value)
             continue
         if word in _ANTONYMS_EN:
             negated = not negated
@@ -452,6 +466,7 @@ def _read_english(text: str, names: list[str]) -> Claim:
         additive=additive,
         event=event,
         classed=frozenset(classed),
+        cue=said_cue,
     )
 
 

@@ -212,8 +212,11 @@ def relate(
         close = similarity >= config.duplicate_similarity
         if close and agree and not new_entities ^ old_entities:
             return Relation(RelationKind.DUPLICATE, f"similarity {similarity:.2f}")
+        verdict = _change_in_sentences(new, old)
+        if verdict is not None:
+            return verdict
         return Relation(RelationKind.UNRELATED, "no shared subject", sure=a.chinese == b.chinese)
-    verdict = _change(a, b)
+    verdict = _change(a, b) or _change_in_sentences(new, old)
     if verdict is not None:
         return verdict
     # The same claim: duplicates and support.
@@ -243,6 +246,40 @@ MAX_CLAIM_UNITS = 6
 MAX_CLAIM_UNITS_ZH = 12
 
 
+# Sentence ends: ASCII ones before a space (not "7.5" or "9:30"), CJK ones anywhere.
+_SENTENCE = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；])\s*")
+# A short label before a colon ("Big news:", "Task 1:", "更新："): not part of the claim.
+_LABEL = re.compile(r"^[^:：.!?]{1,20}[:：]\s*(?=\w)")
+
+
+def _sentences(item: MemoryItem) -> list[tuple[str, list[str]]]:
+    """The sentences of a text with the entity names each holds."""
+    out = []
+    for sentence in _SENTENCE.split(item.text):
+        said = _LABEL.sub("", sentence.strip())
+        if re.search(r"\w", said):
+            folded = said.casefold()
+            out.append((said, [e for e in item.entities if e.casefold() in folded]))
+    return out
+
+
+def _change_in_sentences(new: MemoryItem, old: MemoryItem) -> Relation | None:
+    """A change between two sentences of texts that hold several ("Hi! I'm Ines. I live in
+    Lisbon." / "Big news: I moved to Porto!"): the one that supersedes, else ``None``."""
+    new_sentences, old_sentences = _sentences(new), _sentences(old)
+    if len(new_sentences) == 1 and len(old_sentences) == 1:
+        return None
+    for said, names in new_sentences:
+        a = read_claim(said, names)
+        for earlier, old_names in old_sentences:
+            b = read_claim(earlier, old_names)
+            if a.chinese == b.chinese and _same_subject(a, b):
+                verdict = _change(a, b)
+                if verdict is not None and verdict.supersedes:
+                    return Relation(verdict.kind, f"{verdict.reason} (in {earlier[:40]!r})")
+    return None
+
+
 def _change(a: Claim, b: Claim) -> Relation | None:
     """A supersession or contradiction of claim ``b`` (old) by ``a`` (new), or ``None``."""
     most = MAX_CLAIM_UNITS_ZH if a.chinese else MAX_CLAIM_UNITS
@@ -267,7 +304,9 @@ def _change(a: Claim, b: Claim) -> Relation | None:
     # Empty frames ("I have a Galaxy S21" / "I'm going to Rome") say nothing of a slot.
     same_frame = a.frame == b.frame and bool(a.frame)
     if a.final and (old_in_new >= 0.5 or new_in_old >= 0.67 or attribute):
-        return Relation(RelationKind.CONTRADICTS, "final cue: the old value no longer holds")
+        return Relation(
+            RelationKind.CONTRADICTS, f"final cue {a.cue!r}: the old value no longer holds"
+        )
     if a.additive:
         return None
     cue = a.change or a.current or a.final
@@ -277,11 +316,11 @@ def _change(a: Claim, b: Claim) -> Relation | None:
     bare = not a.frame and not b.frame  # "I have X" / "I switched to Y": subject and value
     near = overlap >= 0.5 or attribute or bare
     if (a.change or a.current) and near and (swapped or flipped):
-        return Relation(RelationKind.CONTRADICTS, "change cue with a new value")
+        return Relation(RelationKind.CONTRADICTS, f"change cue {a.cue!r} with a new value")
     # Another word in place of one: a change cue says it replaced it; "now" only says what
     # holds now, so only of a one-value attribute ("Kai is dating Robin now").
     if reworded and ((a.change and (attribute or overlap >= 0.5)) or (a.current and attribute)):
-        return Relation(RelationKind.CONTRADICTS, "change cue with a new word")
+        return Relation(RelationKind.CONTRADICTS, f"change cue {a.cue!r} with a new word")
     if same_frame and swapped and not (a.event and b.event):
         values = sorted(a.values ^ b.values)[:4]
         return Relation(RelationKind.CONTRADICTS, f"changed value {values}", sure=True)
