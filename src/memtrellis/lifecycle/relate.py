@@ -105,6 +105,10 @@ class Relation:
 
 
 _WORDS = re.compile(r"\w+")
+# Words two texts of one claim may differ by ("Zoe is a vegetarian" / "Zoe is vegetarian").
+_FUNCTION_WORDS = frozenset(
+    "a an the is are am was were be of to in on at by for my our i m s".split()
+)
 _NUMBER = re.compile(r"\d+(?:[.,:/-]\d+)*")
 
 # Characters that are neither word characters, whitespace nor ASCII: where symbols
@@ -220,8 +224,10 @@ def relate(
     if verdict is not None:
         return verdict
     # The same claim: duplicates and support.
+    dropped = set(new_said) ^ set(old_said)  # words the claims leave out ("a", "b")
     if same_values and a.frame == b.frame and same_marks and not a.additive:
-        return Relation(RelationKind.DUPLICATE, "same claim")
+        if not dropped - _FUNCTION_WORDS:
+            return Relation(RelationKind.DUPLICATE, "same claim")
     if similarity >= config.duplicate_similarity and not gained and agree:
         return Relation(RelationKind.DUPLICATE, f"similarity {similarity:.2f}")
     if similarity >= config.support_similarity and agree:
@@ -249,7 +255,7 @@ MAX_CLAIM_UNITS_ZH = 12
 # Sentence ends: ASCII ones before a space (not "7.5" or "9:30"), CJK ones anywhere.
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；])\s*")
 # A short label before a colon ("Big news:", "Task 1:", "更新："): not part of the claim.
-_LABEL = re.compile(r"^[^:：.!?]{1,20}[:：]\s*(?=\w)")
+_LABEL = re.compile(r"^[^:：.!?\d]{1,20}[:：]\s*(?=\w)")  # no digits: "Task 1:" names one
 
 
 def _sentences(item: MemoryItem) -> list[tuple[str, list[str]]]:
