@@ -107,7 +107,29 @@ class Relation:
 _WORDS = re.compile(r"\w+")
 # Words two texts of one claim may differ by ("Zoe is a vegetarian" / "Zoe is vegetarian").
 _FUNCTION_WORDS = frozenset(
-    "a an the is are am was were be of to in on at by for my our i m s".split()
+    [
+        "a",
+        "an",
+        "the",
+        "is",
+        "are",
+        "am",
+        "was",
+        "were",
+        "be",
+        "of",
+        "to",
+        "in",
+        "on",
+        "at",
+        "by",
+        "for",
+        "my",
+        "our",
+        "i",
+        "m",
+        "s",
+    ]
 )
 _NUMBER = re.compile(r"\d+(?:[.,:/-]\d+)*")
 
