@@ -107,29 +107,7 @@ class Relation:
 _WORDS = re.compile(r"\w+")
 # Words two texts of one claim may differ by ("Zoe is a vegetarian" / "Zoe is vegetarian").
 _FUNCTION_WORDS = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "is",
-        "are",
-        "am",
-        "was",
-        "were",
-        "be",
-        "of",
-        "to",
-        "in",
-        "on",
-        "at",
-        "by",
-        "for",
-        "my",
-        "our",
-        "i",
-        "m",
-        "s",
-    ]
+    "a an the is are am was were be of to in on at by for my our i m s".split()  # noqa: SIM905
 )
 _NUMBER = re.compile(r"\d+(?:[.,:/-]\d+)*")
 
@@ -247,9 +225,9 @@ def relate(
         return verdict
     # The same claim: duplicates and support.
     dropped = set(new_said) ^ set(old_said)  # words the claims leave out ("a", "b")
-    if same_values and a.frame == b.frame and same_marks and not a.additive:
-        if not dropped - _FUNCTION_WORDS:
-            return Relation(RelationKind.DUPLICATE, "same claim")
+    same = same_values and a.frame == b.frame and same_marks and not a.additive
+    if same and not dropped - _FUNCTION_WORDS:
+        return Relation(RelationKind.DUPLICATE, "same claim")
     if similarity >= config.duplicate_similarity and not gained and agree:
         return Relation(RelationKind.DUPLICATE, f"similarity {similarity:.2f}")
     if similarity >= config.support_similarity and agree:
