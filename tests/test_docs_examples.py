@@ -33,6 +33,9 @@ def test_lifecycle_walkthrough(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     assert printed[4] == "['I live in Lyon.']"
     assert printed[5] == "['I live in Lyon.', 'I moved to Porto last week!']"
     assert printed[6].startswith("created") and printed[7].startswith("superseded {'by': ")
+    # How the rules decide; a chat turn superseded by a later one, kept as said.
+    assert printed[8:11] == ["supersedes", "supersedes", "unrelated"]
+    assert printed[11:14] == ["['I moved to Porto!']", "[('superseded', True)]", "None"]
 
 
 def test_getting_started(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -6,12 +6,17 @@ the confidence of its source; then compare it with the closest existing memories
 same scope (dense neighbours, memories sharing an entity, and the earlier new ones):
 
 * a duplicate is not stored: its sources join the existing memory;
-* a contradiction supersedes the older of the two: ``valid_until`` becomes the newer
-  one's start, ``superseded_by`` is set, and ``contradicts`` and ``supersedes`` edges are
-  added (nothing is deleted: the older memory stays as history);
+* a contradiction that is a change (``Relation.supersedes``) supersedes the older of the
+  two: ``valid_until`` becomes the newer one's start, ``superseded_by`` is set, and
+  ``contradicts`` and ``supersedes`` edges are added (nothing is deleted: the older memory
+  stays as history); one that is not (both cannot hold, nothing says which holds now)
+  only adds a ``contradicts`` edge;
 * support and extension add ``supports`` / ``extends`` edges.
 
-Conversation records (``episode``) only get entities: what was said stays as it was said.
+Conversation records (``episode``) get entities, and a turn of the user that reads as a
+claim is compared with the closest earlier turns of the same speaker
+(`memtrellis.lifecycle.turns`): ``contradicts`` / ``supersedes`` edges say which holds
+now, while what was said stays as it was said.
 The planner reads the store but writes nothing; [`Store.apply`][memtrellis.store.Store.apply]
 commits the plan.
 """
@@ -35,6 +40,7 @@ from memtrellis.lifecycle.confidence import source_prior
 from memtrellis.lifecycle.config import RECORD_KINDS, LifecycleConfig
 from memtrellis.lifecycle.entities import heuristic_entities, resolve_entities
 from memtrellis.lifecycle.relate import Relation, RelationKind, relate
+from memtrellis.lifecycle.turns import TURN_CANDIDATES, comparable, relate_turns, same_speaker
 from memtrellis.store import Change, Expect, Store, normalize_subject
 from memtrellis.store.storage import merged_count
 from memtrellis.store.store import PLAN_ATTEMPTS
@@ -218,7 +224,7 @@ class _Planner:
     def add(self, item: MemoryItem, embedding: Sequence[float], now: datetime) -> None:
         self.prepare(item, now)
         if item.memory_type in RECORD_KINDS:
-            self.accept(item, embedding)
+            self.accept(item, embedding, self.compare_turn(item, embedding))
             return
         found = self.candidates(item, embedding)
         relations = self.relations(item, found)
@@ -232,7 +238,10 @@ class _Planner:
         for candidate, relation in pairs:
             old = candidate.item
             if relation.kind is RelationKind.CONTRADICTS:
-                self.supersede(item, old, relation)
+                if relation.supersedes:
+                    self.supersede(item, old, relation)
+                else:  # both may be what holds now: flagged, neither hidden
+                    self.plan.edges.append((item.id, old.id, EdgeKind.CONTRADICTS))
                 related.append((relation.kind.value, old.id))
             elif relation.kind is RelationKind.SUPPORTS:
                 self.plan.edges.append((item.id, old.id, EdgeKind.SUPPORTS))
@@ -242,6 +251,44 @@ class _Planner:
                 self.plan.edges.append((item.id, old.id, EdgeKind.EXTENDS))
                 related.append((relation.kind.value, old.id))
         self.accept(item, embedding, tuple(related))
+
+    def compare_turn(
+        self, item: MemoryItem, embedding: Sequence[float]
+    ) -> tuple[tuple[str, str], ...]:
+        """Edges from a new conversation turn to the earlier turns it makes out of date
+        (`memtrellis.lifecycle.turns`); the turns themselves stay as they were said."""
+        if not comparable(item):
+            return ()
+        entity_id = item.scope.entity_id
+        found = dict(
+            self.store.vectors.query(
+                entity_id, embedding, TURN_CANDIDATES, process_id=item.scope.process_id
+            )
+        )
+        found.update(self.near.nearest(entity_id, embedding, TURN_CANDIDATES))
+        related: list[tuple[str, str]] = []
+        for memory_id, similarity in sorted(found.items(), key=lambda kv: (-kv[1], kv[0])):
+            old = self.current(memory_id, entity_id)
+            if (
+                old is None
+                or old.id == item.id
+                or old.memory_type not in RECORD_KINDS
+                or old.scope.process_id != item.scope.process_id
+                or not same_speaker(item, old)
+            ):
+                continue
+            verdict = relate_turns(item, old, similarity, self.config)
+            if verdict is None:
+                continue
+            relation, whole = verdict
+            self.plan.edges.append((item.id, old.id, EdgeKind.CONTRADICTS))
+            if relation.supersedes and whole:
+                newer, older = item, old
+                if (item.valid_from or item.created_at) < (old.valid_from or old.created_at):
+                    newer, older = old, item  # the new turn was said earlier (a backfill)
+                self.plan.edges.append((newer.id, older.id, EdgeKind.SUPERSEDES))
+            related.append((relation.kind.value, old.id))
+        return tuple(related)
 
     def accept(
         self,

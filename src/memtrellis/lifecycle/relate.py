@@ -1,19 +1,38 @@
 """How a new memory relates to an existing one of the same scope, by rules.
 
-The rules look for the same subject (a shared entity, the same ``key``, or both about the
-speaker) and the same attribute (the same ``key``, or wording close enough), then for a
-changed value: a negation on one side only, different numbers or dates, a different
-named value (``Lyon`` / ``Porto``), or a change cue in the new one ("no longer", "moved
-to", "instead of", ...). With an LLM configured, the relation judge
-(`memtrellis.lifecycle.relation_judge`) can overrule them for the closest candidates.
+Both texts are read as claims (`memtrellis.lifecycle.claims`): subject, frame (which
+attribute), values, polarity and cues. The new memory **supersedes** the old one
+(``CONTRADICTS`` with ``supersedes=True``: the older becomes history) only on evidence of
+one slot changing its value:
+
+* a final cue ("postponed", "cancelled", "cut", "no longer", ``延期``, ``取消``) about the
+  same thing;
+* a change or current cue ("moved to", "switched to", "now", ``改为``, ``搬到``,
+  ``换了``, ``现在``) about the same thing or the same single-valued attribute (where
+  one lives, works, one's phone), with a value or word replaced;
+* the same frame with another value ("The budget is $50,000" / "The budget is $80,000")
+  or the other polarity ("The shop accepts cash" / "The shop doesn't accept cash").
+
+A statement of more than `MAX_CLAIM_UNITS` content words besides its subject holds
+several claims: only the same words with a value replaced supersede it. Cues after an
+intention or a negation ("not to give up", "plans to cut") are none.
+
+A negation about mostly the same words, without those, only **contradicts**
+(``supersedes=False``: both stay current, a ``contradicts`` edge flags them). An additive
+cue ("too", "also", ``也``), a past event ("visited Rome in 2019") or another subject
+("My daughter is 7" / "My son is 4") never supersede: a wrong supersession hides a true
+fact. With an LLM configured, the relation judge
+(`memtrellis.lifecycle.relation_judge`) can overrule the rules for the closest
+candidates.
 
 Examples:
     >>> from memtrellis.types import MemoryItem, Scope
     >>> s = Scope(entity_id="u")
     >>> old = MemoryItem(text="Alice lives in Lyon", entities=["Alice", "Lyon"], scope=s)
     >>> new = MemoryItem(text="Alice moved to Porto", entities=["Alice", "Porto"], scope=s)
-    >>> relate(new, old, similarity=0.62).kind.value
-    'contradicts'
+    >>> relation = relate(new, old, similarity=0.62)
+    >>> relation.kind.value, relation.supersedes
+    ('contradicts', True)
 """
 
 from __future__ import annotations
@@ -23,6 +42,7 @@ import unicodedata
 from dataclasses import dataclass
 from enum import Enum
 
+from memtrellis.lifecycle.claims import SINGLE_VALUED, VALUE_CLASSES, Claim, read_claim
 from memtrellis.lifecycle.config import LifecycleConfig
 from memtrellis.store.graph import normalize_subject
 from memtrellis.store.keyword import tokenize
@@ -50,75 +70,46 @@ class RelationKind(str, Enum):
 class Relation:
     """The relation of a new memory to an existing one, and why (for logs and history).
 
+    Attributes:
+        kind: The relation.
+        reason: Why, in a few words.
+        supersedes: For ``CONTRADICTS``: the new memory replaces the old one (a change);
+            ``False`` when both cannot hold but nothing says which holds now: both stay
+            current, linked by a ``contradicts`` edge.
+        sure: The rules see no room for doubt (the same words, another subject, one
+            value replaced in the same words); a judge matters where this is ``False``.
+
     Examples:
         >>> Relation(RelationKind.SUPPORTS, "same claim, other words").kind.value
         'supports'
+        >>> Relation(RelationKind.CONTRADICTS, "vegan / eats fish", supersedes=False).supersedes
+        False
     """
 
     kind: RelationKind
     reason: str
+    supersedes: bool = True
+    sure: bool = False
+
+    @property
+    def label(self) -> str:
+        """``supersedes`` for a superseding contradiction, else the kind's value.
+
+        Examples:
+            >>> Relation(RelationKind.CONTRADICTS, "moved").label
+            'supersedes'
+        """
+        if self.kind is RelationKind.CONTRADICTS and self.supersedes:
+            return "supersedes"
+        return self.kind.value
 
 
-_NEGATION = re.compile(
-    r"\b(not|no|never|none|nobody|nothing|neither|nor|without|cannot|can't|won't|don't|"
-    r"doesn't|didn't|isn't|aren't|wasn't|weren't|hasn't|haven't|hadn't|shouldn't)\b"
-    r"|n't\b|不|没|沒|别|無|无",
-    re.IGNORECASE,
-)
-_CHANGE_CUES = re.compile(
-    r"\b(no longer|not any ?more|any ?more|moved to|relocated to|instead of|switched to|"
-    r"changed to|change[sd]? (?:it|the \w+) to|now (?:lives?|works?|is|prefers?|likes?|uses?|"
-    r"has|wants?)|used to|rescheduled|postponed|pushed (?:back|to)|moved (?:up|back)|"
-    r"new (?:deadline|date|address|job|number)|from now on|starting (?:today|now)|"
-    r"replaced (?:by|with)|is now|are now)\b|不再|改为|改成|搬到|现在",
-    re.IGNORECASE,
+_WORDS = re.compile(r"\w+")
+# Words two texts of one claim may differ by ("Zoe is a vegetarian" / "Zoe is vegetarian").
+_FUNCTION_WORDS = frozenset(
+    "a an the is are am was were be of to in on at by for my our i m s".split()  # noqa: SIM905
 )
 _NUMBER = re.compile(r"\d+(?:[.,:/-]\d+)*")
-_MONTHS = (
-    "january|february|march|april|may|june|july|august|september|october|november|december|"
-    "jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec"
-)
-_MONTH = re.compile(rf"\b({_MONTHS})\b", re.IGNORECASE)
-_WEEKDAY = re.compile(
-    r"\b(monday|tuesday|wednesday|thursday|friday|saturday|sunday|tomorrow|today|tonight)\b",
-    re.IGNORECASE,
-)
-_WORDS = re.compile(r"\w+")
-# Words that name the same attribute in other ways ("lives in" / "moved to").
-_ATTRIBUTES = {
-    "residence": "live lives living lived moved move moving relocated relocate based home "
-    "address reside resides stays staying 住 住在 搬",
-    "work": "works worked job jobs employed employer hired position role quit "
-    "occupation career 工作 上班",
-    "relationship": "married engaged dating divorced partner wife husband boyfriend girlfriend",
-    "preference": "like likes liked love loves loved prefer prefers preferred favourite "
-    "favorite hate hates dislike dislikes enjoy enjoys 喜欢 爱 讨厌",
-    "schedule": "due deadline scheduled schedule meeting appointment rescheduled postponed "
-    "moved delayed 截止 会议",
-    "diet": "vegan vegetarian eat eats eating allergic allergy diet 吃 过敏",
-    "contact": "phone email number address contact 电话 邮箱",
-    "study": "studies study studying student school university college major degree 学习 大学",
-    "age": "age old born birthday 岁 生日",
-}
-# Attributes a subject has one value of at a time; a new value replaces the old.
-_SINGLE_VALUED = frozenset({"residence", "work", "relationship", "schedule", "contact", "age"})
-_ATTRIBUTE_OF: dict[str, set[str]] = {}
-for _name, _words in _ATTRIBUTES.items():
-    for _word in _words.split():
-        _ATTRIBUTE_OF.setdefault(_word, set()).add(_name)
-# Chinese has no spaces between words: those are looked for as substrings.
-_UNSPACED = [(w, names) for w, names in _ATTRIBUTE_OF.items() if not w.isascii()]
-# A single-valued attribute word, then maybe a preposition and an article: what follows
-# is the attribute's value ("lives in", "works at the", "married to").
-_VALUE_LEAD = (
-    r"\b(?:"
-    + "|".join(
-        re.escape(w) for w, names in _ATTRIBUTE_OF.items() if w.isascii() and names & _SINGLE_VALUED
-    )
-    + r")\s+(?:(?:in|to|at|for|with|from|as|on|by)\s+)?(?:the\s+|a\s+|an\s+)?"
-)
-_FIRST_PERSON = re.compile(r"\b(i|i'm|i've|my|me|mine)\b", re.IGNORECASE)
-
 
 # Characters that are neither word characters, whitespace nor ASCII: where symbols
 # (emoji, currency and other signs) are looked for; ASCII punctuation never counts.
@@ -142,52 +133,44 @@ def _marks(text: str, words: list[str]) -> str:
     return "".join(c for c in visible if unicodedata.category(c) not in _INVISIBLE_CATEGORIES)
 
 
-def _values(text: str) -> set[str]:
-    found = {n.replace(",", ".") for n in _NUMBER.findall(text)}
-    found |= {m.casefold()[:3] for m in _MONTH.findall(text)}
-    found |= {d.casefold() for d in _WEEKDAY.findall(text)}
-    return found
-
-
 def _entities(item: MemoryItem) -> set[str]:
     return {normalize_subject(e) for e in item.entities}
 
 
-def _content(item: MemoryItem, drop: set[str]) -> set[str]:
-    words = set(tokenize(item.text)) - drop
-    return {w for w in words if not _NUMBER.fullmatch(w) and not _NEGATION.fullmatch(w)}
+def _matched(units: frozenset[str], other: frozenset[str]) -> int:
+    """How many of ``units`` the other frame holds (a lone CJK character: inside a unit)."""
+    count = 0
+    for unit in units:
+        if unit in other or (
+            len(unit) == 1 and not unit.isascii() and any(unit in o for o in other)
+        ):
+            count += 1
+    return count
 
 
-def _lead(item: MemoryItem) -> str | None:
-    """The entity named first in the text (else the first listed), normalised."""
-    if not item.entities:
-        return None
-    text = item.text.casefold()
-    found = [(text.find(e.casefold()), n) for n, e in enumerate(item.entities)]
-    placed = [(at, n) for at, n in found if at >= 0]
-    first = min(placed)[1] if placed else 0
-    return normalize_subject(item.entities[first])
-
-
-def _valued(text: str, entity: str) -> bool:
-    """Whether ``entity`` stands as the value of a single-valued attribute word."""
-    return re.search(_VALUE_LEAD + re.escape(entity), text, re.IGNORECASE) is not None
-
-
-def _attributes(text: str) -> set[str]:
-    found: set[str] = set()
-    for word in set(_WORDS.findall(text.casefold())):
-        found |= _ATTRIBUTE_OF.get(word, set())
-    for key, names in _UNSPACED:
-        if key in text:
-            found |= names
-    return found
-
-
-def _about_speaker(item: MemoryItem) -> bool:
-    return bool(_FIRST_PERSON.search(item.text)) or item.text.casefold().startswith(
-        ("user ", "the user ")
+def _same_subject(a: Claim, b: Claim) -> bool:
+    """Whether new claim ``a`` and old ``b`` speak of one subject (unknown: by frames)."""
+    if a.subject is None and b.subject is None:
+        return bool(_matched(a.frame, b.frame))
+    if a.subject is None or b.subject is None:
+        # A pronoun ("You can reach Jonas ...", "They raised the price"): the other's
+        # subject named among its words, or a shared frame.
+        known, vague = (a, b) if a.subject is not None else (b, a)
+        assert known.subject is not None
+        return known.subject <= vague.values | vague.frame or bool(_matched(a.frame, b.frame))
+    if a.subject <= b.subject or b.subject <= a.subject:
+        return True
+    if (a.final or a.change or a.current) and a.subject & b.subject - {"@speaker"}:
+        return True  # "Beta opening delayed" / "The app's beta opens on 1 August"
+    # "I changed my email" / "My email is ...": the speaker's own thing; "The airline
+    # delayed our flight" / "Our flight leaves on Friday": a final cue acting on it.
+    return (("@speaker" in a.subject or a.final) and b.subject <= a.frame) or (
+        "@speaker" in b.subject and a.subject <= b.frame
     )
+
+
+def _plain(units: frozenset[str]) -> frozenset[str]:
+    return frozenset(u for u in units if not u.startswith("@"))
 
 
 def relate(
@@ -212,80 +195,153 @@ def relate(
         if not new_said and not old_said:
             # Symbol-only texts (":)", ":(", emoji): the same memory only when identical;
             # embedders place them close together, and they have no words to compare.
-            return Relation(RelationKind.UNRELATED, "other symbols")
+            return Relation(RelationKind.UNRELATED, "other symbols", sure=True)
     elif new_said == old_said:
-        return Relation(RelationKind.DUPLICATE, "same words")
+        return Relation(RelationKind.DUPLICATE, "same words", sure=True)
     # Texts whose symbols differ ("I feel 😀" / "I feel 😢") are never duplicates.
     same_marks = new_marks == old_marks
     new_entities, old_entities = _entities(new), _entities(old)
-    shared = new_entities & old_entities
+    gained = new_entities - old_entities
     same_key = new.key is not None and new.key == old.key
-    all_entities = {w for e in new_entities | old_entities for w in tokenize(e)}
-    new_words, old_words = _content(new, all_entities), _content(old, all_entities)
-    overlap = len(new_words & old_words) / max(1, len(new_words | old_words))
-    # The subject is the entity named first ("Ana lives in Lyon": Ana); a shared entity
-    # in another place ("Bruno lives in Lyon") is a shared value, not the same subject.
-    lead_new, lead_old = _lead(new), _lead(old)
-    subject = (
-        (lead_new is not None and lead_new == lead_old)
-        or same_key
-        or (_about_speaker(new) and _about_speaker(old))
-        or (not new_entities and not old_entities and overlap >= 0.25)
-    )
-    if not subject:
-        if (
-            similarity >= config.duplicate_similarity
-            and not new_entities ^ old_entities
-            and same_marks
-        ):
-            return Relation(RelationKind.DUPLICATE, f"similarity {similarity:.2f}")
-        return Relation(RelationKind.UNRELATED, "no shared subject")
-    # Conflicts need evidence that both speak of the same attribute: the same key, mostly
-    # the same words, or words of one single-valued attribute ("lives in" / "moved to";
-    # not "likes", as one likes many things). Closeness alone is not enough: facts about
-    # one person are all close to each other.
-    attribute = bool(_attributes(new.text) & _attributes(old.text) & _SINGLE_VALUED)
-    same_claim = same_key or overlap >= 0.5
-    new_values, old_values = _values(new.text), _values(old.text)
-    if same_claim and bool(_NEGATION.search(new.text)) != bool(_NEGATION.search(old.text)):
-        return Relation(RelationKind.CONTRADICTS, "negated on one side")
-    if same_claim and new_values and old_values and new_values != old_values:
-        values = sorted(new_values ^ old_values)[:4]
-        return Relation(RelationKind.CONTRADICTS, f"changed value {values}")
-    gained, lost = new_entities - old_entities, old_entities - new_entities
-    cue = _CHANGE_CUES.search(new.text)
-    # A cue with nothing changed ("lives in Lyon", then "moved to Lyon") is not a conflict.
-    changed = bool(gained or lost or new_values != old_values)
-    if cue and (same_claim or attribute) and changed:
-        return Relation(RelationKind.CONTRADICTS, f"change cue {cue.group(0)!r}")
-    # Another named value ("works at Acme" / "works at IBM") when the rest is the same
-    # claim, or when both names stand right after words of one single-valued attribute
-    # ("lives in Lyon" / "moved to Porto"); attribute words met in passing ("plays
-    # Overcooked with her partner") are not enough.
-    swapped = (
-        gained
-        and lost
-        and (
-            same_claim
-            or (
-                attribute
-                and any(
-                    _valued(new.text, e) for e in new.entities if normalize_subject(e) in gained
-                )
-                and any(_valued(old.text, e) for e in old.entities if normalize_subject(e) in lost)
-            )
-        )
-    )
-    if swapped:
-        return Relation(RelationKind.CONTRADICTS, f"{sorted(lost)[0]} -> {sorted(gained)[0]}")
     if same_key and new.text != old.text and similarity < config.duplicate_similarity:
-        return Relation(RelationKind.CONTRADICTS, f"new value for key {new.key!r}")
-    if similarity >= config.duplicate_similarity and not gained and same_marks:
+        return Relation(RelationKind.CONTRADICTS, f"new value for key {new.key!r}", sure=True)
+    a, b = read_claim(new.text, new.entities), read_claim(old.text, old.entities)
+    near = _matched(a.frame, b.frame)
+    closeness = min(near / max(1, len(a.frame)), _matched(b.frame, a.frame) / max(1, len(b.frame)))
+    # Closeness alone never makes a duplicate (a merge drops the new text): an embedder
+    # blind to a script puts all its texts together. The claims must agree too.
+    same_values = a.values == b.values and a.negated == b.negated
+    agree = same_values and same_marks and closeness >= 0.5 and not a.additive
+    if not same_key and (a.chinese != b.chinese or not _same_subject(a, b)):
+        close = similarity >= config.duplicate_similarity
+        if close and agree and not new_entities ^ old_entities:
+            return Relation(RelationKind.DUPLICATE, f"similarity {similarity:.2f}")
+        verdict = _change_in_sentences(new, old)
+        if verdict is not None:
+            return verdict
+        return Relation(RelationKind.UNRELATED, "no shared subject", sure=a.chinese == b.chinese)
+    verdict = _change(a, b) or _change_in_sentences(new, old)
+    if verdict is not None:
+        return verdict
+    # The same claim: duplicates and support.
+    dropped = set(new_said) ^ set(old_said)  # words the claims leave out ("a", "b")
+    same = same_values and a.frame == b.frame and same_marks and not a.additive
+    if same and not dropped - _FUNCTION_WORDS:
+        return Relation(RelationKind.DUPLICATE, "same claim")
+    if similarity >= config.duplicate_similarity and not gained and agree:
         return Relation(RelationKind.DUPLICATE, f"similarity {similarity:.2f}")
-    if similarity >= config.support_similarity:
+    if similarity >= config.support_similarity and agree:
         return Relation(RelationKind.SUPPORTS, f"similarity {similarity:.2f}")
-    if similarity < config.related_similarity and not (same_claim or attribute):
+    if same_values and closeness >= 0.6 and not a.additive:
+        return Relation(RelationKind.SUPPORTS, "same claim, other words")
+    attribute = bool(a.classes & b.classes & SINGLE_VALUED)
+    if similarity < config.related_similarity and not (near or attribute):
         return Relation(RelationKind.UNRELATED, "different attributes")
+    all_entities = {w for e in new_entities | old_entities for w in tokenize(e)}
+    new_words = set(tokenize(new.text)) - all_entities
+    old_words = set(tokenize(old.text)) - all_entities
+    shared = sorted(new_entities & old_entities) or ["it"]
     if new_words - old_words or gained:
-        return Relation(RelationKind.EXTENDS, "adds detail about " + (sorted(shared) or ["it"])[0])
+        return Relation(RelationKind.EXTENDS, "adds detail about " + shared[0])
     return Relation(RelationKind.SUPPORTS, "same subject and attribute")
+
+
+#: Content units besides its subject beyond which a statement holds several claims: its
+#: cues are not read (English words; Chinese character pairs).
+MAX_CLAIM_UNITS = 6
+MAX_CLAIM_UNITS_ZH = 12
+
+
+# Sentence ends: ASCII ones before a space (not "7.5" or "9:30"), CJK ones anywhere.
+_SENTENCE = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；])\s*")
+# A short label before a colon ("Big news:", "Task 1:", "更新："): not part of the claim.
+_LABEL = re.compile(r"^[^:：.!?\d]{1,20}[:：]\s*(?=\w)")  # no digits: "Task 1:" names one
+
+
+def _sentences(item: MemoryItem) -> list[tuple[str, list[str]]]:
+    """The sentences of a text with the entity names each holds."""
+    out = []
+    for sentence in _SENTENCE.split(item.text):
+        said = _LABEL.sub("", sentence.strip())
+        if re.search(r"\w", said):
+            folded = said.casefold()
+            out.append((said, [e for e in item.entities if e.casefold() in folded]))
+    return out
+
+
+def _change_in_sentences(new: MemoryItem, old: MemoryItem) -> Relation | None:
+    """A change between two sentences of texts that hold several ("Hi! I'm Ines. I live in
+    Lisbon." / "Big news: I moved to Porto!"): the one that supersedes, else ``None``."""
+    new_sentences, old_sentences = _sentences(new), _sentences(old)
+    if len(new_sentences) == 1 and len(old_sentences) == 1:
+        return None
+    for said, names in new_sentences:
+        a = read_claim(said, names)
+        for earlier, old_names in old_sentences:
+            b = read_claim(earlier, old_names)
+            if a.chinese == b.chinese and _same_subject(a, b):
+                verdict = _change(a, b)
+                if verdict is not None and verdict.supersedes:
+                    return Relation(verdict.kind, f"{verdict.reason} (in {earlier[:40]!r})")
+    return None
+
+
+def _change(a: Claim, b: Claim) -> Relation | None:
+    """A supersession or contradiction of claim ``b`` (old) by ``a`` (new), or ``None``."""
+    most = MAX_CLAIM_UNITS_ZH if a.chinese else MAX_CLAIM_UNITS
+    if (
+        max(
+            len(_plain(a.frame) - (a.subject or set())), len(_plain(b.frame) - (b.subject or set()))
+        )
+        > most
+    ):
+        # Several claims in one: only the same words with a value replaced say which.
+        if a.frame == b.frame and a.values != b.values and a.negated == b.negated:
+            values = sorted(a.values ^ b.values)[:4]
+            return Relation(RelationKind.CONTRADICTS, f"changed value {values}", sure=True)
+        return None
+    old_in_new = _matched(b.frame, a.frame) / len(b.frame) if b.frame else 0.0
+    new_in_old = _matched(a.frame, b.frame) / len(a.frame) if a.frame else 0.0
+    attribute = bool(a.classes & b.classes & SINGLE_VALUED)
+    swapped = bool(a.values - b.values) and bool(b.values - a.values)
+    # A word replaced in the frame: "junior" / "senior", "engaged" / "married".
+    reworded = bool(_plain(a.frame) - _plain(b.frame)) and bool(_plain(b.frame) - _plain(a.frame))
+    flipped = a.negated != b.negated
+    # Empty frames ("I have a Galaxy S21" / "I'm going to Rome") say nothing of a slot.
+    same_frame = a.frame == b.frame and bool(a.frame)
+    if a.final and (old_in_new >= 0.5 or new_in_old >= 0.67 or attribute):
+        return Relation(
+            RelationKind.CONTRADICTS, f"final cue {a.cue!r}: the old value no longer holds"
+        )
+    if a.additive:
+        return None
+    cue = a.change or a.current or a.final
+    if cue and a.topic is not None and a.topic == b.topic and (swapped or flipped or reworded):
+        return Relation(RelationKind.CONTRADICTS, f"change cue about {a.topic}")
+    overlap = max(old_in_new, new_in_old)
+    bare = not a.frame and not b.frame  # "I have X" / "I switched to Y": subject and value
+    near = overlap >= 0.5 or attribute or bare
+    if (a.change or a.current) and near and (swapped or flipped):
+        return Relation(RelationKind.CONTRADICTS, f"change cue {a.cue!r} with a new value")
+    # Another word in place of one: a change cue says it replaced it; "now" only says what
+    # holds now, so only of a one-value attribute ("Kai is dating Robin now").
+    if reworded and ((a.change and (attribute or overlap >= 0.5)) or (a.current and attribute)):
+        return Relation(RelationKind.CONTRADICTS, f"change cue {a.cue!r} with a new word")
+    if same_frame and swapped and not (a.event and b.event):
+        values = sorted(a.values ^ b.values)[:4]
+        return Relation(RelationKind.CONTRADICTS, f"changed value {values}", sure=True)
+    shared = a.classes & b.classes & SINGLE_VALUED
+    states = shared & VALUE_CLASSES  # classes whose words are the values ("open", "merged")
+    if states and not (a.event and b.event) and a.core(states) == b.core(states):
+        new_words, old_words = a.frame - a.core(states), b.frame - b.core(states)
+        if _plain(new_words) and _plain(old_words) and _plain(new_words) != _plain(old_words):
+            # "The pull request is open" / "... was merged": a one-value attribute reworded.
+            return Relation(RelationKind.CONTRADICTS, f"new {sorted(states)[0]}")
+    if shared and swapped and a.core(shared) == b.core(shared) and not (a.event and b.event):
+        # "moved to Berlin" / "lives in Quito": one single-valued attribute, a new value.
+        return Relation(RelationKind.CONTRADICTS, f"new {sorted(shared)[0]}: {sorted(a.values)}")
+    if flipped and same_frame and a.values == b.values:
+        return Relation(RelationKind.CONTRADICTS, "reversed: negated on one side", sure=True)
+    if flipped and min(old_in_new, new_in_old) >= 0.6:
+        return Relation(RelationKind.CONTRADICTS, "negated on one side", supersedes=False)
+    return None

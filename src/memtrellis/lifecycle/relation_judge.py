@@ -30,6 +30,7 @@ from memtrellis.extraction.jsonload import load_json
 from memtrellis.lifecycle.plan import Candidate
 from memtrellis.lifecycle.prompts import (
     LIST_KEYS,
+    NOT_REPLACING,
     RELATION_JUDGE_SCHEMA,
     RELATION_LABELS,
     build_relation_messages,
@@ -46,10 +47,16 @@ log = logging.getLogger("memtrellis.lifecycle")
 def parse_relations(text: str, count: int) -> list[Relation | None]:
     """One relation per candidate from a reply (``None`` where it gave none or garbage).
 
+    ``conflicts`` is a contradiction that does not supersede (``Relation.supersedes`` is
+    ``False``: both memories are kept, linked by a ``contradicts`` edge).
+
     Examples:
         >>> [r.kind.value if r else None for r in parse_relations(
         ...     '{"relations": [{"index": 1, "relation": "conflict"}]}', 2)]
         [None, 'contradicts']
+        >>> reply = '[{"relation": "conflicts"}, {"relation": "contradicts"}]'
+        >>> [r.label for r in parse_relations(reply, 2) if r]
+        ['contradicts', 'supersedes']
     """
     out: list[Relation | None] = [None] * count
 
@@ -67,7 +74,8 @@ def parse_relations(text: str, count: int) -> list[Relation | None]:
         kind = RELATION_LABELS.get(label)
         if isinstance(index, int) and 0 <= index < count and kind is not None:
             reason = str(entry.get("reason") or "")[:200]
-            out[index] = Relation(RelationKind(kind), f"judge: {reason}".strip())
+            replaces = label not in NOT_REPLACING
+            out[index] = Relation(RelationKind(kind), f"judge: {reason}".strip(), replaces)
     return out
 
 

@@ -28,8 +28,8 @@ EmbedFn = Callable[[list[str]], list[list[float]]]
 WAL = re.compile(r"^wal-(\d+)\.jsonl$")
 _BATCH = 256
 LOST_EDGES = (
-    "supports, contradicts, extends and follows edges not in the log "
-    "(they are kept only in graph.json)"
+    "supports, contradicts, extends and follows edges (and supersedes edges between "
+    "conversation turns) not in the log (they are kept only in graph.json)"
 )
 LOST_HISTORY = "history events written before the last snapshot (kept only in graph.json)"
 LOST_RECALLS = "recall counts since each memory last changed (kept only in graph.json)"

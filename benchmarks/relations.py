@@ -1,0 +1,237 @@
+"""Relation rules on the labelled statement pairs: per-label precision and recall.
+
+The pairs are ``tests/data/relation_pairs_tuning.json`` (written first, used while the
+rules were written) and ``tests/data/relation_pairs_heldout.json`` (written after the
+rules were frozen, never used to change them); see ``tests/data/README.md``. Each pair
+is an old and a new statement of one entity, labelled ``duplicate``, ``supersedes``,
+``contradicts``, ``extends`` or ``unrelated``.
+
+Each pair is read as the lifecycle reads two plain-text facts: entities found in the
+text (``heuristic_entities``) and resolved against the old one's (``resolve_entities``),
+the cosine similarity of the two texts from the embedder (``--embedder``: the packaged
+MiniLM by default, ``hashing`` for the tests' embedder), then ``relate(new, old,
+similarity)``. A rules verdict counts as its `Relation.label`: ``supersedes`` for a
+superseding contradiction, ``contradicts`` for one that keeps both, and ``supports``
+(the same claim in other words) counts as ``duplicate``.
+
+**Rules + judge**: the real relation judge (``LLMRelationJudge``, its prompt and its
+reply parser) over a scripted chat model that answers from the pair's label, asked
+only where the rules defer (their verdict is not ``sure``): it shows what an LLM judge
+that is always right adds to the rules, and where the rules alone decide. The judge's
+labels: ``contradicts`` (supersedes), ``conflicts`` (kept both), ``duplicate``,
+``extends``, ``unrelated``.
+
+Targets (issue 22): a superseding change is caught at least 90% of the time (recall of
+``supersedes``), and an ``extends`` or ``unrelated`` pair is wrongly superseded at most
+1% of the time.
+
+    python benchmarks/relations.py                      # MiniLM, both parts
+    python benchmarks/relations.py --embedder hashing --errors
+    python benchmarks/relations.py --json benchmarks/results/relations.json --markdown
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memtrellis.lifecycle.entities import heuristic_entities, resolve_entities
+from memtrellis.lifecycle.plan import Candidate
+from memtrellis.lifecycle.relate import Relation, relate
+from memtrellis.lifecycle.relation_judge import LLMRelationJudge
+from memtrellis.store.graph import normalize_subject
+from memtrellis.testing import ScriptedLLM
+from memtrellis.types import MemoryItem, MemoryType, Scope
+
+DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
+PARTS = ("tuning", "tuning2", "tuning3", "heldout")
+LABELS = ("duplicate", "supersedes", "contradicts", "extends", "unrelated")
+#: What the scripted judge answers for each label.
+JUDGE_ANSWER = {
+    "duplicate": "duplicate",
+    "supersedes": "contradicts",
+    "contradicts": "conflicts",
+    "extends": "extends",
+    "unrelated": "unrelated",
+}
+
+
+def load_pairs(part: str) -> list[dict[str, str]]:
+    """The pairs of one part (``tuning`` or ``heldout``)."""
+    data = json.loads((DATA / f"relation_pairs_{part}.json").read_text(encoding="utf-8"))
+    return list(data["pairs"])
+
+
+def items_of(pair: dict[str, str]) -> tuple[MemoryItem, MemoryItem]:
+    """The old and the new memory of a pair, with entities as the lifecycle finds them."""
+    scope = Scope(entity_id="pairs")
+    known: dict[str, str] = {}
+    out = []
+    for text in (pair["old"], pair["new"]):
+        names = resolve_entities(heuristic_entities(text, known), known)
+        for name in names:
+            known.setdefault(normalize_subject(name), name)
+        out.append(MemoryItem(text=text, entities=names, scope=scope, memory_type=MemoryType.FACT))
+    return out[0], out[1]
+
+
+def label_of(relation: Relation) -> str:
+    """A verdict as a label of the set (``supports`` counts as ``duplicate``)."""
+    return "duplicate" if relation.label == "supports" else relation.label
+
+
+def similarities(pairs: Sequence[dict[str, str]], embed: Callable[[list[str]], Any]) -> list[float]:
+    """Cosine similarity of each pair's two texts."""
+    texts = [t for p in pairs for t in (p["old"], p["new"])]
+    vectors = np.asarray(embed(texts), dtype=np.float64)
+    vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    return [float(vectors[2 * n] @ vectors[2 * n + 1]) for n in range(len(pairs))]
+
+
+def judged(pair: dict[str, str], new: MemoryItem, old: MemoryItem, similarity: float) -> Relation:
+    """The real relation judge's verdict, over a chat model answering from the label."""
+    answer = {"relations": [{"index": 0, "relation": JUDGE_ANSWER[pair["label"]]}]}
+    judge = LLMRelationJudge(ScriptedLLM([json.dumps(answer)]))
+    [verdict] = judge(new, [Candidate(old, similarity)])
+    assert verdict is not None
+    return verdict
+
+
+def evaluate(
+    pairs: Sequence[dict[str, str]], sims: Sequence[float], *, with_judge: bool = False
+) -> dict[str, Any]:
+    """Per-label precision and recall, the targets' figures, and the errors."""
+    confusion: Counter[tuple[str, str]] = Counter()
+    errors: list[dict[str, Any]] = []
+    asked = 0
+    for pair, similarity in zip(pairs, sims, strict=True):
+        old, new = items_of(pair)
+        relation = relate(new, old, similarity)
+        if with_judge and not relation.sure:
+            asked += 1
+            relation = judged(pair, new, old, similarity)
+        got = label_of(relation)
+        confusion[(pair["label"], got)] += 1
+        if got != pair["label"]:
+            errors.append({**pair, "got": got, "reason": relation.reason, "similarity": similarity})
+    per_label = {}
+    for label in LABELS:
+        hits = confusion[(label, label)]
+        predicted = sum(confusion[(g, label)] for g in LABELS)
+        gold = sum(confusion[(label, g)] for g in LABELS)
+        per_label[label] = {
+            "n": gold,
+            "predicted": predicted,
+            "precision": hits / predicted if predicted else None,
+            "recall": hits / gold if gold else None,
+        }
+    safe = sum(per_label[label]["n"] for label in ("extends", "unrelated"))
+    wrong = sum(confusion[(label, "supersedes")] for label in ("extends", "unrelated"))
+    not_changes = len(pairs) - per_label["supersedes"]["n"]
+    wrong_any = sum(confusion[(label, "supersedes")] for label in LABELS if label != "supersedes")
+    return {
+        "pairs": len(pairs),
+        "per_label": per_label,
+        "supersedes_caught": per_label["supersedes"]["recall"],
+        "compatible_superseded": wrong / safe if safe else 0.0,
+        "compatible_superseded_count": [wrong, safe],
+        "any_wrongly_superseded_count": [wrong_any, not_changes],
+        "judge_asked": asked,
+        "accuracy": sum(confusion[(label, label)] for label in LABELS) / max(1, len(pairs)),
+        "errors": errors,
+    }
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.0f}"
+
+
+def markdown(results: dict[str, dict[str, Any]]) -> str:
+    """The per-label table of every part and system, as Markdown."""
+    lines = [
+        "| part | system | " + " | ".join(f"{label} P / R" for label in LABELS) + " |",
+        "|---|---|" + "---|" * len(LABELS),
+    ]
+    for name, figures in results.items():
+        part, system = name.split(":")
+        cells = [
+            f"{_pct(figures['per_label'][label]['precision'])} / "
+            f"{_pct(figures['per_label'][label]['recall'])}"
+            for label in LABELS
+        ]
+        lines.append(f"| {part} ({figures['pairs']}) | {system} | " + " | ".join(cells) + " |")
+    lines.append("")
+    lines.append(
+        "| part | system | supersessions caught | extends/unrelated superseded | "
+        "any non-change superseded | judge asked |"
+    )
+    lines.append("|---|---|---|---|---|---|")
+    for name, figures in results.items():
+        part, system = name.split(":")
+        wrong, safe = figures["compatible_superseded_count"]
+        anyw, total = figures["any_wrongly_superseded_count"]
+        lines.append(
+            f"| {part} | {system} | {_pct(figures['supersedes_caught'])}% | "
+            f"{wrong} of {safe} | {anyw} of {total} | {figures['judge_asked']} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--embedder", choices=("minilm", "hashing"), default="minilm")
+    parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS))
+    parser.add_argument("--errors", action="store_true", help="print every wrong verdict")
+    parser.add_argument("--markdown", action="store_true", help="print the Markdown tables")
+    parser.add_argument("--json", type=Path, help="write the figures here")
+    args = parser.parse_args(argv)
+    if args.embedder == "hashing":
+        from memtrellis.testing import HashingEmbedder
+
+        embed: Callable[[list[str]], Any] = HashingEmbedder().embed_documents
+    else:
+        from memtrellis.embeddings.minilm import default_embedder
+
+        embed = default_embedder().embed_documents
+    results: dict[str, dict[str, Any]] = {}
+    for part in args.parts:
+        pairs = load_pairs(part)
+        sims = similarities(pairs, embed)
+        for system, with_judge in (("rules", False), ("rules + judge", True)):
+            figures = evaluate(pairs, sims, with_judge=with_judge)
+            results[f"{part}:{system}"] = figures
+            print(f"\n{part} ({len(pairs)} pairs), {system}, embedder {args.embedder}")
+            for label, row in figures["per_label"].items():
+                print(
+                    f"  {label:12} n={row['n']:4}  precision {_pct(row['precision']):>3}%"
+                    f"  recall {_pct(row['recall']):>3}%"
+                )
+            wrong, safe = figures["compatible_superseded_count"]
+            print(
+                f"  supersessions caught {_pct(figures['supersedes_caught'])}% (target >= 90);"
+                f" extends/unrelated superseded {wrong} of {safe} (target <= 1%);"
+                f" judge asked {figures['judge_asked']}"
+            )
+            if args.errors and system == "rules":
+                for error in figures["errors"]:
+                    print(
+                        f"    {error['id']}: {error['label']} -> {error['got']}"
+                        f" ({error['reason']}): {error['old']} | {error['new']}"
+                    )
+    if args.markdown:
+        print("\n" + markdown(results))
+    if args.json:
+        slim = {k: {f: v for f, v in r.items() if f != "errors"} for k, r in results.items()}
+        args.json.write_text(json.dumps({"embedder": args.embedder, **slim}, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,59 @@
+"""A user's state changes across chat turns captured by ChatMemoryWrapper (fast mode, no
+LLM): the later turn holds, the earlier one is superseded in the graph and left out of
+the context the model is given, and both stay stored as they were said."""
+
+from __future__ import annotations
+
+from langchain_core.messages import HumanMessage
+from memtrellis import EdgeKind, Memory, MemoryType
+from memtrellis.context import OPEN_TAG
+from memtrellis.testing import store_of
+
+from fakes import FakeChat
+from langchain_memtrellis import ChatMemoryWrapper
+
+
+def stored(memory: Memory) -> list[tuple[str, str, str, MemoryType]]:
+    assert memory.flush(30)
+    return [
+        (i.scope.entity_id, i.sources[0].role or "", i.text, i.memory_type)
+        for i in memory.list(limit=100)
+    ]
+
+
+def test_a_move_across_turns_leaves_the_new_city_current(memory: Memory) -> None:
+    inner = FakeChat(messages=iter(["Noted.", "Congratulations on the move!", "In Porto."]))
+    chat = ChatMemoryWrapper(inner, memory=memory)
+
+    chat.invoke([HumanMessage("I live in Lisbon.")])
+    chat.invoke([HumanMessage("I moved to Porto!")])
+
+    assert stored(memory) == [
+        ("alice", "user", "I live in Lisbon.", MemoryType.EPISODE),
+        ("alice", "assistant", "Noted.", MemoryType.EPISODE),
+        ("alice", "user", "I moved to Porto!", MemoryType.EPISODE),
+        ("alice", "assistant", "Congratulations on the move!", MemoryType.EPISODE),
+    ]
+    by_text = {i.text: i for i in memory.list(limit=100)}
+    lisbon, porto = by_text["I live in Lisbon."], by_text["I moved to Porto!"]
+    graph = store_of(memory).graph_of("alice")
+    assert graph.edges_of(porto.id, EdgeKind.SUPERSEDES)[0] == [lisbon.id]
+    assert graph.edges_of(porto.id, EdgeKind.CONTRADICTS)[0] == [lisbon.id]
+    for answer in ("Noted.", "Congratulations on the move!"):  # assistant turns: no claims
+        assert graph.edges_of(by_text[answer].id, EdgeKind.SUPERSEDES) == ([], [])
+    assert all(i.superseded_by is None for i in memory.list(limit=100))  # as said
+
+    chat.invoke([HumanMessage("Where do I live now?")])
+
+    context = inner.sent()[0].content
+    assert context.startswith(OPEN_TAG)
+    assert "I moved to Porto!" in context
+    assert "I live in Lisbon." not in context
+    recalled = memory.recall("Where do I live now?")
+    assert [(s.id, s.superseded_by) for s in recalled.skipped] == [(lisbon.id, porto.id)]
+    assert stored(memory)[-2:] == [
+        ("alice", "user", "Where do I live now?", MemoryType.EPISODE),
+        ("alice", "assistant", "In Porto.", MemoryType.EPISODE),
+    ]
+    question = {i.text: i for i in memory.list(limit=100)}["Where do I live now?"]
+    assert graph.edges_of(question.id, EdgeKind.CONTRADICTS) == ([], [])  # asks, claims nothing
