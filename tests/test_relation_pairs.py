@@ -272,3 +272,20 @@ def test_turns_of_others_and_compatible_turns_are_not_linked(memory: Memory) -> 
         assert graph.edges_of(other.id, EdgeKind.SUPERSEDES) == ([], [])
     assert mine.id in {r.memory.id for r in memory.recall("Where does Caroline live?").items}
     assert daughter.id in {r.memory.id for r in memory.recall("daughter age").items}
+
+
+@pytest.mark.parametrize(
+    "texts",
+    [
+        [f"fact {w}" for w in ("a", "i", "be", "ab", "bd")],  # function words for each other
+        [f"Bo note {n}: the bees swarmed again." for n in range(60)],  # a numbered label
+    ],
+)
+def test_texts_that_differ_in_a_word_or_a_number_are_never_merged(
+    tmp_path: Path, texts: list[str]
+) -> None:
+    # A merge drops the new text: these are other memories (both once merged before).
+    with Memory(tmp_path / "s", entity_id="bo", embedder=HashingEmbedder()) as memory:
+        for text in texts:
+            memory.add(text)
+        assert sorted(i.text for i in memory.list(limit=1000)) == sorted(texts)

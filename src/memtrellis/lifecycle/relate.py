@@ -211,7 +211,10 @@ def relate(
     # Closeness alone never makes a duplicate (a merge drops the new text): an embedder
     # blind to a script puts all its texts together. The claims must agree too.
     same_values = a.values == b.values and a.negated == b.negated
-    agree = same_values and same_marks and closeness >= 0.5 and not a.additive
+    # Texts with other numbers anywhere ("note 7:" / "note 28:", a label the claim leaves
+    # out included) are other texts: never merged as duplicates.
+    same_numbers = sorted(_NUMBER.findall(new.text)) == sorted(_NUMBER.findall(old.text))
+    agree = same_values and same_numbers and same_marks and closeness >= 0.5 and not a.additive
     if not same_key and (a.chinese != b.chinese or not _same_subject(a, b)):
         close = similarity >= config.duplicate_similarity
         if close and agree and not new_entities ^ old_entities:
@@ -224,9 +227,12 @@ def relate(
     if verdict is not None:
         return verdict
     # The same claim: duplicates and support.
-    dropped = set(new_said) ^ set(old_said)  # words the claims leave out ("a", "b")
-    same = same_values and a.frame == b.frame and same_marks and not a.additive
-    if same and not dropped - _FUNCTION_WORDS:
+    # Words the claims leave out ("a", "the"), only ever dropped on one side: one function
+    # word put for another ("fact a" / "fact i", "was" / "is") is another text.
+    added, dropped = set(new_said) - set(old_said), set(old_said) - set(new_said)
+    only_dropped = not (added and dropped) and not (added | dropped) - _FUNCTION_WORDS
+    same = same_values and same_numbers and a.frame == b.frame and same_marks and not a.additive
+    if same and only_dropped:
         return Relation(RelationKind.DUPLICATE, "same claim")
     if similarity >= config.duplicate_similarity and not gained and agree:
         return Relation(RelationKind.DUPLICATE, f"similarity {similarity:.2f}")
