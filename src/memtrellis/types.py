@@ -400,6 +400,8 @@ class RecallExplanation(_Model):
     duplicates, times ``decay``, the time decay since the latest evidence), ``heat`` a
     small capped prior for memories recalled before. ``replaces`` lists memories this one
     superseded that matched the query too (they were left out as out of date).
+    ``rerank_score`` is the second stage's score when a reranker reordered this memory
+    (the results are then in the reranker's order, not by ``final_score``).
 
     Examples:
         >>> why = RecallExplanation(dense_score=0.66, keyword_score=0.94, final_score=0.40)
@@ -420,6 +422,7 @@ class RecallExplanation(_Model):
     heat: float = 1.0
     replaces: list[str] = Field(default_factory=list)
     final_score: float = 0.0
+    rerank_score: float | None = None
 
 
 class SkippedMemory(_Model):

@@ -165,6 +165,7 @@ class Reader:
             lifecycle=self.parts.lifecycle,
             memory_types=memory_types,
             tags=tags,
+            reranker=self.parts.reranker,
         )
         items, tokens, truncated, skipped = hybrid_recall(self.store, request)
         if items:

@@ -20,7 +20,7 @@ _DIMENSION_ATTRS = ("dimension", "dimensions", "embed_dim", "embedding_dimension
 _PROBE_TEXT = "dimension probe"
 
 ACCEPTED = (
-    "an Embedder (model_id, dimension, embed_documents, embed_query), a LangChain "
+    "an embedder name (memtrellis.embeddings.catalog.EMBEDDERS), an Embedder (model_id, dimension, embed_documents, embed_query), a LangChain "
     "Embeddings (embed_documents, embed_query), a LlamaIndex BaseEmbedding "
     "(get_text_embedding_batch, get_query_embedding) or a Chroma embedding function "
     "(callable on a list of texts)"
@@ -106,6 +106,10 @@ class AdaptedEmbedder:
 def adapt(obj: object, *, model_id: str | None, dimension: int | None) -> Any:
     """See [`memtrellis.embeddings.as_embedder`][memtrellis.embeddings.as_embedder] (an
     ``Embedder``; typed ``Any`` so that this module needs nothing of ``base``)."""
+    if isinstance(obj, str):
+        from memtrellis.embeddings.catalog import named_embedder
+
+        obj = named_embedder(obj)
     if isinstance(obj, type):
         raise InvalidInputError(
             f"as_embedder got the class {obj.__name__}, pass an instance of it; "

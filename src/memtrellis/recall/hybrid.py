@@ -30,13 +30,14 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from memtrellis.context.render import line_tokens
 from memtrellis.context.render import memory_line as context_line
 from memtrellis.lifecycle.confidence import effective_confidence, heat, weight_basis
 from memtrellis.lifecycle.config import LifecycleConfig
+from memtrellis.recall.rerank import RerankStage
 from memtrellis.store import MemoryGraph, Store
 from memtrellis.types import (
     EdgeKind,
@@ -85,6 +86,7 @@ class _Score:
     decay: float = 1.0
     supports: int = 0
     heat: float = 1.0
+    rerank: float | None = None
 
     @property
     def relevance(self) -> float:
@@ -113,6 +115,7 @@ class _Score:
             supports=self.supports,
             heat=round(self.heat, 6),
             final_score=round(self.final, 8),
+            rerank_score=None if self.rerank is None else round(self.rerank, 6),
         )
 
 
@@ -137,6 +140,8 @@ class RecallRequest:
     #: Only memories of one of these types / with one of these tags (``None``: any).
     memory_types: frozenset[MemoryType] | None = None
     tags: frozenset[str] | None = None
+    #: Second stage over the best first-stage candidates (`memtrellis.recall.rerank`).
+    reranker: RerankStage | None = None
 
     @property
     def filtered(self) -> bool:
@@ -237,6 +242,24 @@ def _rank(graph: MemoryGraph, scores: dict[str, _Score], req: RecallRequest) -> 
     return weighed[: req.k]
 
 
+def _rerank(
+    graph: MemoryGraph, scores: dict[str, _Score], req: RecallRequest, stage: RerankStage
+) -> list[str]:
+    """Step 6 to ``max(k, depth)``, then the reranker's order over the top ``depth``."""
+    ranked = _rank(graph, scores, replace(req, k=max(req.k, stage.depth)))
+    head = ranked[: stage.depth]
+    texts = []
+    for memory_id in head:
+        item = graph.item(memory_id)
+        texts.append((memory_id, item.search_text() if item else "", scores[memory_id].final))
+    order = stage.order(req.query, texts)
+    if order is None:  # the reranker failed (logged): first-stage order
+        return ranked[: req.k]
+    for memory_id, value in order.items():
+        scores[memory_id].rerank = value
+    return [*order, *ranked[stage.depth :]][: req.k]
+
+
 def _skipped(
     graph: MemoryGraph, searched: list[str], seen: dict[str, str | None]
 ) -> list[SkippedMemory]:
@@ -311,7 +334,10 @@ def hybrid_recall(
         if req.graph_context:
             _lend_context(graph, scores, visible, floor, req.k)
 
-        ranked = _rank(graph, scores, req)
+        if req.reranker is None:
+            ranked = _rank(graph, scores, req)
+        else:
+            ranked = _rerank(graph, scores, req, req.reranker)
         results: list[RecalledMemory] = []
         used = 0
         truncated = False

@@ -1,0 +1,49 @@
+"""The offline embedders by name: ``Memory(path, embedder="minilm-l3")``.
+
+Each name maps to a factory in its own module, imported only when that name is asked
+for, so an embedder whose optional package is missing costs nothing until chosen (and
+then fails with the extra to install). A store records the ``model_id`` of the embedder
+it was built with and refuses to open with another one, name or object alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from importlib import import_module
+from typing import Any
+
+from memtrellis.errors import InvalidInputError
+
+__all__ = ["EMBEDDERS", "named_embedder"]
+
+#: name -> (module, factory name, extra that installs its model or ``None`` for the core).
+EMBEDDERS: dict[str, tuple[str, str, str | None]] = {
+    "minilm": ("memtrellis.embeddings.minilm", "default_embedder", None),
+    "minilm-l3": ("memtrellis.embeddings.minilm_l3", "MiniLML3Embedder", "embed-l3"),
+    "static": ("memtrellis.embeddings.static", "StaticEmbedder", "embed-static"),
+}
+
+
+def named_embedder(name: str) -> Any:
+    """The embedder registered as ``name`` (``"minilm"`` is the shared default instance).
+
+    Args:
+        name: One of `EMBEDDERS`.
+
+    Raises:
+        InvalidInputError: An unknown name.
+
+    Examples:
+        >>> from memtrellis.embeddings.catalog import named_embedder
+        >>> named_embedder("minilm").model_id
+        'all-MiniLM-L6-v2-onnx-int8'
+        >>> named_embedder("static").dimension
+        64
+    """
+    try:
+        module, factory, _extra = EMBEDDERS[name]
+    except KeyError:
+        known = ", ".join(repr(n) for n in EMBEDDERS)
+        raise InvalidInputError(f"unknown embedder name {name!r}; known: {known}") from None
+    make: Callable[[], Any] = getattr(import_module(module), factory)
+    return make()
