@@ -20,7 +20,8 @@ _DIMENSION_ATTRS = ("dimension", "dimensions", "embed_dim", "embedding_dimension
 _PROBE_TEXT = "dimension probe"
 
 ACCEPTED = (
-    "an embedder name (memtrellis.embeddings.catalog.EMBEDDERS), an Embedder (model_id, dimension, embed_documents, embed_query), a LangChain "
+    "an embedder name (memtrellis.embeddings.catalog.EMBEDDERS), an Embedder (model_id, "
+    "dimension, embed_documents, embed_query), a LangChain "
     "Embeddings (embed_documents, embed_query), a LlamaIndex BaseEmbedding "
     "(get_text_embedding_batch, get_query_embedding) or a Chroma embedding function "
     "(callable on a list of texts)"

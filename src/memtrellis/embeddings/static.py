@@ -88,7 +88,9 @@ class StaticEmbedder:
             for name, digest in _PINNED.items():
                 read_pinned(model_dir / name, digest, STATIC_MODEL_ID, _PACKAGE)
             try:
-                from static_model._static_model import encode_batch
+                from static_model._static_model import (  # type: ignore[import-untyped]
+                    encode_batch,
+                )
             except ImportError as exc:  # pragma: no cover - a broken install
                 raise EmbedderUnavailableError(
                     f"the tokenlearn encoder does not load: {exc}; reinstall `{_PACKAGE}`"
@@ -103,7 +105,9 @@ class StaticEmbedder:
             return []
         self.load()
         assert self._encode is not None
-        vectors = [[float(x) for x in v] for v in self._encode(self._model_dir, batch, self.max_length)]
+        vectors = [
+            [float(x) for x in v] for v in self._encode(self._model_dir, batch, self.max_length)
+        ]
         if len(vectors) != len(batch) or any(len(v) != DIMENSION for v in vectors):
             raise EmbeddingMismatchError(f"{STATIC_MODEL_ID} returned vectors of the wrong shape")
         return vectors
@@ -123,10 +127,13 @@ def _packaged_model_dir() -> Path:
     spec = find_spec("static_model")
     if spec is None or not spec.submodule_search_locations:
         raise EmbedderUnavailableError(
-            f"the static embedding model is missing; install `memtrellis[embed-static]` ({_PACKAGE})"
+            "the static embedding model is missing; install `memtrellis[embed-static]` "
+            f"({_PACKAGE})"
         )
     for location in spec.submodule_search_locations:
         candidate = Path(location) / "model"
         if candidate.is_dir():
             return candidate
-    raise EmbedderUnavailableError(f"static_model is installed without its model/; reinstall `{_PACKAGE}`")
+    raise EmbedderUnavailableError(
+        f"static_model is installed without its model/; reinstall `{_PACKAGE}`"
+    )

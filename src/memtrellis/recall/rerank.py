@@ -12,9 +12,10 @@ still answers when an optional model breaks.
 
 Rerankers:
 
-* ``"minilm-maxsim"`` ([`LateInteractionReranker`][memtrellis.recall.rerank.LateInteractionReranker]):
-  late interaction over the default embedder's contextual token vectors (each query
-  token's best match in the candidate, averaged), from the model already installed.
+* ``"minilm-maxsim"``
+  ([`LateInteractionReranker`][memtrellis.recall.rerank.LateInteractionReranker]): late
+  interaction over the default embedder's contextual token vectors (each query token's
+  best match in the candidate, averaged), from the model already installed.
 * any cross-encoder with a ``predict(pairs)`` method (a sentence-transformers
   ``CrossEncoder``, say) or a function ``(query, texts) -> scores``, through
   [`as_reranker`][memtrellis.recall.rerank.as_reranker]. No cross-encoder ships its
@@ -244,7 +245,7 @@ def as_reranker(
     elif callable(getattr(obj, "score", None)) and hasattr(obj, "name"):
         model = obj  # type: ignore[assignment]
     elif callable(getattr(obj, "predict", None)):
-        predict = getattr(obj, "predict")
+        predict = obj.predict  # type: ignore[attr-defined]
 
         def cross(query: str, texts: Sequence[str]) -> Sequence[float]:
             return [float(s) for s in predict([(query, t) for t in texts])]
@@ -253,7 +254,7 @@ def as_reranker(
     elif callable(obj):
         function = obj
         model = _CallableReranker(
-            lambda q, texts: function(q, texts),  # type: ignore[operator]
+            lambda q, texts: function(q, texts),
             getattr(obj, "__qualname__", type(obj).__name__),
         )
     else:
