@@ -34,16 +34,20 @@ def named_embedder(name: str) -> Any:
         InvalidInputError: An unknown name.
 
     Examples:
-        >>> from memtrellis.embeddings.catalog import named_embedder
+        >>> from memtrellis.embeddings.catalog import EMBEDDERS, named_embedder
         >>> named_embedder("minilm").model_id
         'all-MiniLM-L6-v2-onnx-int8'
-        >>> named_embedder("static").dimension
-        64
+        >>> sorted(EMBEDDERS)
+        ['minilm', 'minilm-l3', 'static']
     """
     try:
         module, factory, _extra = EMBEDDERS[name]
     except KeyError:
+        from memtrellis.embeddings._adapters import ACCEPTED
+
         known = ", ".join(repr(n) for n in EMBEDDERS)
-        raise InvalidInputError(f"unknown embedder name {name!r}; known: {known}") from None
+        raise InvalidInputError(
+            f"unknown embedder name {name!r}; known: {known}; or pass {ACCEPTED}"
+        ) from None
     make: Callable[[], Any] = getattr(import_module(module), factory)
     return make()
