@@ -47,6 +47,7 @@ from locomo import BM25, BUDGET_K_DEFAULT, RANK_K, DenseBaseline, ingest_raw, sc
 from memtrellis import Memory
 from memtrellis._engine import engine_of
 from memtrellis.embeddings import as_embedder
+from memtrellis.embeddings.catalog import named_reranker
 from memtrellis.recall.rerank import RerankStage, as_reranker
 from memtrellis.store.keyword import tokenize as keyword_tokenize
 
@@ -57,7 +58,8 @@ def parse_stage(spec: str) -> RerankStage:
     """``NAME@DEPTH[xWEIGHT]`` as a stage."""
     name, _, rest = spec.partition("@")
     depth, _, weight = (rest or "20").partition("x")
-    return as_reranker(name, depth=int(depth), weight=float(weight) if weight else None)
+    model = named_reranker(name)
+    return as_reranker(model, depth=int(depth), weight=float(weight) if weight else None)
 
 
 def label(embedder: str, spec: str | None) -> str:

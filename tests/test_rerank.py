@@ -11,13 +11,10 @@ from pathlib import Path
 import pytest
 
 from memtrellis import Memory
+from memtrellis.embeddings.catalog import named_reranker
+from memtrellis.embeddings.maxsim import LateInteractionReranker
 from memtrellis.errors import InvalidInputError
-from memtrellis.recall.rerank import (
-    LateInteractionReranker,
-    Reranker,
-    RerankStage,
-    as_reranker,
-)
+from memtrellis.recall.rerank import Reranker, RerankStage, as_reranker
 from memtrellis.testing import HashingEmbedder
 
 FACTS = [
@@ -159,32 +156,36 @@ def test_as_reranker_accepts_the_usual_shapes() -> None:
     def function(query: str, texts: Sequence[str]) -> list[float]:
         return [1.0 for _ in texts]
 
-    for obj in ("minilm-maxsim", Prefers("x"), CrossEncoderLike(), function):
+    for obj in (named_reranker("minilm-maxsim"), Prefers("x"), CrossEncoderLike(), function):
         stage = as_reranker(obj)
         assert isinstance(stage.model, Reranker)
         assert len(stage.model.score("q", ["a", "bb"])) == 2
     stage = as_reranker(CrossEncoderLike(), depth=7)
     assert as_reranker(stage) is stage
     assert as_reranker(stage, strict=True) == RerankStage(stage.model, depth=7, strict=True)
-    assert isinstance(as_reranker("minilm-maxsim").model, LateInteractionReranker)
+    assert isinstance(named_reranker("minilm-maxsim"), LateInteractionReranker)
 
 
 @pytest.mark.parametrize(
     ("obj", "options"),
     [
         (42, {}),
-        ("no-such-reranker", {}),
-        ("minilm-maxsim", {"depth": 0}),
-        ("minilm-maxsim", {"weight": 0.0}),
-        ("minilm-maxsim", {"weight": 1.5}),
+        ("minilm-maxsim", {}),  # a name is Memory's to resolve
+        (Prefers("x"), {"depth": 0}),
+        (Prefers("x"), {"weight": 0.0}),
+        (Prefers("x"), {"weight": 1.5}),
     ],
 )
-def test_bad_rerankers_are_refused(obj: object, options: dict, tmp_path: Path) -> None:  # type: ignore[type-arg]
+def test_bad_rerankers_are_refused(obj: object, options: dict) -> None:  # type: ignore[type-arg]
     with pytest.raises(InvalidInputError):
         as_reranker(obj, **options)
-    if not options:
-        with pytest.raises(InvalidInputError):
-            Memory(tmp_path / "store", embedder=HashingEmbedder(), reranker=obj)
+
+
+@pytest.mark.parametrize("obj", [42, "no-such-reranker"])
+def test_memory_refuses_a_bad_reranker_before_opening(obj: object, tmp_path: Path) -> None:
+    with pytest.raises(InvalidInputError):
+        Memory(tmp_path / "store", embedder=HashingEmbedder(), reranker=obj)
+    assert not (tmp_path / "store").exists()
 
 
 def test_late_interaction_through_the_real_memory(tmp_path: Path) -> None:

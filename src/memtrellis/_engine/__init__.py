@@ -175,6 +175,10 @@ def open_engine(
     # protocol; the relation judge asks the same adapted model.
     chat, timeout = extractor.llm, extractor.config.llm_timeout
     judge = llm_relation_judge(chat, timeout=timeout) if chat is not None else None
+    if isinstance(reranker, str):
+        from memtrellis.embeddings.catalog import named_reranker
+
+        reranker = named_reranker(reranker)
     stage = as_reranker(reranker) if reranker is not None else None
     if embedder is None:
         from memtrellis.embeddings import default_embedder

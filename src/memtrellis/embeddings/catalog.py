@@ -14,13 +14,19 @@ from typing import Any
 
 from memtrellis.errors import InvalidInputError
 
-__all__ = ["EMBEDDERS", "named_embedder"]
+__all__ = ["EMBEDDERS", "RERANKERS", "named_embedder", "named_reranker"]
 
 #: name -> (module, factory name, extra that installs its model or ``None`` for the core).
 EMBEDDERS: dict[str, tuple[str, str, str | None]] = {
     "minilm": ("memtrellis.embeddings.minilm", "default_embedder", None),
     "minilm-l3": ("memtrellis.embeddings.minilm_l3", "MiniLML3Embedder", "embed-l3"),
     "static": ("memtrellis.embeddings.static", "StaticEmbedder", "embed-static"),
+}
+
+
+#: name -> (module, factory name) of the built-in rerankers (``Memory(reranker=name)``).
+RERANKERS: dict[str, tuple[str, str]] = {
+    "minilm-maxsim": ("memtrellis.embeddings.maxsim", "LateInteractionReranker"),
 }
 
 
@@ -43,11 +49,30 @@ def named_embedder(name: str) -> Any:
     try:
         module, factory, _extra = EMBEDDERS[name]
     except KeyError:
-        from memtrellis.embeddings._adapters import ACCEPTED
-
         known = ", ".join(repr(n) for n in EMBEDDERS)
-        raise InvalidInputError(
-            f"unknown embedder name {name!r}; known: {known}; or pass {ACCEPTED}"
-        ) from None
+        raise InvalidInputError(f"unknown embedder name {name!r}; known: {known}") from None
+    make: Callable[[], Any] = getattr(import_module(module), factory)
+    return make()
+
+
+def named_reranker(name: str) -> Any:
+    """A new instance of the reranker registered as ``name``.
+
+    Args:
+        name: One of `RERANKERS`.
+
+    Raises:
+        InvalidInputError: An unknown name.
+
+    Examples:
+        >>> from memtrellis.embeddings.catalog import named_reranker
+        >>> named_reranker("minilm-maxsim").name
+        'minilm-maxsim'
+    """
+    try:
+        module, factory = RERANKERS[name]
+    except KeyError:
+        known = ", ".join(repr(n) for n in RERANKERS)
+        raise InvalidInputError(f"unknown reranker name {name!r}; known: {known}") from None
     make: Callable[[], Any] = getattr(import_module(module), factory)
     return make()

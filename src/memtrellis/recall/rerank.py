@@ -13,7 +13,7 @@ still answers when an optional model breaks.
 Rerankers:
 
 * ``"minilm-maxsim"``
-  ([`LateInteractionReranker`][memtrellis.recall.rerank.LateInteractionReranker]): late
+  ([`LateInteractionReranker`][memtrellis.embeddings.maxsim.LateInteractionReranker]): late
   interaction over the default embedder's contextual token vectors (each query token's
   best match in the candidate, averaged), from the model already installed.
 * any cross-encoder with a ``predict(pairs)`` method (a sentence-transformers
@@ -32,13 +32,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from memtrellis.errors import InvalidInputError
 
-__all__ = [
-    "RERANKERS",
-    "LateInteractionReranker",
-    "RerankStage",
-    "Reranker",
-    "as_reranker",
-]
+__all__ = ["RerankStage", "Reranker", "as_reranker"]
 
 log = logging.getLogger("memtrellis")
 
@@ -51,8 +45,11 @@ class Reranker(Protocol):
     """Scores texts against a query; higher is more relevant.
 
     Examples:
-        >>> from memtrellis.recall.rerank import Reranker, LateInteractionReranker
-        >>> isinstance(LateInteractionReranker(), Reranker)
+        >>> from memtrellis.recall.rerank import Reranker
+        >>> class Longest:
+        ...     name = "longest"
+        ...     def score(self, query, texts): return [float(len(t)) for t in texts]
+        >>> isinstance(Longest(), Reranker)
         True
     """
 
@@ -64,51 +61,6 @@ class Reranker(Protocol):
     def score(self, query: str, texts: Sequence[str]) -> Sequence[float]:
         """One score per text, in the order given."""
         ...
-
-
-class LateInteractionReranker:
-    """Late interaction (MaxSim) over all-MiniLM-L6-v2's contextual token vectors.
-
-    A candidate scores the mean, over the query's tokens, of each token's best cosine
-    with one of the candidate's tokens: a question's words are matched one by one in
-    context, where the sentence vector of the first stage averages them away. It needs
-    no model beyond the default embedder; each call runs the model over the candidates.
-
-    Args:
-        embedder: The [`MiniLMEmbedder`][memtrellis.embeddings.MiniLMEmbedder] to read
-            token vectors from; default: the shared one.
-
-    Examples:
-        >>> from memtrellis.recall.rerank import LateInteractionReranker
-        >>> scores = LateInteractionReranker().score(
-        ...     "what does Ann drink?", ["Ann: I only drink green tea", "The bus was late"]
-        ... )
-        >>> scores[0] > scores[1]
-        True
-    """
-
-    def __init__(self, embedder: Any = None) -> None:
-        self._embedder = embedder
-
-    @property
-    def name(self) -> str:
-        """``"minilm-maxsim"``."""
-        return "minilm-maxsim"
-
-    def score(self, query: str, texts: Sequence[str]) -> list[float]:
-        """MaxSim score of each text against ``query`` (0 for a text with no tokens)."""
-        if self._embedder is None:
-            from memtrellis.embeddings import default_embedder
-
-            self._embedder = default_embedder()
-        vectors = self._embedder.token_vectors([query, *texts])
-        question, docs = vectors[0], vectors[1:]
-        if len(question) == 0:
-            return [0.0] * len(docs)
-        out: list[float] = []
-        for doc in docs:
-            out.append(float((question @ doc.T).max(axis=1).mean()) if len(doc) else 0.0)
-        return out
 
 
 class _CallableReranker:
@@ -199,10 +151,6 @@ def _scaled(values: Sequence[float]) -> list[float]:
     return [(v - low) / span if span > 0 else 1.0 for v in values]
 
 
-#: Built-in rerankers by name.
-RERANKERS: dict[str, Callable[[], Reranker]] = {"minilm-maxsim": LateInteractionReranker}
-
-
 def as_reranker(
     obj: object,
     *,
@@ -213,18 +161,17 @@ def as_reranker(
     """A [`RerankStage`][memtrellis.recall.rerank.RerankStage] from what ``Memory(reranker=...)``
     accepts.
 
-    Accepted: a ``RerankStage`` (the options given replace its own), a name from
-    `RERANKERS`, a [`Reranker`][memtrellis.recall.rerank.Reranker] (``score(query,
-    texts)``), a cross-encoder with ``predict(pairs)`` (pairs of ``(query, text)``), or a
-    function ``(query, texts) -> scores``.
+    Accepted: a ``RerankStage`` (the options given replace its own), a
+    [`Reranker`][memtrellis.recall.rerank.Reranker] (``score(query, texts)``), a
+    cross-encoder with ``predict(pairs)`` (pairs of ``(query, text)``), or a function
+    ``(query, texts) -> scores``. ``Memory(reranker=...)`` also takes a name from
+    [`RERANKERS`][memtrellis.embeddings.catalog.RERANKERS].
 
     Raises:
         InvalidInputError: ``obj`` is none of those, or an option is out of range.
 
     Examples:
         >>> from memtrellis.recall.rerank import as_reranker
-        >>> as_reranker("minilm-maxsim").model.name
-        'minilm-maxsim'
         >>> class CrossEncoderLike:
         ...     def predict(self, pairs): return [float(len(t)) for _, t in pairs]
         >>> stage = as_reranker(CrossEncoderLike(), depth=10)
@@ -238,11 +185,11 @@ def as_reranker(
         return RerankStage(**{**obj.__dict__, **options}) if options else obj
     model: Reranker
     if isinstance(obj, str):
-        if obj not in RERANKERS:
-            known = ", ".join(repr(n) for n in RERANKERS)
-            raise InvalidInputError(f"unknown reranker name {obj!r}; known: {known}")
-        model = RERANKERS[obj]()
-    elif callable(getattr(obj, "score", None)) and hasattr(obj, "name"):
+        raise InvalidInputError(
+            f"as_reranker got the name {obj!r}: pass names to Memory(reranker=...), or "
+            "memtrellis.embeddings.catalog.named_reranker(name) here"
+        )
+    if callable(getattr(obj, "score", None)) and hasattr(obj, "name"):
         model = obj  # type: ignore[assignment]
     elif callable(getattr(obj, "predict", None)):
         predict = obj.predict  # type: ignore[attr-defined]
@@ -259,8 +206,8 @@ def as_reranker(
         )
     else:
         raise InvalidInputError(
-            f"cannot use {type(obj).__name__} as a reranker; pass a name "
-            f"({', '.join(RERANKERS)}), an object with score(query, texts), a cross-encoder "
-            "with predict(pairs) or a function (query, texts) -> scores"
+            f"cannot use {type(obj).__name__} as a reranker; pass a name, an object with "
+            "score(query, texts), a cross-encoder with predict(pairs) or a function "
+            "(query, texts) -> scores"
         )
     return RerankStage(model, **options)
