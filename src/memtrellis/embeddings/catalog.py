@@ -16,18 +16,19 @@ from memtrellis.errors import InvalidInputError
 
 __all__ = ["EMBEDDERS", "RERANKERS", "named_embedder", "named_reranker"]
 
-#: name -> (module, factory name, extra that installs its model or ``None`` for the core).
 EMBEDDERS: dict[str, tuple[str, str, str | None]] = {
     "minilm": ("memtrellis.embeddings.minilm", "default_embedder", None),
     "minilm-l3": ("memtrellis.embeddings.minilm_l3", "MiniLML3Embedder", "embed-l3"),
     "static": ("memtrellis.embeddings.static", "StaticEmbedder", "embed-static"),
 }
+"""Embedder names: name -> (module, factory, the extra that installs its model; ``None``
+for the core install)."""
 
 
-#: name -> (module, factory name) of the built-in rerankers (``Memory(reranker=name)``).
 RERANKERS: dict[str, tuple[str, str]] = {
     "minilm-maxsim": ("memtrellis.embeddings.maxsim", "LateInteractionReranker"),
 }
+"""Built-in reranker names (``Memory(reranker=name)``): name -> (module, factory)."""
 
 
 def named_embedder(name: str) -> Any:
