@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from memtrellis import Memory
+from memtrellis._engine import engine_of
 from memtrellis.embeddings.catalog import named_reranker
 from memtrellis.embeddings.maxsim import LateInteractionReranker
 from memtrellis.errors import InvalidInputError
@@ -49,6 +50,10 @@ class Broken:
         if self.result is None:
             raise RuntimeError("model exploded")
         return self.result
+
+
+def engine_parts(memory: Memory):  # type: ignore[no-untyped-def]
+    return engine_of(memory).parts
 
 
 def fill(memory: Memory) -> None:
@@ -209,3 +214,26 @@ def test_late_interaction_scores() -> None:
     assert tea > bus and empty == 0.0
     assert model.score("", ["anything"]) == [0.0]
     assert model.score("q", []) == []
+
+
+def test_the_model_runs_outside_the_shard_lock_and_changes_are_seen(tmp_path: Path) -> None:
+    """A reranker that writes to the same memory while it scores neither deadlocks (the
+    shard is not held during the model call) nor brings back what was forgotten meanwhile."""
+    with Memory(tmp_path / "store", embedder=HashingEmbedder()) as memory:
+        fill(memory)
+        lisbon = next(
+            m for m in memory.list(limit=10) if m.text == "Ann went to Lisbon for tea and pastries"
+        )
+
+        class ForgetsLisbon:
+            name = "forgets"
+
+            def score(self, query: str, texts: Sequence[str]) -> list[float]:
+                memory.forget(lisbon.id)  # would wait forever on a held shard lock
+                return [2.0 if "Lisbon" in t else 1.0 for t in texts]
+
+        engine_parts(memory).reranker = as_reranker(ForgetsLisbon())
+        result = memory.recall("what tea does Ann drink?")
+    texts = [r.memory.text for r in result.items]
+    assert "Ann went to Lisbon for tea and pastries" not in texts
+    assert texts and all(r.explanation.rerank_score == 1.0 for r in result.items)

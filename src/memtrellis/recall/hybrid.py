@@ -242,24 +242,6 @@ def _rank(graph: MemoryGraph, scores: dict[str, _Score], req: RecallRequest) -> 
     return weighed[: req.k]
 
 
-def _rerank(
-    graph: MemoryGraph, scores: dict[str, _Score], req: RecallRequest, stage: RerankStage
-) -> list[str]:
-    """Step 6 to ``max(k, depth)``, then the reranker's order over the top ``depth``."""
-    ranked = _rank(graph, scores, replace(req, k=max(req.k, stage.depth)))
-    head = ranked[: stage.depth]
-    texts = []
-    for memory_id in head:
-        item = graph.item(memory_id)
-        texts.append((memory_id, item.search_text() if item else "", scores[memory_id].final))
-    order = stage.order(req.query, texts)
-    if order is None:  # the reranker failed (logged): first-stage order
-        return ranked[: req.k]
-    for memory_id, value in order.items():
-        scores[memory_id].rerank = value
-    return [*order, *ranked[stage.depth :]][: req.k]
-
-
 def _skipped(
     graph: MemoryGraph, searched: list[str], seen: dict[str, str | None]
 ) -> list[SkippedMemory]:
@@ -334,35 +316,69 @@ def hybrid_recall(
         if req.graph_context:
             _lend_context(graph, scores, visible, floor, req.k)
 
-        if req.reranker is None:
-            ranked = _rank(graph, scores, req)
-        else:
-            ranked = _rerank(graph, scores, req, req.reranker)
-        results: list[RecalledMemory] = []
-        used = 0
-        truncated = False
         searched = [i for i, _ in dense] + [i for i, _ in keyword_hits]
-        skipped = _skipped(graph, searched, seen)
-        for memory_id in ranked[: req.k]:
-            item = graph.item(memory_id)
-            assert item is not None
-            explanation = scores[memory_id].explain()
-            explanation.replaces = [s.id for s in skipped if s.superseded_by == memory_id]
-            if req.token_budget is not None:
-                cost = line_tokens(memory_line(item, explanation.confidence))
-                if used + cost > req.token_budget:
-                    truncated = True
-                    break
-                used += cost
-            results.append(
-                RecalledMemory(
-                    memory=item.detached(),
-                    score=explanation.final_score,
-                    explanation=explanation,
-                )
+        stage = req.reranker
+        if stage is None:
+            return _results(graph, scores, _rank(graph, scores, req), req, searched, seen)
+        ranked = _rank(graph, scores, replace(req, k=max(req.k, stage.depth)))
+        head = [(i, _text(graph, i), scores[i].final) for i in ranked[: stage.depth]]
+    # The reranker's model runs outside the shard's lock: the entity's writers and other
+    # recalls go on meanwhile, and what changed is checked again below.
+    order = stage.order(req.query, head)
+    if order is not None:  # None: the reranker failed (logged), first-stage order
+        for memory_id, value in order.items():
+            scores[memory_id].rerank = value
+        ranked = [*order, *ranked[stage.depth :]]
+    with store.reading(req.entity_id) as shard:
+        return _results(shard.graph, scores, ranked, req, searched, seen, recheck=True)
+
+
+def _text(graph: MemoryGraph, memory_id: str) -> str:
+    item = graph.item(memory_id)
+    return item.search_text() if item is not None else ""
+
+
+def _results(
+    graph: MemoryGraph,
+    scores: dict[str, _Score],
+    ranked: list[str],
+    req: RecallRequest,
+    searched: list[str],
+    seen: dict[str, str | None],
+    *,
+    recheck: bool = False,
+) -> tuple[list[RecalledMemory], int, bool, list[SkippedMemory]]:
+    """Step 7: the top k as results within the token budget, and the hits left out.
+
+    ``recheck``: the shard was let go since ranking (a reranker ran), so a memory that
+    was forgotten or went out of date meanwhile is left out.
+    """
+    results: list[RecalledMemory] = []
+    used = 0
+    truncated = False
+    skipped = _skipped(graph, searched, seen)
+    for memory_id in ranked:
+        if len(results) >= req.k:
+            break
+        item = graph.item(memory_id)
+        if recheck and (item is None or _hidden(item, req) is not None):
+            continue
+        assert item is not None
+        explanation = scores[memory_id].explain()
+        explanation.replaces = [s.id for s in skipped if s.superseded_by == memory_id]
+        if req.token_budget is not None:
+            cost = line_tokens(memory_line(item, explanation.confidence))
+            if used + cost > req.token_budget:
+                truncated = True
+                break
+            used += cost
+        results.append(
+            RecalledMemory(
+                memory=item.detached(),
+                score=explanation.final_score,
+                explanation=explanation,
             )
-        if req.token_budget is None:
-            used = sum(
-                line_tokens(memory_line(r.memory, r.explanation.confidence)) for r in results
-            )
+        )
+    if req.token_budget is None:
+        used = sum(line_tokens(memory_line(r.memory, r.explanation.confidence)) for r in results)
     return results, used, truncated, skipped
