@@ -20,6 +20,9 @@
 7. Expired, superseded and not-yet-valid memories (at ``now``, which ``as_of`` moves)
    are left out unless asked for, and the search hits left out are reported; a token
    budget cuts the list before it is exceeded.
+8. Optional second stage (``RecallRequest.reranker``, `memtrellis.recall.rerank`): the
+   best ``depth`` candidates after step 6 are reordered by a reranker, run outside the
+   shard's lock; off by default (``docs/benchmarks.md``, "Embedders and reranking").
 
 On LoCoMo raw turns (fast mode, MiniLM) these steps took recall@10 from 48.9 (RRF) to
 72.0, against 51.4 for plain BM25 and 57.0 for BM25 without stop words
