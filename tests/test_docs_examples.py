@@ -52,6 +52,9 @@ def test_concepts_memory_context(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 def test_configuration_validity(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     printed = run_blocks("configuration.md", tmp_path, monkeypatch).splitlines()
     assert printed == [
+        "paraphrase-MiniLM-L3-v2-onnx",
+        "pinned to paraphrase-MiniLM-L3-v2-onnx",
+        "I work night shifts as a nurse True",
         "prompt must contain the {reply_format} placeholder, where memtrellis writes the "
         "reply format",
         "2025-09-08 10:00:00+00:00",

@@ -84,6 +84,7 @@ class Memory(Closing):
         max_resident_shards: int = DEFAULT_RESIDENT_SHARDS,
         max_resident_memories: int = DEFAULT_RESIDENT_MEMORIES,
         vector_process: bool = False,
+        reranker: Any = None,
     ) -> None:
         self.default_scope = _args.make_scope(entity_id, process_id, session_id)
         self.path = _args.store_path(path)
@@ -103,6 +104,7 @@ class Memory(Closing):
             max_resident_shards=max_resident_shards,
             max_resident_memories=max_resident_memories,
             vector_process=vector_process,
+            reranker=reranker,
         )
         p = engine.parts
         self.capture_config = p.capture

@@ -428,6 +428,8 @@ class RecallExplanation(_Model):
     says why the relevance was raised by a cue of the query: ``speaker Caroline`` (a
     source's speaker is named in it) or ``time last summer (2023-06-01..2023-08-31)`` (a
     source's time is in the span it names); see `memtrellis.recall.cues`.
+    ``rerank_score`` is the second stage's score when a reranker reordered this memory
+    (the results are then in the reranker's order, not by ``final_score``).
 
     Examples:
         >>> why = RecallExplanation(dense_score=0.66, keyword_score=0.94, final_score=0.40)
@@ -449,6 +451,7 @@ class RecallExplanation(_Model):
     replaces: list[str] = Field(default_factory=list)
     final_score: float = 0.0
     boosts: list[str] = Field(default_factory=list)
+    rerank_score: float | None = None
 
 
 class SkippedMemory(_Model):

@@ -30,6 +30,7 @@ from memtrellis.errors import InvalidInputError
 from memtrellis.extraction.pipeline import ExtractionConfig, Extractor
 from memtrellis.lifecycle import LifecycleConfig
 from memtrellis.lifecycle.relation_judge import LLMRelationJudge, llm_relation_judge
+from memtrellis.recall.rerank import RerankStage, as_reranker
 from memtrellis.store import EmbedderInfo, Store
 from memtrellis.types import Health, Scope
 
@@ -62,6 +63,7 @@ class Engine:
         judge: LLMRelationJudge | None,
         capture: CaptureConfig,
         default_scope: Scope,
+        reranker: RerankStage | None = None,
     ) -> None:
         self.parts = Parts(
             path=path,
@@ -73,6 +75,7 @@ class Engine:
             capture=capture,
             stats=FacadeStats(),
             scopes=Scopes(default_scope),
+            reranker=reranker,
         )
         self.store = store
         self.stats = self.parts.stats
@@ -151,6 +154,7 @@ def open_engine(
     lifecycle: Any,
     chroma_url: Any,
     postgres_url: Any,
+    reranker: Any = None,
     **store_options: Any,
 ) -> Engine:
     """The engine of a ``Memory(...)``: every argument checked before the store is opened
@@ -171,6 +175,11 @@ def open_engine(
     # protocol; the relation judge asks the same adapted model.
     chat, timeout = extractor.llm, extractor.config.llm_timeout
     judge = llm_relation_judge(chat, timeout=timeout) if chat is not None else None
+    if isinstance(reranker, str):
+        from memtrellis.embeddings.catalog import named_reranker
+
+        reranker = named_reranker(reranker)
+    stage = as_reranker(reranker) if reranker is not None else None
     if embedder is None:
         from memtrellis.embeddings import default_embedder
 
@@ -194,5 +203,6 @@ def open_engine(
         judge=judge,
         capture=capture_config,
         default_scope=default_scope,
+        reranker=stage,
     )
     return engine

@@ -12,6 +12,7 @@ from memtrellis.embeddings.base import Embedder
 from memtrellis.extraction.pipeline import Extractor
 from memtrellis.lifecycle import LifecycleConfig
 from memtrellis.lifecycle.relation_judge import LLMRelationJudge
+from memtrellis.recall.rerank import RerankStage
 from memtrellis.store import Store
 
 __all__ = ["Parts"]
@@ -33,6 +34,7 @@ class Parts:
         capture: How captured turns are retried.
         stats: The counters ``Memory.health()`` reports.
         scopes: The default scope and the active ``Memory.scope()`` blocks.
+        reranker: The second stage of recall, or ``None`` (first-stage order).
     """
 
     path: Path
@@ -44,3 +46,4 @@ class Parts:
     capture: CaptureConfig
     stats: FacadeStats
     scopes: Scopes
+    reranker: RerankStage | None = None

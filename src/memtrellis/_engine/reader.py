@@ -168,6 +168,7 @@ class Reader:
             memory_types=memory_types,
             tags=tags,
             similarity_floor=similarity_floor(self.parts.embedder),
+            reranker=self.parts.reranker,
         )
         items, tokens, truncated, skipped = hybrid_recall(self.store, request)
         if items:

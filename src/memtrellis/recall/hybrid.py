@@ -25,6 +25,9 @@
    are left out unless asked for (a conversation turn is superseded by a ``supersedes``
    edge from a newer turn, see `memtrellis.lifecycle.turns`), and the search hits left
    out are reported; a token budget cuts the list before it is exceeded.
+9. Optional second stage (``RecallRequest.reranker``, `memtrellis.recall.rerank`): the
+   best ``depth`` candidates after step 7 are reordered by a reranker, run outside the
+   shard's lock; off by default (``docs/benchmarks.md``, "Embedders and reranking").
 
 On LoCoMo raw turns (fast mode, MiniLM) these steps took recall@10 from 48.9 (RRF) to
 72.0, against 51.4 for plain BM25 and 57.0 for BM25 without stop words
@@ -35,7 +38,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from memtrellis.context.render import line_tokens
@@ -43,6 +46,7 @@ from memtrellis.context.render import memory_line as context_line
 from memtrellis.lifecycle.confidence import effective_confidence, heat, weight_basis
 from memtrellis.lifecycle.config import LifecycleConfig
 from memtrellis.recall.cues import ANCHOR_SCAN, apply_cues
+from memtrellis.recall.rerank import RerankStage
 from memtrellis.store import MemoryGraph, Store
 from memtrellis.types import (
     EdgeKind,
@@ -115,6 +119,7 @@ class _Score:
     heat: float = 1.0
     boost: float = 0.0  # share of relevance lent by speaker and time cues (recall.cues)
     boosts: list[str] = field(default_factory=list)
+    rerank: float | None = None
 
     @property
     def relevance(self) -> float:
@@ -144,6 +149,7 @@ class _Score:
             heat=round(self.heat, 6),
             final_score=round(self.final, 8),
             boosts=list(self.boosts),
+            rerank_score=None if self.rerank is None else round(self.rerank, 6),
         )
 
 
@@ -177,6 +183,9 @@ class RecallRequest:
         if not floor:
             return similarity
         return max(0.0, (similarity - floor) / (1.0 - floor))
+
+    #: Second stage over the best first-stage candidates (`memtrellis.recall.rerank`).
+    reranker: RerankStage | None = None
 
     @property
     def filtered(self) -> bool:
@@ -387,32 +396,70 @@ def hybrid_recall(
             req.now,
         )
 
-        ranked = _rank(graph, scores, req)
-        results: list[RecalledMemory] = []
-        used = 0
-        truncated = False
         searched = [i for i, _ in dense] + [i for i, _ in keyword_hits]
-        skipped = _skipped(graph, searched, seen, turns)
-        for memory_id in ranked[: req.k]:
-            item = graph.item(memory_id)
-            assert item is not None
-            explanation = scores[memory_id].explain()
-            explanation.replaces = [s.id for s in skipped if s.superseded_by == memory_id]
-            if req.token_budget is not None:
-                cost = line_tokens(memory_line(item, explanation.confidence))
-                if used + cost > req.token_budget:
-                    truncated = True
-                    break
-                used += cost
-            results.append(
-                RecalledMemory(
-                    memory=item.detached(),
-                    score=explanation.final_score,
-                    explanation=explanation,
-                )
+        stage = req.reranker
+        if stage is None:
+            return _results(graph, scores, _rank(graph, scores, req), req, searched, seen, turns)
+        ranked = _rank(graph, scores, replace(req, k=max(req.k, stage.depth)))
+        head = [(i, _text(graph, i), scores[i].final) for i in ranked[: stage.depth]]
+    # The reranker's model runs outside the shard's lock: the entity's writers and other
+    # recalls go on meanwhile, and what changed is checked again below.
+    order = stage.order(req.query, head)
+    if order is not None:  # None: the reranker failed (logged), first-stage order
+        for memory_id, value in order.items():
+            scores[memory_id].rerank = value
+        ranked = [*order, *ranked[stage.depth :]]
+    with store.reading(req.entity_id) as shard:
+        return _results(shard.graph, scores, ranked, req, searched, seen, turns, recheck=True)
+
+
+def _text(graph: MemoryGraph, memory_id: str) -> str:
+    item = graph.item(memory_id)
+    return item.search_text() if item is not None else ""
+
+
+def _results(
+    graph: MemoryGraph,
+    scores: dict[str, _Score],
+    ranked: list[str],
+    req: RecallRequest,
+    searched: list[str],
+    seen: dict[str, str | None],
+    turns: dict[str, str],
+    *,
+    recheck: bool = False,
+) -> tuple[list[RecalledMemory], int, bool, list[SkippedMemory]]:
+    """Step 8: the top k as results within the token budget, and the hits left out.
+
+    ``recheck``: the shard was let go since ranking (a reranker ran), so a memory that
+    was forgotten or went out of date meanwhile is left out.
+    """
+    results: list[RecalledMemory] = []
+    used = 0
+    truncated = False
+    skipped = _skipped(graph, searched, seen, turns)
+    for memory_id in ranked:
+        if len(results) >= req.k:
+            break
+        item = graph.item(memory_id)
+        if recheck and (item is None or _hidden(item, req) is not None):
+            continue
+        assert item is not None
+        explanation = scores[memory_id].explain()
+        explanation.replaces = [s.id for s in skipped if s.superseded_by == memory_id]
+        if req.token_budget is not None:
+            cost = line_tokens(memory_line(item, explanation.confidence))
+            if used + cost > req.token_budget:
+                truncated = True
+                break
+            used += cost
+        results.append(
+            RecalledMemory(
+                memory=item.detached(),
+                score=explanation.final_score,
+                explanation=explanation,
             )
-        if req.token_budget is None:
-            used = sum(
-                line_tokens(memory_line(r.memory, r.explanation.confidence)) for r in results
-            )
+        )
+    if req.token_budget is None:
+        used = sum(line_tokens(memory_line(r.memory, r.explanation.confidence)) for r in results)
     return results, used, truncated, skipped

