@@ -221,7 +221,7 @@ def test_a_store_remembers_the_embedder_it_was_named_with(tmp_path: Path) -> Non
     assert named_embedder("minilm") is default_embedder()
     assert named_embedder("multilingual") is multilingual_embedder()
     assert named_embedder("multilingual-e5") is e5_embedder()
-    with pytest.raises(InvalidInputError, match="known: 'minilm', .*'multilingual'"):
+    with pytest.raises(InvalidInputError, match=r"known: 'minilm', .*'multilingual'"):
         Memory(path, embedder="klingon")
     assert not path.exists() or not any(path.iterdir())  # checked before anything is made
     with Memory(path, embedder="multilingual") as memory:
