@@ -68,6 +68,8 @@ def test_model_ids_are_distinct_and_stable() -> None:
         "minilm": "all-MiniLM-L6-v2-onnx-int8",
         "minilm-l3": "paraphrase-MiniLM-L3-v2-onnx",
         "static": "tokenlearn-static-10k-64d-int8",
+        "multilingual": "use-multilingual-v3-numpy",
+        "multilingual-e5": "multilingual-e5-small-q4",
     }
     assert named_embedder("minilm") is default_embedder()
 

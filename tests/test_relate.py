@@ -6,7 +6,8 @@ import asyncio
 
 import pytest
 
-from memtrellis import EdgeKind, InvalidInputError, Memory, PathStep
+from memtrellis import EdgeKind, InvalidInputError, Memory
+from memtrellis.relations import PathStep
 from memtrellis.store.graph import HUB_MENTIONS
 from memtrellis.testing import store_of
 

@@ -32,7 +32,6 @@ from memtrellis.errors import (  # noqa: E402
 from memtrellis.extraction import ExtractionConfig, Mode  # noqa: E402
 from memtrellis.llm import LLM  # noqa: E402
 from memtrellis.memory import Memory  # noqa: E402
-from memtrellis.recall.paths import PathStep, RelationPath, Relations  # noqa: E402
 from memtrellis.repair import repair_store  # noqa: E402
 from memtrellis.types import (  # noqa: E402
     EdgeKind,
@@ -66,12 +65,9 @@ __all__ = [
     "MemoryType",
     "MemtrellisError",
     "Mode",
-    "PathStep",
     "RecallExplanation",
     "RecallResult",
     "RecalledMemory",
-    "RelationPath",
-    "Relations",
     "Scope",
     "SourceKind",
     "SourceRef",

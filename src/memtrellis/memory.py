@@ -38,7 +38,7 @@ from memtrellis.extraction.refine import RefineReport
 from memtrellis.graph_export import ExportFormat
 from memtrellis.lifecycle import LifecycleConfig
 from memtrellis.llm import LLM
-from memtrellis.recall.paths import Relations
+from memtrellis.relations import Relations
 from memtrellis.store.store import DEFAULT_RESIDENT_MEMORIES, DEFAULT_RESIDENT_SHARDS
 from memtrellis.transfer import ImportReport, PathOrFile, export_to, import_from
 from memtrellis.types import Health, HistoryEvent, MemoryItem, MemoryType, RecallResult, Scope

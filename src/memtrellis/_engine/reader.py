@@ -15,7 +15,8 @@ from memtrellis._engine.scopes import DEFAULT_ENTITY
 from memtrellis.errors import InvalidInputError, MemoryNotFoundError
 from memtrellis.recall import RecallRequest, hybrid_recall
 from memtrellis.recall.hybrid import similarity_floor
-from memtrellis.recall.paths import Relations, relate_in
+from memtrellis.recall.paths import relate_in
+from memtrellis.relations import Relations
 from memtrellis.types import (
     EdgeKind,
     HistoryEvent,

@@ -28,13 +28,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from datetime import datetime
-from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
 from rapidfuzz import fuzz, process
 
 from memtrellis.lifecycle.confidence import effective_confidence
 from memtrellis.lifecycle.config import LifecycleConfig
+from memtrellis.relations import PathStep, RelationPath, Relations
 from memtrellis.store.graph import (
     HUB_MENTIONS,
     SUBJECT_NODE_PREFIX,
@@ -44,7 +43,7 @@ from memtrellis.store.graph import (
 )
 from memtrellis.types import EdgeKind, MemoryItem
 
-__all__ = ["MAX_HOPS", "PathStep", "RelationPath", "Relations", "relate_in"]
+__all__ = ["MAX_HOPS", "relate_in"]
 
 #: Longest path searched, in edges (Hana -> memory -> Kenji -> memory -> Kyoto is 4).
 MAX_HOPS = 6
@@ -65,63 +64,6 @@ _WALKED = tuple(
         EdgeKind.MENTIONS,
     )
 )
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class PathStep(_Model):
-    """One node of a path: a memory (with its sources) or a subject the memories mention.
-
-    ``edge`` is the kind of the edge to the next step (``None`` on the last step), and
-    ``forward`` whether that edge points from this step to the next (``supersedes`` points
-    from the newer memory to the one it replaced; ``mentions`` from a memory to a subject).
-    """
-
-    kind: Literal["memory", "subject"]
-    id: str = Field(description="the memory id, or the subject's name")
-    text: str = Field(description="the memory's text, or the subject's name")
-    memory: MemoryItem | None = Field(default=None, description="the memory, with sources")
-    edge: str | None = None
-    forward: bool | None = None
-
-
-class RelationPath(_Model):
-    """A path from ``a`` to ``b`` and the confidence it rests on."""
-
-    steps: list[PathStep]
-    confidence: float = Field(ge=0.0, le=1.0)
-
-    @property
-    def memories(self) -> list[MemoryItem]:
-        """The memories the path passes through, in order."""
-        return [s.memory for s in self.steps if s.memory is not None]
-
-    def describe(self) -> str:
-        """One line: ``Hana -mentions- [Hana moved to Kyoto.] -mentions- Kyoto``."""
-        parts: list[str] = []
-        for step in self.steps:
-            parts.append(f"[{step.text}]" if step.kind == "memory" else step.text)
-            if step.edge is not None:
-                parts.append(f"-{step.edge}-")
-        return " ".join(parts)
-
-
-class Relations(_Model):
-    """What `relate` found: the names or ids asked about, what they resolved to (``None``:
-    no memory and no subject of that name), and the paths between them, best first."""
-
-    a: str
-    b: str
-    a_resolved: str | None
-    b_resolved: str | None
-    paths: list[RelationPath]
-
-    @property
-    def related(self) -> bool:
-        """Whether at least one path was found."""
-        return bool(self.paths)
 
 
 def _resolve(graph: MemoryGraph, entity_id: str, name: str) -> tuple[str, str] | None:

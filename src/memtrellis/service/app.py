@@ -40,7 +40,7 @@ from memtrellis.errors import (
     StoreLockedError,
 )
 from memtrellis.memory import Memory
-from memtrellis.recall.paths import Relations
+from memtrellis.relations import Relations
 from memtrellis.service._openapi_tidy import tidy
 from memtrellis.service.auth import KeyRing, Principal
 from memtrellis.service.errors import (

@@ -27,7 +27,7 @@ from pydantic import Field
 
 from memtrellis.errors import MemtrellisError
 from memtrellis.memory import Memory
-from memtrellis.recall.paths import Relations
+from memtrellis.relations import Relations
 from memtrellis.service.schemas import (
     AddResponse,
     ForgetResponse,
