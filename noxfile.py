@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -103,6 +104,9 @@ def _start_install_test(session: nox.Session) -> subprocess.Popen[bytes]:
         log = (INSTALL_ENV / "test_install.log").open("w")
         # the project's pytest settings name plugins this environment leaves out
         quiet = ["-W", "ignore::pytest.PytestConfigWarning", "--noconftest", "-o", "addopts="]
+        # without the suites' conftest (which keeps tests' files out of the system temp
+        # directory), pytest's own temp directory is put here and removed after the run
+        quiet.append(f"--basetemp={INSTALL_ENV / 'tmp'}")
         command = _pytest(str(python), *quiet, INSTALL_TEST, workers="0")
         _install_test = subprocess.Popen(
             command,
@@ -130,6 +134,7 @@ def tests(session: nox.Session) -> None:
         session.run(*_pytest(python, LLAMA_INDEX, *session.posargs), env=env)
     finally:
         returncode = install.wait()
+        shutil.rmtree(INSTALL_ENV / "tmp", ignore_errors=True)
         log = (INSTALL_ENV / "test_install.log").read_text()
         session.log(f"{INSTALL_TEST} (beside the other checks):\n{log}")
     if returncode != 0:
