@@ -176,20 +176,28 @@ def _bring_up_to_date(collection: Any) -> None:
 UNSYNCED_ATTEMPTS = 3
 
 
+#: How Chroma refuses a read of a vector this process's view has not loaded yet.
+_UNSYNCED = ("Error finding id", "Error getting embedding")
+
+
 def _unsynced(exc: BaseException) -> bool:
     """Chroma's answer to a read of a record whose vector this process has not loaded
     (another process wrote it since this client loaded the collection's HNSW index).
 
+    Chroma words it two ways, by where its plan meets the gap.
+
     Examples:
         >>> from chromadb.errors import InternalError
         >>> _unsynced(InternalError("Error executing plan: Internal error: Error finding id"))
+        True
+        >>> _unsynced(InternalError("Internal error: Error getting embedding"))
         True
         >>> _unsynced(InternalError("(code: 5) database is locked"))
         False
     """
     from chromadb.errors import ChromaError
 
-    return isinstance(exc, ChromaError) and "Error finding id" in str(exc)
+    return isinstance(exc, ChromaError) and any(sign in str(exc) for sign in _UNSYNCED)
 
 
 def index_chroma_log(directory: Path | str) -> bool:
