@@ -21,7 +21,7 @@ from memtrellis.clients.payload import (
     reply_from,
     request_messages,
     text_of,
-    tool_call_text,
+    tool_use_calls,
     usage_of,
     with_calls,
 )
@@ -37,12 +37,7 @@ def place_system(kwargs: dict[str, Any], context: MemoryContext) -> dict[str, An
 
 def _text_blocks(content: Any) -> str:
     blocks = [b for b in content or () if field_of(b, "type") == "text"]
-    calls = [
-        tool_call_text(field_of(b, "name"), field_of(b, "input"))
-        for b in content or ()
-        if field_of(b, "type") == "tool_use"
-    ]
-    return with_calls(text_of(blocks), calls)
+    return with_calls(text_of(blocks), tool_use_calls(content))
 
 
 def message_reply(message: Any) -> Reply | None:

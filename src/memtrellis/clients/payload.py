@@ -38,6 +38,7 @@ __all__ = [
     "sdk_version",
     "text_of",
     "tool_call_text",
+    "tool_use_calls",
     "usage_of",
     "with_calls",
 ]
@@ -119,14 +120,18 @@ def _calls_in(message: Any) -> list[str]:
         for call in field_of(message, "tool_calls") or ()
         if (function := field_of(call, "function")) is not None
     ]
-    content = given(field_of(message, "content"))
-    if isinstance(content, Sequence) and not isinstance(content, (str, bytes, bytearray)):
-        calls += [
-            tool_call_text(field_of(block, "name"), field_of(block, "input"))
-            for block in content
-            if field_of(block, "type") == "tool_use"
-        ]
-    return calls
+    return calls + tool_use_calls(given(field_of(message, "content")))
+
+
+def tool_use_calls(content: Any) -> list[str]:
+    """The Anthropic ``tool_use`` blocks of a message's content, as `tool_call_text`."""
+    if not isinstance(content, Sequence) or isinstance(content, (str, bytes, bytearray)):
+        return []
+    return [
+        tool_call_text(field_of(block, "name"), field_of(block, "input"))
+        for block in content
+        if field_of(block, "type") == "tool_use"
+    ]
 
 
 def _only_tool_results(content: Any) -> bool:
