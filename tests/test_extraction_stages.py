@@ -134,7 +134,9 @@ def test_multimodal_content_keeps_text_parts() -> None:
         ],
         now=NOW,
     )
-    assert [t.content for t in out.conversations[0]] == ["Look at this\nand this", "21 °C", "x"]
+    turns = out.conversations[0]
+    assert [t.content for t in turns] == ["Look at this\nand this\n[image]", "21 °C", "x"]
+    assert [a.url for a in turns[0].attachments] == ["https://x/y.png"]  # kept as a source
 
 
 def test_text_is_cleaned() -> None:
@@ -221,15 +223,15 @@ def test_unknown_roles_and_empty_messages_are_skipped_and_counted(
         msg(3, "three"),  # type: ignore[arg-type]
         msg("user", None),
         msg("assistant", "   "),
-        msg("user", [{"type": "image_url", "image_url": {"url": "u"}}]),
+        msg("user", [{"type": "image_url", "image_url": {"url": "u"}}]),  # an image: kept
         msg("assistant", None, tool_calls=[]),
         msg("user", 5),
         msg("user", "kept"),
     ]
     with caplog.at_level(logging.INFO, logger="memtrellis.extraction"):
         out = normalize(data, now=NOW)
-    assert out.skipped == 8
-    assert [t.content for t in out.conversations[0]] == ["kept"]
+    assert out.skipped == 7
+    assert [t.content for t in out.conversations[0]] == ["[image]", "kept"]
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 3 and "narrator" in warnings[0].getMessage()
 

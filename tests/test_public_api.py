@@ -39,6 +39,7 @@ def _lacking_examples(modules: list[ModuleType]) -> list[str]:
 def test_public_api_is_pinned() -> None:
     assert sorted(memtrellis.__all__) == sorted(
         [
+            "Attachment",
             "CaptureConfig",
             "EdgeKind",
             "EmbedderUnavailableError",

@@ -14,6 +14,7 @@ from memtrellis._offline import prepare_offline_env
 
 prepare_offline_env()
 
+from memtrellis.attachments import Attachment  # noqa: E402
 from memtrellis.capture.config import CaptureConfig  # noqa: E402
 from memtrellis.errors import (  # noqa: E402
     EmbedderUnavailableError,
@@ -51,6 +52,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "LLM",
+    "Attachment",
     "CaptureConfig",
     "EdgeKind",
     "EmbedderUnavailableError",

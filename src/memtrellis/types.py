@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from pydantic_core import to_json
 
 from memtrellis._deprecated import renamed, renamed_fields
+from memtrellis.attachments import Attachment
 
 __all__ = [
     "EdgeKind",
@@ -174,6 +175,8 @@ class SourceRef(_Model):
     timestamp: datetime | None = None
     index: int | None = Field(default=None, ge=0)
     document: str | None = None
+    #: Images, files and audio the message carried (`memtrellis.attachments`).
+    attachments: tuple[Attachment, ...] = ()
 
     @field_validator("content")
     @classmethod

@@ -94,7 +94,10 @@ def test_multimodal_user_text_is_captured_verbatim(memory: Memory) -> None:
         ]
     )
 
-    assert sorted(texts(memory)) == sorted([said, "Noted."])  # the user's tag kept verbatim
+    # the user's tag kept verbatim; the image and the audio are kept as attachments
+    assert sorted(texts(memory)) == sorted([f"{said}\n[image]\n[audio]", "Noted."])
+    [asked] = [m for m in memory.list() if m.sources[0].role == "user"]
+    assert [a.kind for a in asked.sources[0].attachments] == ["image", "audio"]
 
 
 def test_hostile_memories_render_as_one_inert_block(memory: Memory) -> None:

@@ -80,7 +80,9 @@ def test_the_user_tag_and_multimodal_text_are_captured_verbatim(memory: Memory) 
     asyncio.run(block.aput([ChatMessage(role="user", blocks=[IMAGE, TextBlock(text=said), AUDIO])]))
 
     assert memory.flush(60)
-    assert [i.text for i in memory.list()] == [said]
+    [item] = memory.list()
+    assert item.text == f"{said}\n[image]\n[audio]"  # the tag verbatim, the parts named
+    assert [a.kind for a in item.sources[0].attachments] == ["image", "audio"]
 
 
 def test_hostile_memories_reach_the_prompt_as_one_inert_block(memory: Memory) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 
 from memtrellis._engine.parts import Parts
 from memtrellis._engine.writer import Writer, derive_ids
+from memtrellis.attachments import summarised
 from memtrellis.capture import CaptureService
 from memtrellis.capture.entry import build_entry
 from memtrellis.errors import InvalidInputError
@@ -75,6 +76,8 @@ class Capturer:
         at = utcnow()
         if isinstance(data, os.PathLike):
             raise InvalidInputError("capture() takes messages or text; add() reads documents")
+        keep = self.parts.extractor.config.attachment_bytes
+        data = summarised(data, keep_bytes=keep)  # no inline bytes the app did not opt in to
         normalize(data, now=at)  # bad input fails here, in the caller, with a typed error
         tags, _, metadata = check_labels(tags, (), metadata)
         entry = build_entry(data, scope, mode=chosen.value, at=at, tags=tags, metadata=metadata)

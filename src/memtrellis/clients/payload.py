@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
+from memtrellis.attachments import is_attachment_part
 from memtrellis.clients.endpoints import client_endpoint
 
 __all__ = [
@@ -151,10 +152,21 @@ def message_of(message: Any) -> dict[str, Any] | None:
     if _only_tool_results(content):
         role = "tool"  # Anthropic sends a tool's output as a user message of result blocks
     out: dict[str, Any] = {"role": role, "content": with_calls(text, _calls_in(message))}
+    if isinstance(content, Sequence) and not isinstance(content, (str, bytes, bytearray)):
+        parts = [p if isinstance(p, Mapping) else _as_dict(p) for p in content]
+        attached = [p for p in parts if is_attachment_part(p)]
+        if attached:  # images, files, audio: read by the core (memtrellis.attachments)
+            out["attachments"] = attached
     name = field_of(message, "name")
     if isinstance(name, str) and name:
         out["name"] = name
     return out
+
+
+def _as_dict(part: Any) -> Any:
+    """An SDK's content block object as a plain dict (pydantic models), else as it is."""
+    dump = getattr(part, "model_dump", None)
+    return dump(exclude_none=True) if callable(dump) else part
 
 
 def request_messages(kwargs: Mapping[str, Any]) -> list[dict[str, Any]]:

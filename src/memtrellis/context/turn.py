@@ -5,7 +5,9 @@ conversation on each call, with memory context placed in it. Capture must store 
 what is new, as the people in the conversation said it: the messages after the last
 assistant message, without instructions (system/developer messages, where memory
 context is placed) and without memory-context blocks. Written once here, on plain
-``{"role": ..., "content": ...}`` dicts with text content.
+``{"role": ..., "content": ...}`` dicts with text content (a list of multimodal parts
+gives its text parts as the content and its image, file and audio parts as the
+message's ``attachments``: see `memtrellis.attachments`).
 
 Examples:
     >>> history = [
@@ -25,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from memtrellis.attachments import is_attachment_part
 from memtrellis.context.place import INSTRUCTION_ROLES, check_messages, strip_content
 
 __all__ = ["last_user_text", "new_turn"]
@@ -59,10 +62,20 @@ def new_turn(
     turn: list[dict[str, Any]] = []
     for message in chosen:
         content = strip_content(message.get("content"))
-        if isinstance(content, str) and content.strip():
-            kept = {key: message[key] for key in _KEPT if message.get(key)}
-            turn.append({**kept, "content": content})
+        attached = list(message.get("attachments") or ())
+        if isinstance(content, list):  # multimodal parts: the text and the attachments
+            attached = [*(p for p in content if is_attachment_part(p)), *attached]
+            content = "\n".join(_part_texts(content))
+        if not isinstance(content, str) or not (content.strip() or attached):
+            continue
+        kept = {key: message[key] for key in _KEPT if message.get(key)}
+        turn.append({**kept, "content": content, **({"attachments": attached} if attached else {})})
     return turn
+
+
+def _part_texts(parts: list[Any]) -> list[str]:
+    texts = [p if isinstance(p, str) else p.get("text") for p in parts if not is_attachment_part(p)]
+    return [t for t in texts if isinstance(t, str) and t]
 
 
 def last_user_text(messages: Sequence[Mapping[str, Any]]) -> str | None:

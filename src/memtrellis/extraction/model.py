@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
 
+from memtrellis.attachments import Attachment
 from memtrellis.types import SourceKind, SourceRef
 
 __all__ = ["Document", "Language", "Mode", "Normalized", "Turn", "Window"]
@@ -63,6 +64,8 @@ class Turn:
     #: The caller gave the time (else it is the time of the call, and says nothing of
     #: how close two messages were: such messages never form a burst).
     timed: bool = True
+    #: Images, files and audio the message carried; its text names each of them.
+    attachments: tuple[Attachment, ...] = ()
 
     def source(self, content: str | None = None) -> SourceRef:
         """This turn as provenance (``content`` overrides the excerpt for split turns)."""
@@ -74,6 +77,7 @@ class Turn:
             content=self.content if content is None else content,
             timestamp=self.timestamp,
             index=self.index,
+            attachments=self.attachments,
         )
 
 

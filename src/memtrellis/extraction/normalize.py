@@ -12,12 +12,14 @@ Accepted input (anything else raises [`InvalidInputError`][memtrellis.errors.Inv
   conversation, the rest become documents.
 
 A message dict has ``role`` and ``content`` (a string, or a list of multimodal parts whose
-text parts are kept), and optionally ``id``/``message_id``, ``timestamp`` (ISO 8601,
+text parts are kept and whose image, file and audio parts become attachments of the turn,
+each named in its text: see `memtrellis.attachments`), an optional ``attachments`` list
+of such parts, and optionally ``id``/``message_id``, ``timestamp`` (ISO 8601,
 epoch seconds or milliseconds, or a ``datetime``; naive means UTC) and
 ``speaker``/``name``. A dict without the ``role`` or the ``content`` key is an error.
 Roles are case-insensitive; ``human``, ``ai``, ``developer`` and ``function`` are read as
 user, assistant, system and tool. Messages with another role (or a role that is not a
-string) or without text (``None``, blank, image parts only) are skipped, logged, counted.
+string) or without text or attachments (``None``, blank) are skipped, logged, counted.
 
 Examples:
     >>> from datetime import datetime, timezone
@@ -44,6 +46,7 @@ from typing import Any
 
 from pydantic_core import to_json
 
+from memtrellis.attachments import attachments_of, mention
 from memtrellis.errors import InvalidInputError
 from memtrellis.extraction.documents import read_document
 from memtrellis.extraction.model import Document, Normalized, Turn
@@ -94,7 +97,13 @@ def extractable(turn: Turn, *, extract_tools: bool) -> bool:
     return extract_tools or turn.role != "tool"
 
 
-def normalize(data: Any, *, now: datetime | None = None, extract_tools: bool = False) -> Normalized:
+def normalize(
+    data: Any,
+    *,
+    now: datetime | None = None,
+    extract_tools: bool = False,
+    attachment_bytes: int = 0,
+) -> Normalized:
     """Validate ``data`` and turn it into conversations of turns and documents.
 
     Args:
@@ -102,6 +111,8 @@ def normalize(data: Any, *, now: datetime | None = None, extract_tools: bool = F
         now: The capture time, given to messages without a timestamp and to plain text
             (default: now, UTC; naive is taken as UTC).
         extract_tools: Recorded on the result; see `extractable`.
+        attachment_bytes: Inline bytes of an image or file part up to this size are
+            kept in its source (`memtrellis.attachments`); 0 keeps none.
 
     Returns:
         The turns of each conversation (in input order, conversations that lost every
@@ -113,7 +124,7 @@ def normalize(data: Any, *, now: datetime | None = None, extract_tools: bool = F
             timestamp cannot be read, or a document cannot be read.
     """
     moment = _to_utc(now) if now is not None else utcnow()
-    reader = _Reader(moment)
+    reader = _Reader(moment, attachment_bytes)
     if isinstance(data, (str, os.PathLike, Document)):
         reader.document(data, "the input")
     elif isinstance(data, Mapping):
@@ -187,8 +198,9 @@ def _kind(value: Any) -> str:
 
 
 class _Reader:
-    def __init__(self, now: datetime) -> None:
+    def __init__(self, now: datetime, keep_bytes: int = 0) -> None:
         self.now = now
+        self.keep_bytes = keep_bytes
         self.conversations: list[list[Turn]] = []
         self.documents: list[Document] = []
         self.skipped = 0
@@ -262,7 +274,14 @@ class _Reader:
             log.warning("skipped %s: role %r is not one of %s", where, raw_role, sorted(ROLES))
             self.skipped += 1
             return None
-        text = _content_text(message.get("content"))
+        content = message.get("content")
+        text = _content_text(content)
+        attached = (
+            *attachments_of(content, keep_bytes=self.keep_bytes),
+            *attachments_of(message.get("attachments"), keep_bytes=self.keep_bytes),
+        )
+        if attached:
+            text = "\n".join([*filter(None, [text]), *map(mention, attached)])
         if not text:
             log.info("skipped %s: a %s message without text", where, role)
             self.skipped += 1
@@ -277,6 +296,7 @@ class _Reader:
             timestamp=self.now if when is None else when,
             speaker=_optional_str(message, "speaker", "name"),
             timed=when is not None,
+            attachments=attached,
         )
 
 

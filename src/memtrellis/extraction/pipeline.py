@@ -100,6 +100,10 @@ class ExtractionConfig:
             `memtrellis.extraction.fast`.
         burst_gap: Longest pause, in seconds, between two messages of one burst.
         burst_max_tokens: Most tokens of message text in one burst.
+        attachment_bytes: Inline bytes of an image, file or audio part up to this size
+            are kept (base64) in its message's source; 0, the default, keeps none (the
+            sha256, size, media type, URL or file id and caption are always kept). See
+            `memtrellis.attachments`.
         instructions: The application's own instructions for fine-mode extraction,
             appended to the built-in system prompt ("Only remember what matters for
             cooking.").
@@ -142,6 +146,7 @@ class ExtractionConfig:
     fast_unit: str = "burst"
     burst_gap: float = BURST_GAP
     burst_max_tokens: int = BURST_MAX_TOKENS
+    attachment_bytes: int = 0
 
     #: Whether the deprecated ``capture_*`` fields were given.
     legacy_capture: bool = field(default=False, init=False, repr=False, compare=False)
@@ -165,6 +170,10 @@ class ExtractionConfig:
             )
         if not self.burst_gap >= 0 or self.burst_max_tokens < 1:
             raise InvalidInputError("burst_gap must be >= 0 and burst_max_tokens >= 1")
+        if isinstance(self.attachment_bytes, bool) or not (
+            isinstance(self.attachment_bytes, int) and self.attachment_bytes >= 0
+        ):
+            raise InvalidInputError("attachment_bytes must be an int >= 0 (0 keeps no bytes)")
         if self.llm_timeout is not None and self.llm_timeout <= 0:
             raise InvalidInputError("llm_timeout must be positive or None")
         if self.llm_attempts < 1 or (self.capture_attempts or 0) < 1:
@@ -294,7 +303,12 @@ class Extractor:
         chosen = self.resolve_mode(mode)
         return (
             chosen,
-            normalize(data, now=moment, extract_tools=self.config.extract_tools),
+            normalize(
+                data,
+                now=moment,
+                extract_tools=self.config.extract_tools,
+                attachment_bytes=self.config.attachment_bytes,
+            ),
             moment,
             scope,
         )

@@ -22,6 +22,7 @@ from langchain_core.messages import (
     convert_to_messages,
 )
 from langchain_core.prompt_values import PromptValue
+from memtrellis.attachments import is_attachment_part
 from memtrellis.context import MemoryContext, place_in_messages, strip_content, turn
 from pydantic import BaseModel
 
@@ -121,8 +122,13 @@ def final_answer(text: str) -> str:
 
 
 def to_dict(message: BaseMessage) -> dict[str, Any]:
-    """A message as ``{"role", "content", "id"?, "name"?}`` with its text content."""
+    """A message as ``{"role", "content", "id"?, "name"?, "attachments"?}`` with its text
+    content and its image, file and audio blocks (`memtrellis.attachments`)."""
     out: dict[str, Any] = {"role": role_of(message), "content": message.text}
+    if isinstance(message.content, list):
+        attached = [part for part in message.content if is_attachment_part(part)]
+        if attached:
+            out["attachments"] = attached
     if message.id:
         out["id"] = message.id
     if message.name:

@@ -14,9 +14,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Literal
 
-from llama_index.core.base.llms.types import ChatMessage, ChatResponse, MessageRole, TextBlock
+from llama_index.core.base.llms.types import (
+    AudioBlock,
+    ChatMessage,
+    ChatResponse,
+    DocumentBlock,
+    ImageBlock,
+    MessageRole,
+    TextBlock,
+)
 from llama_index_instrumentation.dispatcher import active_instrument_tags, instrument_tags
 from memtrellis.context import MemoryContext, place_in_messages, strip_blocks, turn
 
@@ -128,21 +137,66 @@ def said(messages: Sequence[ChatMessage]) -> list[dict[str, str]]:
         ...       ChatMessage(role="user", content="hi")])
         [{'role': 'user', 'content': 'hi'}]
     """
-    out: list[dict[str, str]] = []
+    out: list[dict[str, Any]] = []
     for index, message in enumerate(messages):
         text = text_of(message)
-        if not text:
+        attached = attachments(message)
+        if not text and not attached:
             continue
+        entry: dict[str, Any] = {"content": text}
+        if attached:
+            entry["attachments"] = attached
         if message.role == MessageRole.ASSISTANT and not _is_react_action(message):
-            out.append({"role": "assistant", "content": text})
+            out.append({"role": "assistant", **entry})
         elif message.role == MessageRole.USER and not (
             text.startswith("Observation:") and index and _is_react_action(messages[index - 1])
         ):
-            out.append({"role": "user", "content": text})
+            out.append({"role": "user", **entry})
     return out
 
 
-def new_turn(messages: Sequence[ChatMessage], reply: str) -> list[dict[str, str]]:
+def attachments(message: ChatMessage) -> list[dict[str, Any]]:
+    """The message's image, document and audio blocks as the core's attachment parts
+    (`memtrellis.attachments`): URL, path name, media type, title, and the inline bytes
+    for the core to hash (it keeps them only when the application opted in).
+
+    Examples:
+        >>> from llama_index.core.base.llms.types import ImageBlock
+        >>> photo = ImageBlock(url="https://x.test/cat.png", image_mimetype="image/png")
+        >>> attachments(ChatMessage(role="user", blocks=[TextBlock(text="my cat"), photo]))
+        [{'type': 'image', 'url': 'https://x.test/cat.png', 'mime_type': 'image/png'}]
+    """
+    found: list[dict[str, Any]] = []
+    for block in message.blocks:
+        if isinstance(block, ImageBlock):
+            part = _part("image", block.url, block.path, block.image, block.image_mimetype)
+        elif isinstance(block, DocumentBlock):
+            part = _part("file", block.url, block.path, block.data, block.document_mimetype)
+            if block.title:
+                part["title"] = block.title
+        elif isinstance(block, AudioBlock):
+            mime = f"audio/{block.format}" if block.format else None
+            part = _part("audio", block.url, block.path, block.audio, mime)
+        else:
+            continue
+        found.append(part)
+    return found
+
+
+def _part(kind: str, url: Any, path: Any, data: Any, mime: str | None) -> dict[str, Any]:
+    part: dict[str, Any] = {"type": kind}
+    if url is not None:
+        part["url"] = str(url)
+    if path is not None:
+        part["name"] = Path(str(path)).name
+    if isinstance(data, bytes) and data:  # LlamaIndex keeps a block's bytes base64-encoded
+        part["base64"] = data.decode("ascii", "replace")
+    if mime:
+        part["mime_type"] = mime
+    return part
+
+
+def new_turn(messages: Sequence[ChatMessage], reply: str) -> list[dict[str, Any]]:
     """What one LLM call adds to a conversation: the user's new messages and the reply.
 
     The core's [`new_turn`][memtrellis.context.new_turn] on `said`: the new messages are

@@ -12,10 +12,11 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallBlock
 
-from llama_index.memory.memtrellis._messages import react_answer, text_of
+from llama_index.memory.memtrellis._messages import attachments, react_answer, text_of
 
 __all__ = ["Transcripts", "conversation"]
 
@@ -29,7 +30,7 @@ def _calls_tools(message: ChatMessage) -> bool:
     )
 
 
-def conversation(messages: Sequence[ChatMessage]) -> list[dict[str, str]]:
+def conversation(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
     """What the user and the assistant said to each other, as memtrellis message dicts.
 
     Left out: system messages, tool results, assistant messages that call tools (the
@@ -48,15 +49,19 @@ def conversation(messages: Sequence[ChatMessage]) -> list[dict[str, str]]:
         [{'role': 'user', 'content': 'Where do I live?'},
          {'role': 'assistant', 'content': 'Porto.'}]
     """
-    out: list[dict[str, str]] = []
+    out: list[dict[str, Any]] = []
     for message in messages:
         if message.role == MessageRole.USER:
             text = text_of(message)
-            if not text:
+            attached = attachments(message)
+            if not text and not attached:
                 continue
-            if out and out[-1] == {"role": "user", "content": text}:
+            said: dict[str, Any] = {"role": "user", "content": text}
+            if attached:
+                said["attachments"] = attached
+            if out and out[-1] == said:
                 continue  # the question re-sent with the history, not said again
-            out.append({"role": "user", "content": text})
+            out.append(said)
         elif message.role == MessageRole.ASSISTANT and not _calls_tools(message):
             text = text_of(message)
             answer = react_answer(text)
@@ -103,7 +108,7 @@ class Transcripts:
             self._sessions.popitem(last=False)
         return session
 
-    def read(self, key: str, history: Sequence[ChatMessage]) -> list[dict[str, str]]:
+    def read(self, key: str, history: Sequence[ChatMessage]) -> list[dict[str, Any]]:
         """The messages of the active ``history`` not captured yet (now marked captured)."""
         seen = conversation(history)
         with self._lock:
@@ -117,7 +122,7 @@ class Transcripts:
             session.captured = max(session.captured, session.flushed + len(seen))
         return new
 
-    def flushed(self, key: str, messages: Sequence[ChatMessage]) -> list[dict[str, str]]:
+    def flushed(self, key: str, messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
         """The flushed ``messages`` not captured yet (now marked captured)."""
         seen = conversation(messages)
         with self._lock:
