@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Union, cast
+from typing import Any, cast
 
 from agents import Agent, RunContextWrapper, SQLiteSession, TResponseInputItem
 from agents.memory import Session, SessionSettings
@@ -42,13 +42,9 @@ __all__ = ["MemoryInstructions", "MemtrellisSession", "item_message", "register"
 
 SOURCE = "openai_agents"
 #: What an agent's own instructions can be: text, or the SDK's dynamic instructions.
-BaseInstructions = Union[
-    str,
-    Callable[[RunContextWrapper[Any], Agent[Any]], Union[str, Awaitable[str]]],
-    None,
-]
+BaseInstructions = str | Callable[[RunContextWrapper[Any], Agent[Any]], str | Awaitable[str]] | None
 #: Whose memory: a fixed entity id, or one read from the run context (``ctx.context``).
-EntityOf = Union[str, Callable[[RunContextWrapper[Any]], Union[str, None]], None]
+EntityOf = str | Callable[[RunContextWrapper[Any]], str | None] | None
 _ROLES = {"user": "user", "assistant": "assistant"}
 
 
@@ -291,12 +287,13 @@ class MemoryInstructions:
         strict: bool = False,
     ) -> None:
         if isinstance(instructions, MemoryInstructions):
-            instructions = instructions.instructions  # never recall twice
-        if instructions is not None and not (isinstance(instructions, str) or callable(instructions)):
+            instructions = instructions.own  # never recall twice
+        if not (instructions is None or isinstance(instructions, str) or callable(instructions)):
             raise InvalidInputError("instructions must be text, a callable or None")
         if entity_id is not None and not (isinstance(entity_id, str) or callable(entity_id)):
             raise InvalidInputError("entity_id must be a string, a callable of the context or None")
-        self.instructions = instructions
+        #: The agent's own instructions (what ``base`` resolves).
+        self.own: BaseInstructions = instructions
         self.entity_id = entity_id
         self.binding = _binding(
             memory,
@@ -311,9 +308,10 @@ class MemoryInstructions:
 
     async def base(self, ctx: RunContextWrapper[Any], agent: Agent[Any]) -> str | None:
         """The agent's own instructions for this call."""
-        if self.instructions is None or isinstance(self.instructions, str):
-            return self.instructions
-        value = self.instructions(ctx, agent)
+        own = self.own
+        if own is None or isinstance(own, str):
+            return own
+        value = own(ctx, agent)
         if inspect.isawaitable(value):
             value = await value
         return cast("str | None", value)
@@ -337,7 +335,7 @@ class MemoryInstructions:
         return place_in_instructions(base, context) or ""
 
     def __repr__(self) -> str:
-        return f"MemoryInstructions({self.instructions!r})"
+        return f"MemoryInstructions({self.own!r})"
 
 
 def register(memory: Memory, obj: Any, **options: Any) -> Agent[Any]:
@@ -355,7 +353,7 @@ def register(memory: Memory, obj: Any, **options: Any) -> Agent[Any]:
         >>> from memtrellis.testing import HashingEmbedder
         >>> with Memory(tempfile.mkdtemp(), embedder=HashingEmbedder()) as memory:
         ...     agent = register(memory, Agent(name="a", instructions="Hi."), entity_id="bob")
-        >>> agent.instructions.instructions, agent.instructions.entity_id
+        >>> agent.instructions.own, agent.instructions.entity_id
         ('Hi.', 'bob')
     """
     if not isinstance(obj, Agent):

@@ -31,7 +31,7 @@ Examples:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Union
+from typing import Any
 
 from memtrellis import InvalidInputError, Memory
 from memtrellis.binding import DEFAULT_K, DEFAULT_TOKEN_BUDGET, AdapterOptions, Binding
@@ -45,7 +45,7 @@ __all__ = ["MemtrellisCapability", "register", "turn_of"]
 
 SOURCE = "pydantic_ai"
 #: Whose memory: a fixed entity id, or one read from the run context (``ctx.deps``).
-EntityOf = Union[str, Callable[[RunContext[Any]], Union[str, None]], None]
+EntityOf = str | Callable[[RunContext[Any]], str | None] | None
 
 
 def _prompt_text(content: str | Sequence[Any]) -> str:
