@@ -131,7 +131,8 @@ def _start_install_test(session: nox.Session) -> subprocess.Popen[bytes]:
 @nox.session(venv_backend="none")
 def tests(session: nox.Session) -> None:
     """The whole test suite, including a real `chroma run` server on loopback, then the
-    LangChain, LlamaIndex and agent-framework integrations' suites (each with its own pytest configuration).
+    LangChain, LlamaIndex and agent-framework integrations' suites (each with its own
+    pytest configuration).
 
     The install test (tests/test_install.py: the README's install command into a fresh venv)
     waits on the package index rather than the CPU, so it runs beside the other checks."""
