@@ -9,6 +9,8 @@ from agents import Usage
 from agents.items import ModelResponse, TResponseInputItem, TResponseStreamEvent
 from agents.models.interface import Model
 from openai.types.responses import (
+    Response,
+    ResponseCompletedEvent,
     ResponseFunctionToolCall,
     ResponseOutputItem,
     ResponseOutputMessage,
@@ -51,5 +53,25 @@ class ScriptedAgentsModel(Model):
         self.calls.append((system_instructions, sent))  # type: ignore[arg-type]
         return ModelResponse(output=self.script.pop(0), usage=Usage(), response_id=None)
 
-    def stream_response(self, *args: Any, **kwargs: Any) -> AsyncIterator[TResponseStreamEvent]:
-        raise NotImplementedError("the tests run the agent without streaming")
+    async def stream_response(  # type: ignore[override]
+        self,
+        system_instructions: str | None,
+        input: str | list[TResponseInputItem],
+        *args: Any,
+        **kwargs: Any,
+    ) -> AsyncIterator[TResponseStreamEvent]:
+        """The scripted reply as one completed response (what the SDK reads the answer from)."""
+        reply = await self.get_response(system_instructions, input)
+        response = Response(
+            id=f"resp_{len(self.calls)}",
+            created_at=0,
+            model="scripted",
+            object="response",
+            output=reply.output,
+            tool_choice="auto",
+            tools=[],
+            parallel_tool_calls=False,
+        )
+        yield ResponseCompletedEvent(
+            type="response.completed", response=response, sequence_number=0
+        )

@@ -240,3 +240,26 @@ async def test_answers_of_models_without_response_ids_are_each_stored(memory: Me
     await Runner.run(agent, "I like tea", session=session, run_config=RUN)
 
     assert stored(memory, "eve") == ["I like tea", "I live in Lyon", "Noted, Lyon.", "Noted, tea."]
+
+
+async def test_a_streamed_run_recalls_and_captures_like_a_plain_one(memory: Memory) -> None:
+    memory.add("Fay takes the night train", entity_id="fay")
+    model = ScriptedAgentsModel([[text_reply("Book a sleeper berth.", "msg_1")]])
+    agent = memory.register(
+        openai_agents=Agent(name="helper", instructions="Be brief.", model=model),
+        entity_id="fay",
+    )
+    session = MemtrellisSession("s", memory, entity_id="fay")
+
+    streamed = Runner.run_streamed(agent, "Any tip for my trip?", session=session, run_config=RUN)
+    async for _ in streamed.stream_events():
+        pass
+
+    assert streamed.final_output == "Book a sleeper berth."
+    [(instructions, _)] = model.calls
+    assert instructions is not None and "Fay takes the night train" in instructions
+    assert stored(memory, "fay") == [
+        "Any tip for my trip?",
+        "Book a sleeper berth.",
+        "Fay takes the night train",
+    ]
