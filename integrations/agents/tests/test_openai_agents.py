@@ -202,6 +202,8 @@ async def test_a_recall_failure_leaves_the_instructions_and_is_counted(
 def test_register_and_the_session_refuse_what_they_cannot_wrap(memory: Memory) -> None:
     with pytest.raises(InvalidInputError, match=r"agents\.Agent"):
         memory.register(openai_agents=object())
+    with pytest.raises(InvalidInputError, match="session_id: an option of MemtrellisSession"):
+        memory.register(openai_agents=Agent(name="a"), session_id="s1")
     with pytest.raises(InvalidInputError, match="session_id"):
         MemtrellisSession("", memory)
     with pytest.raises(InvalidInputError, match="Memory"):

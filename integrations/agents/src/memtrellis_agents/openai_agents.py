@@ -344,7 +344,9 @@ def register(memory: Memory, obj: Any, **options: Any) -> Agent[Any]:
     `MemoryInstructions`).
 
     Raises:
-        InvalidInputError: ``obj`` is not an ``agents.Agent``.
+        InvalidInputError: ``obj`` is not an ``agents.Agent``, or an option is one of a
+            session's (``session_id``, ``capture_mode``: give them to `MemtrellisSession`,
+            which captures; the instructions only recall, across sessions).
 
     Examples:
         >>> import tempfile
@@ -359,5 +361,11 @@ def register(memory: Memory, obj: Any, **options: Any) -> Agent[Any]:
     if not isinstance(obj, Agent):
         raise InvalidInputError(
             f"the openai_agents integration wraps agents.Agent; got {type(obj).__name__}"
+        )
+    session_options = sorted({"session_id", "capture_mode"} & set(options))
+    if session_options:
+        raise InvalidInputError(
+            f"{', '.join(session_options)}: an option of MemtrellisSession, which captures "
+            "turns; the agent's instructions only recall (across sessions)"
         )
     return obj.clone(instructions=MemoryInstructions(memory, obj.instructions, **options))
