@@ -3,6 +3,8 @@ scripted model (FunctionModel); what the model was sent and what was stored, per
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +22,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from memtrellis_agents.pydantic_ai import MemtrellisCapability
+from memtrellis_agents.pydantic_ai import MemtrellisCapability, turn_of
 
 
 @dataclass
@@ -205,8 +207,6 @@ def test_register_refuses_what_is_not_an_agent(memory: Memory) -> None:
 
 
 def test_a_history_with_system_prompts_and_memory_blocks_yields_only_the_words() -> None:
-    from memtrellis_agents.pydantic_ai import turn_of
-
     history: list[ModelMessage] = [
         ModelRequest(
             parts=[SystemPromptPart("You help.")],
@@ -216,3 +216,46 @@ def test_a_history_with_system_prompts_and_memory_blocks_yields_only_the_words()
     ]
 
     assert turn_of(history) == []
+
+
+async def test_concurrent_runs_of_two_users_keep_their_memories_apart(memory: Memory) -> None:
+    memory.add("Gil is allergic to shellfish", entity_id="gil")
+    memory.add("Hana is allergic to gluten", entity_id="hana")
+    seen: dict[str, str] = {}
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        [question] = [m["content"] for m in turn_of(messages) if m["role"] == "user"]
+        seen[question] = info.instructions or ""
+        return ModelResponse(parts=[TextPart(f"Answer to {question}")])
+
+    agent = Agent(FunctionModel(model), deps_type=Deps)
+    capability = MemtrellisCapability(memory, entity_id=lambda ctx: ctx.deps.user_id)
+
+    await asyncio.gather(
+        *(
+            agent.run(f"What can {user} eat?", deps=Deps(user), capabilities=[capability])
+            for user in ("gil", "hana")
+        )
+    )
+
+    assert "shellfish" in seen["What can gil eat?"] and "gluten" not in seen["What can gil eat?"]
+    assert "gluten" in seen["What can hana eat?"] and "shellfish" not in seen["What can hana eat?"]
+    assert stored(memory, "gil") == [
+        "Answer to What can gil eat?",
+        "Gil is allergic to shellfish",
+        "What can gil eat?",
+    ]
+
+
+async def test_a_streamed_run_is_captured_once(memory: Memory) -> None:
+    async def stream(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str]:
+        for chunk in ("Noted, ", "Lima."):
+            yield chunk
+
+    agent = Agent(FunctionModel(stream_function=stream))
+    capability = MemtrellisCapability(memory, entity_id="ivy")
+
+    async with agent.run_stream("I live in Lima", capabilities=[capability]) as streamed:
+        assert await streamed.get_output() == "Noted, Lima."
+
+    assert stored(memory, "ivy") == ["I live in Lima", "Noted, Lima."]
