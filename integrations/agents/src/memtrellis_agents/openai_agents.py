@@ -369,3 +369,9 @@ def register(memory: Memory, obj: Any, **options: Any) -> Agent[Any]:
             "turns; the agent's instructions only recall (across sessions)"
         )
     return obj.clone(instructions=MemoryInstructions(memory, obj.instructions, **options))
+
+
+def _is_a_session(session: MemtrellisSession) -> Session:
+    """mypy --strict checks here that `MemtrellisSession` has the installed SDK's
+    ``Session`` protocol, signatures included."""
+    return session
