@@ -82,7 +82,7 @@ def _shared_env(session: nox.Session) -> tuple[str, dict[str, str]]:
 
 
 def _install_shared(session: nox.Session, python: str) -> None:
-    """Install the core and both integrations, editable with their dev extras, into the
+    """Install the core and the integrations, editable with their dev extras, into the
     shared environment: with uv, which fetches and unpacks the ~150 packages in parallel
     (measured on this project's 2-core machine: 33 s against pip's several minutes), and
     with pip when uv cannot be had or fails (a package index only pip is configured for,
