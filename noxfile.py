@@ -31,10 +31,19 @@ LANGCHAIN_DEV = f"{LANGCHAIN}[dev]"
 # The LlamaIndex integration, likewise.
 LLAMA_INDEX = "integrations/llama-index"
 LLAMA_INDEX_DEV = f"{LLAMA_INDEX}[dev]"
+# The agent frameworks (OpenAI Agents SDK, PydanticAI): one distribution, an extra per
+# framework, so one install, one test run and one mypy run for all of them (about 40 MB).
+AGENTS = "integrations/agents"
+AGENTS_DEV = f"{AGENTS}[dev]"
 LINTED = ["src", "tests", "benchmarks", "integrations", "tools", "noxfile.py"]
 # The environment `typecheck` and `tests` share, and what decides when it is rebuilt.
 SHARED = ROOT / ".nox" / "dev"
-PYPROJECTS = ["pyproject.toml", f"{LANGCHAIN}/pyproject.toml", f"{LLAMA_INDEX}/pyproject.toml"]
+PYPROJECTS = [
+    "pyproject.toml",
+    f"{LANGCHAIN}/pyproject.toml",
+    f"{LLAMA_INDEX}/pyproject.toml",
+    f"{AGENTS}/pyproject.toml",
+]
 # pytest-xdist workers per suite (the checks run on two cores; tests wait on servers and
 # subprocesses, so two workers keep both busy). MEMTRELLIS_TEST_WORKERS=0 runs in-process.
 WORKERS = os.environ.get("MEMTRELLIS_TEST_WORKERS", "2")
@@ -73,12 +82,12 @@ def _shared_env(session: nox.Session) -> tuple[str, dict[str, str]]:
 
 
 def _install_shared(session: nox.Session, python: str) -> None:
-    """Install the core and both integrations, editable with their dev extras, into the
+    """Install the core and the integrations, editable with their dev extras, into the
     shared environment: with uv, which fetches and unpacks the ~150 packages in parallel
     (measured on this project's 2-core machine: 33 s against pip's several minutes), and
     with pip when uv cannot be had or fails (a package index only pip is configured for,
     say)."""
-    packages = ["-e", DEV, "-e", LANGCHAIN_DEV, "-e", LLAMA_INDEX_DEV]
+    packages = ["-e", DEV, "-e", LANGCHAIN_DEV, "-e", LLAMA_INDEX_DEV, "-e", AGENTS_DEV]
     try:
         session.run(sys.executable, "-m", "pip", "install", "-q", "uv>=0.5", silent=True)
         session.run(sys.executable, "-m", "uv", "pip", "install", "--python", python, *packages)
@@ -135,7 +144,8 @@ def _start_install_test(session: nox.Session) -> subprocess.Popen[bytes]:
 @nox.session(venv_backend="none")
 def tests(session: nox.Session) -> None:
     """The whole test suite, including a real `chroma run` server on loopback, then the
-    LangChain and LlamaIndex integrations' suites (each with its own pytest configuration).
+    LangChain, LlamaIndex and agent-framework integrations' suites (each with its own
+    pytest configuration).
 
     The install test (tests/test_install.py: the README's install command into a fresh venv)
     waits on the package index rather than the CPU, so it runs beside the other checks."""
@@ -145,6 +155,7 @@ def tests(session: nox.Session) -> None:
         session.run(*_pytest(python, f"--ignore={INSTALL_TEST}", *session.posargs), env=env)
         session.run(*_pytest(python, LANGCHAIN, *session.posargs), env=env)
         session.run(*_pytest(python, LLAMA_INDEX, *session.posargs), env=env)
+        session.run(*_pytest(python, AGENTS, *session.posargs), env=env)
     finally:
         returncode = install.wait()
         shutil.rmtree(INSTALL_ENV / "tmp", ignore_errors=True)
@@ -164,7 +175,7 @@ def lint(session: nox.Session) -> None:
 
 @nox.session(venv_backend="none")
 def typecheck(session: nox.Session) -> None:
-    """mypy --strict over src/ and the LangChain and LlamaIndex integrations' packages (in
+    """mypy --strict over src/ and the LangChain, LlamaIndex and agent-framework packages (in
     the environment `tests` uses)."""
     if "tests" in _sessions_selected(session):
         _start_install_test(session)  # beside the shared install and mypy (one core each)
@@ -172,6 +183,8 @@ def typecheck(session: nox.Session) -> None:
     session.run(python, "-m", "mypy", "src", env=env)
     session.run(python, "-m", "mypy", f"{LANGCHAIN}/src", env=env)
     with session.chdir(LLAMA_INDEX):  # its own settings: a namespace package
+        session.run(python, "-m", "mypy", env=env)
+    with session.chdir(AGENTS):
         session.run(python, "-m", "mypy", env=env)
 
 

@@ -1,0 +1,377 @@
+"""The OpenAI Agents SDK with memtrellis: a session that captures, instructions that recall.
+
+* `MemtrellisSession`: the SDK's ``Session`` protocol (``get_items``, ``add_items``,
+  ``pop_item``, ``clear_session``). The conversation's items are kept verbatim by an
+  inner session (the SDK's own ``SQLiteSession``, in memory unless you pass another), and
+  each finished turn (the user's messages and the assistant's answer) is captured into
+  memtrellis, under the session's user, for every later session of that user.
+* `MemoryInstructions`: dynamic instructions (``Agent(instructions=...)``) that recall
+  for the latest user message and add the memory-context block after the agent's own
+  instructions. Memory reaches the model only there, never in the session's items, so it
+  is never captured back.
+* `register` (the ``memtrellis.integrations`` entry point ``openai_agents``):
+  ``memory.register(openai_agents=agent, entity_id=...)`` returns a clone of the agent
+  whose instructions are `MemoryInstructions` around its own.
+
+Examples:
+    >>> import tempfile
+    >>> from agents import Agent
+    >>> from memtrellis import Memory
+    >>> from memtrellis.testing import HashingEmbedder
+    >>> memory = Memory(tempfile.mkdtemp(), embedder=HashingEmbedder())
+    >>> agent = memory.register(openai_agents=Agent(name="a", instructions="Be brief."))
+    >>> type(agent.instructions).__name__
+    'MemoryInstructions'
+    >>> memory.close()
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, cast
+
+from agents import Agent, RunContextWrapper, SQLiteSession, TResponseInputItem
+from agents.memory import Session, SessionSettings
+from agents.models.fake_id import FAKE_RESPONSES_ID
+from memtrellis import InvalidInputError, Memory
+from memtrellis.binding import DEFAULT_K, DEFAULT_TOKEN_BUDGET, AdapterOptions, Binding
+from memtrellis.context import last_user_text, place_in_instructions, strip_content
+
+__all__ = ["MemoryInstructions", "MemtrellisSession", "item_message", "register"]
+
+SOURCE = "openai_agents"
+#: What an agent's own instructions can be: text, or the SDK's dynamic instructions.
+BaseInstructions = str | Callable[[RunContextWrapper[Any], Agent[Any]], str | Awaitable[str]] | None
+#: Whose memory: a fixed entity id, or one read from the run context (``ctx.context``).
+EntityOf = str | Callable[[RunContextWrapper[Any]], str | None] | None
+_ROLES = {"user": "user", "assistant": "assistant"}
+
+
+def _text(content: Any) -> str:
+    """The text of an item's content: a string, or the text of its input/output parts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Sequence):
+        texts = [
+            part["text"]
+            for part in content
+            if isinstance(part, Mapping) and isinstance(part.get("text"), str)
+        ]
+        return "\n".join(text for text in texts if text)
+    return ""
+
+
+def item_message(item: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A session item as a neutral message dict; None for what is not a user or assistant
+    message with text (instructions, tool calls and their output, reasoning).
+
+    Memory-context blocks are stripped from the text. The item's ``id`` is kept, except
+    the placeholder that models other than OpenAI's Responses API give every message
+    (``__fake_id__``): as a message id it would make each answer look like a resent one.
+
+    Examples:
+        >>> item_message({"role": "user", "content": "I moved to Porto"})
+        {'role': 'user', 'content': 'I moved to Porto'}
+        >>> item_message({"id": "msg_1", "type": "message", "role": "assistant",
+        ...               "content": [{"type": "output_text", "text": "Nice!"}]})
+        {'role': 'assistant', 'content': 'Nice!', 'id': 'msg_1'}
+        >>> item_message({"type": "function_call", "name": "lookup", "arguments": "{}"}) is None
+        True
+    """
+    if not isinstance(item, Mapping):
+        return None
+    role = _ROLES.get(str(item.get("role", "")))
+    if role is None or item.get("type", "message") != "message":
+        return None
+    text = strip_content(_text(item.get("content"))).strip()
+    if not text:
+        return None
+    message: dict[str, Any] = {"role": role, "content": text}
+    if isinstance(item.get("id"), str) and item["id"] and item["id"] != FAKE_RESPONSES_ID:
+        message["id"] = item["id"]
+    return message
+
+
+def _binding(
+    memory: Memory,
+    *,
+    entity_id: str | None,
+    process_id: str | None,
+    session_id: str | None,
+    k: int,
+    token_budget: int,
+    capture_mode: str | None,
+    strict: bool,
+) -> Binding:
+    if not isinstance(memory, Memory):
+        raise InvalidInputError(f"expected a memtrellis Memory, got {type(memory).__name__}")
+    options = AdapterOptions(
+        entity_id=entity_id,
+        process_id=process_id,
+        session_id=session_id,
+        k=k,
+        token_budget=token_budget,
+        capture_mode=capture_mode,
+        strict=strict,
+    )
+    return Binding(memory, options, source=SOURCE)
+
+
+class MemtrellisSession:
+    """An Agents SDK ``Session`` whose finished turns are captured into memtrellis.
+
+    ``Runner.run(agent, text, session=...)`` reads the history with `get_items` and saves
+    new items with `add_items`: the user's input before the model runs, the answer after.
+    The items are kept verbatim by ``history`` (any ``Session``; default: the SDK's
+    ``SQLiteSession(session_id)`` in memory). A turn is captured once, when its answer
+    arrives: the user messages saved since the last answer and the assistant's messages
+    (text only; tool calls and their output stay in the history). Recall spans the
+    sessions of one entity; put it in the instructions with `MemoryInstructions`.
+
+    Args:
+        session_id: The SDK's session id; captured turns record it as ``session_id``.
+        memory: The ``Memory`` turns are captured into.
+        entity_id: Whose memory (None: the memory's default, or the active
+            ``memory.scope(entity_id=...)`` block).
+        process_id: Which app or agent (None: the memory's own).
+        history: Where the items live (default: a new in-memory ``SQLiteSession``).
+        capture_mode: ``"fast"``/``"fine"`` for captured turns (None: the memory's default).
+        strict: Raise memory failures instead of going on without memory.
+
+    Examples:
+        >>> import asyncio, tempfile
+        >>> from memtrellis import Memory
+        >>> from memtrellis.testing import HashingEmbedder
+        >>> memory = Memory(tempfile.mkdtemp(), embedder=HashingEmbedder())
+        >>> session = MemtrellisSession("s1", memory, entity_id="alice", capture_mode="fast")
+        >>> asyncio.run(session.add_items([{"role": "user", "content": "I moved to Porto"}]))
+        >>> answer = {"type": "message", "role": "assistant",
+        ...           "content": [{"type": "output_text", "text": "Porto is lovely."}]}
+        >>> asyncio.run(session.add_items([answer]))
+        >>> memory.flush()
+        True
+        >>> sorted(item.text for item in memory.list(entity_id="alice"))
+        ['I moved to Porto', 'Porto is lovely.']
+        >>> len(asyncio.run(session.get_items()))
+        2
+        >>> memory.close()
+    """
+
+    session_settings: SessionSettings | None = None
+
+    def __init__(
+        self,
+        session_id: str,
+        memory: Memory,
+        *,
+        entity_id: str | None = None,
+        process_id: str | None = None,
+        history: Session | None = None,
+        capture_mode: str | None = None,
+        strict: bool = False,
+    ) -> None:
+        if not isinstance(session_id, str) or not session_id.strip():
+            raise InvalidInputError("session_id must be a non-empty string")
+        self.session_id = session_id
+        self.history: Session = history if history is not None else SQLiteSession(session_id)
+        self.session_settings = getattr(self.history, "session_settings", None)
+        self.binding = _binding(
+            memory,
+            entity_id=entity_id,
+            process_id=process_id,
+            session_id=session_id,
+            k=DEFAULT_K,
+            token_budget=DEFAULT_TOKEN_BUDGET,
+            capture_mode=capture_mode,
+            strict=strict,
+        )
+        # User messages saved since the last answer: captured with that answer.
+        self._pending: list[dict[str, Any]] = []
+
+    async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
+        """The session's items, oldest first (the latest ``limit`` when given)."""
+        return await self.history.get_items(limit)
+
+    async def add_items(self, items: list[TResponseInputItem]) -> None:
+        """Save ``items`` in the history; a batch with the assistant's answer captures the
+        turn (the user messages saved since the last answer, then the answer)."""
+        await self.history.add_items(items)
+        answer: list[dict[str, Any]] = []
+        for item in items:
+            message = item_message(cast(Mapping[str, Any], item))
+            if message is None:
+                continue
+            if message["role"] == "user":
+                if answer:  # a user message after an answer starts the next turn
+                    await self._capture(answer)
+                    answer = []
+                self._pending.append(message)
+            else:
+                answer.append(message)
+        if answer:
+            await self._capture(answer)
+
+    async def _capture(self, answer: list[dict[str, Any]]) -> None:
+        turn, self._pending = [*self._pending, *answer], []
+        await self.binding.acapture(turn, self.binding.scope(), what="an Agents SDK turn")
+
+    async def pop_item(self) -> TResponseInputItem | None:
+        """Remove and return the latest item of the history.
+
+        A user message not yet answered is no longer captured; a turn already captured
+        stays in memory (``memory.forget`` removes memories).
+        """
+        item = await self.history.pop_item()
+        if item is not None and self._pending:
+            message = item_message(cast(Mapping[str, Any], item))
+            if message is not None and message == self._pending[-1]:
+                self._pending.pop()
+        return item
+
+    async def clear_session(self) -> None:
+        """Clear the history (and what was not captured yet); memories stay."""
+        self._pending = []
+        await self.history.clear_session()
+
+    def __repr__(self) -> str:
+        return f"MemtrellisSession({self.session_id!r}, {type(self.history).__name__})"
+
+
+class MemoryInstructions:
+    """Dynamic instructions: the agent's own, then the memories recalled for the latest
+    user message (a memory-context block within ``token_budget`` tokens).
+
+    Pass it as ``Agent(instructions=MemoryInstructions(memory, "Be brief."))``; the SDK
+    calls it before each model call with the run context, whose ``turn_input`` holds the
+    conversation sent. A recall failure leaves the instructions as they were (counted in
+    ``memory.health()``) unless ``strict``.
+
+    Args:
+        memory: The ``Memory`` to recall from.
+        instructions: The agent's own instructions: text or a dynamic-instructions
+            callable ``(ctx, agent) -> str`` (sync or async).
+        entity_id: Whose memory: an id, a callable of the run context (for one agent
+            serving many users: ``lambda ctx: ctx.context.user_id``), or None (the
+            memory's default, or the active ``memory.scope(entity_id=...)`` block).
+        process_id: Which app or agent (None: the memory's own).
+        k: Most memories recalled.
+        token_budget: Most tokens of the memory-context block.
+        strict: Raise memory failures instead of going on without memory.
+
+    Examples:
+        >>> import asyncio, tempfile
+        >>> from agents import Agent, RunContextWrapper
+        >>> from memtrellis import Memory
+        >>> from memtrellis.testing import HashingEmbedder
+        >>> memory = Memory(tempfile.mkdtemp(), embedder=HashingEmbedder())
+        >>> _ = memory.add("Alice is allergic to peanuts", entity_id="alice")
+        >>> instructions = MemoryInstructions(memory, "Be brief.", entity_id="alice")
+        >>> ctx = RunContextWrapper(context=None)
+        >>> ctx.turn_input = [{"role": "user", "content": "A snack without peanuts?"}]
+        >>> text = asyncio.run(instructions(ctx, Agent(name="a")))
+        >>> text.startswith("Be brief.") and "allergic to peanuts" in text
+        True
+        >>> memory.close()
+    """
+
+    def __init__(
+        self,
+        memory: Memory,
+        instructions: BaseInstructions = None,
+        *,
+        entity_id: EntityOf = None,
+        process_id: str | None = None,
+        k: int = DEFAULT_K,
+        token_budget: int = DEFAULT_TOKEN_BUDGET,
+        strict: bool = False,
+    ) -> None:
+        if isinstance(instructions, MemoryInstructions):
+            instructions = instructions.own  # never recall twice
+        if not (instructions is None or isinstance(instructions, str) or callable(instructions)):
+            raise InvalidInputError("instructions must be text, a callable or None")
+        if entity_id is not None and not (isinstance(entity_id, str) or callable(entity_id)):
+            raise InvalidInputError("entity_id must be a string, a callable of the context or None")
+        #: The agent's own instructions (what ``base`` resolves).
+        self.own: BaseInstructions = instructions
+        self.entity_id = entity_id
+        self.binding = _binding(
+            memory,
+            entity_id=entity_id if isinstance(entity_id, str) else None,
+            process_id=process_id,
+            session_id=None,
+            k=k,
+            token_budget=token_budget,
+            capture_mode=None,
+            strict=strict,
+        )
+
+    async def base(self, ctx: RunContextWrapper[Any], agent: Agent[Any]) -> str | None:
+        """The agent's own instructions for this call."""
+        own = self.own
+        if own is None or isinstance(own, str):
+            return own
+        value = own(ctx, agent)
+        if inspect.isawaitable(value):
+            value = await value
+        return cast("str | None", value)
+
+    def _scope(self, ctx: RunContextWrapper[Any]) -> dict[str, str]:
+        named: dict[str, str] = {}
+        if callable(self.entity_id):
+            entity = self.entity_id(ctx)
+            if entity is not None:
+                named["entity_id"] = entity
+        return self.binding.scope(named)
+
+    async def __call__(self, ctx: RunContextWrapper[Any], agent: Agent[Any]) -> str:
+        base = await self.base(ctx, agent)
+        messages = [m for item in ctx.turn_input if (m := item_message(cast(Any, item)))]
+        self.binding.count("call")
+        scope: dict[str, str] = {}
+        with self.binding.guard("recall", what="resolving the entity"):
+            scope = self._scope(ctx)
+        context = await self.binding.acontext(last_user_text(messages), scope)
+        return place_in_instructions(base, context) or ""
+
+    def __repr__(self) -> str:
+        return f"MemoryInstructions({self.own!r})"
+
+
+def register(memory: Memory, obj: Any, **options: Any) -> Agent[Any]:
+    """Entry point of ``memtrellis.integrations``: a clone of an Agents SDK ``Agent`` whose
+    instructions are `MemoryInstructions` around its own (options: those of
+    `MemoryInstructions`).
+
+    Raises:
+        InvalidInputError: ``obj`` is not an ``agents.Agent``, or an option is one of a
+            session's (``session_id``, ``capture_mode``: give them to `MemtrellisSession`,
+            which captures; the instructions only recall, across sessions).
+
+    Examples:
+        >>> import tempfile
+        >>> from agents import Agent
+        >>> from memtrellis import Memory
+        >>> from memtrellis.testing import HashingEmbedder
+        >>> with Memory(tempfile.mkdtemp(), embedder=HashingEmbedder()) as memory:
+        ...     agent = register(memory, Agent(name="a", instructions="Hi."), entity_id="bob")
+        >>> agent.instructions.own, agent.instructions.entity_id
+        ('Hi.', 'bob')
+    """
+    if not isinstance(obj, Agent):
+        raise InvalidInputError(
+            f"the openai_agents integration wraps agents.Agent; got {type(obj).__name__}"
+        )
+    session_options = sorted({"session_id", "capture_mode"} & set(options))
+    if session_options:
+        raise InvalidInputError(
+            f"{', '.join(session_options)}: an option of MemtrellisSession, which captures "
+            "turns; the agent's instructions only recall (across sessions)"
+        )
+    return obj.clone(instructions=MemoryInstructions(memory, obj.instructions, **options))
+
+
+def _is_a_session(session: MemtrellisSession) -> Session:
+    """mypy --strict checks here that `MemtrellisSession` has the installed SDK's
+    ``Session`` protocol, signatures included."""
+    return session
