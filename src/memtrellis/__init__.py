@@ -18,6 +18,7 @@ from memtrellis.capture.config import CaptureConfig  # noqa: E402
 from memtrellis.errors import (  # noqa: E402
     EmbedderUnavailableError,
     EmbeddingMismatchError,
+    EngineProcessError,
     InvalidInputError,
     MemoryNotFoundError,
     MemtrellisError,
@@ -55,6 +56,7 @@ __all__ = [
     "EdgeKind",
     "EmbedderUnavailableError",
     "EmbeddingMismatchError",
+    "EngineProcessError",
     "ExtractionConfig",
     "Health",
     "HistoryEvent",

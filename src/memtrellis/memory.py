@@ -65,6 +65,14 @@ class Memory(Closing):
         ['episode']
     """
 
+    def __new__(cls, *args: Any, engine_process: bool = False, **kwargs: Any) -> Memory:
+        # engine_process=True: the same facade over an engine in a child process.
+        if engine_process and cls is Memory:
+            from memtrellis._memory_process import ProcessMemory
+
+            return super().__new__(ProcessMemory)
+        return super().__new__(cls)
+
     def __init__(
         self,
         path: str | os.PathLike[str] | None = None,
@@ -85,7 +93,10 @@ class Memory(Closing):
         max_resident_memories: int = DEFAULT_RESIDENT_MEMORIES,
         vector_process: bool = False,
         reranker: Any = None,
+        engine_process: bool = False,
     ) -> None:
+        if engine_process:
+            raise InvalidInputError("engine_process=True is for Memory itself, not a subclass")
         self.default_scope = _args.make_scope(entity_id, process_id, session_id)
         self.path = _args.store_path(path)
         self._drain_timeout = _args.timeout_arg(drain_timeout)
