@@ -98,7 +98,9 @@ class _Server:
                 try:
                     reply: tuple[str, Any] = ("ok", self.run(name, args, kwargs))
                 except Exception as exc:  # every failure goes back to the caller, typed
-                    exc.add_note(f"(raised in the memtrellis engine process {os.getpid()})")
+                    note = getattr(exc, "add_note", None)  # Python 3.11+
+                    if note is not None:
+                        note(f"(raised in the memtrellis engine process {os.getpid()})")
                     reply = ("error", portable(exc))
                 try:
                     data = frame(reply)

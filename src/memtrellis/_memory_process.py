@@ -146,7 +146,8 @@ class ProcessMemory(Memory):
         self.path = _args.store_path(path)
         self._drain_timeout = _args.timeout_arg(options.get("drain_timeout", 60.0))
         spec = {"path": str(self.path.absolute()), **self.default_scope.model_dump(), **options}
-        self._channel = channel = EngineChannel(spec, stop_timeout=self._drain_timeout + 30.0)
+        stop_timeout = (self._drain_timeout or 60.0) + 30.0
+        self._channel = channel = EngineChannel(spec, stop_timeout=stop_timeout)
         # At exit (or when dropped unclosed) the child closes its Memory and exits.
         self._stop = weakref.finalize(self, channel.stop)
         self._engine = local = _Local(self.default_scope)  # type: ignore[assignment]
@@ -226,13 +227,13 @@ class ProcessMemory(Memory):
 
     def export_graph(self, path: str | os.PathLike[str], **kwargs: Any) -> Path:
         """See [`Memory.export_graph`][memtrellis.Memory.export_graph]."""
-        target = os.path.abspath(os.fspath(path))
+        target = str(Path(path).absolute())
         return Path(self._channel.call("export_graph", (target,), self._filled(_E, kwargs)))
 
     def export(self, path_or_file: Any, **kwargs: Any) -> int:
         """See [`Memory.export`][memtrellis.Memory.export]; a stream is written here."""
         if isinstance(path_or_file, (str, os.PathLike)):
-            target = os.path.abspath(os.fspath(path_or_file))
+            target = str(Path(path_or_file).absolute())
             return int(self._channel.call("export", (target,), kwargs))
         count, text = self._channel.call("export_text", (), kwargs)
         path_or_file.write(text)
@@ -241,7 +242,7 @@ class ProcessMemory(Memory):
     def import_(self, path_or_file: Any, **kwargs: Any) -> Any:
         """See [`Memory.import_`][memtrellis.Memory.import_]; a stream is read here."""
         if isinstance(path_or_file, (str, os.PathLike)):
-            source = os.path.abspath(os.fspath(path_or_file))
+            source = str(Path(path_or_file).absolute())
             return self._channel.call("import_", (source,), kwargs)
         return self._channel.call("import_text", (path_or_file.read(),), kwargs)
 

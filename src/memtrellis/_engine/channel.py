@@ -31,7 +31,12 @@ import sys
 import threading
 from typing import Any
 
-from memtrellis.errors import EngineProcessError, InvalidInputError, StoreClosedError
+from memtrellis.errors import (
+    EngineProcessError,
+    InvalidInputError,
+    MemtrellisError,
+    StoreClosedError,
+)
 
 __all__ = ["EngineChannel", "portable", "recv_obj", "send_obj"]
 
@@ -122,7 +127,9 @@ class _Child:
             ours.settimeout(None)
         except TimeoutError as exc:
             self.stop(0.0)
-            raise EngineProcessError(f"the engine process did not start within {timeout:.0f} s") from exc
+            raise EngineProcessError(
+                f"the engine process did not start within {timeout:.0f} s"
+            ) from exc
         except (EOFError, OSError) as exc:
             self.stop(5.0)
             raise EngineProcessError(
@@ -226,16 +233,17 @@ class EngineChannel:
             if self._closed:
                 raise StoreClosedError("this Memory is closed")
             child = self._child
+            if child is not None and not child.dead and child.exit_code is not None:
+                child.stop(0.0)  # it died between calls: nothing of a call is lost
             if child is None or child.dead:
                 log.warning("memtrellis: starting a new engine process")
                 child = self._child = _Child(self._spec, self._start_timeout)
             return child
 
-    def _lost(self, child: _Child, name: str, exc: BaseException) -> EngineProcessError:
+    def _lost(self, child: _Child, name: str, exc: BaseException) -> MemtrellisError:
         child.stop(5.0)
-        closed = self._closed
-        if closed:
-            return StoreClosedError("this Memory is closed")  # type: ignore[return-value]
+        if self._closed:
+            return StoreClosedError("this Memory is closed")
         return EngineProcessError(
             f"the engine process exited during {name} (exit code {child.exit_code}); "
             "the call's outcome is unknown, the next call starts a new process"
@@ -277,7 +285,7 @@ class EngineChannel:
         """`call` for a coroutine: the reply is awaited on the running loop."""
         request = self._request(name, args, kwargs)
         child = self._child
-        if child is None or child.dead or self._closed:
+        if child is None or child.dead or self._closed or child.exit_code is not None:
             child = await asyncio.to_thread(self._running)  # starting one takes seconds
         loop = asyncio.get_running_loop()
         try:

