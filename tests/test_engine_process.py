@@ -47,14 +47,16 @@ def _open(path: Path, **kwargs: Any) -> Memory:
 
 
 def _gone(pid: int, within: float = 30.0) -> bool:
-    """Whether process ``pid`` exited (or is a zombie) within ``within`` seconds."""
+    """Whether process ``pid`` exited within ``within`` seconds: reaped, or a zombie whose
+    threads have all ended (a killed process's leader is a zombie before its threads are)."""
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
         try:
             state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            status = Path(f"/proc/{pid}/status").read_text()
         except (FileNotFoundError, ProcessLookupError):
             return True
-        if state in ("Z", "X"):
+        if state in ("Z", "X") and "\nThreads:\t1\n" in status:
             return True
         time.sleep(0.05)
     return False

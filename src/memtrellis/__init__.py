@@ -14,6 +14,7 @@ from memtrellis._offline import prepare_offline_env
 
 prepare_offline_env()
 
+from memtrellis import _memory_process  # noqa: E402, F401  (Memory(engine_process=True))
 from memtrellis.capture.config import CaptureConfig  # noqa: E402
 from memtrellis.errors import (  # noqa: E402
     EmbedderUnavailableError,

@@ -113,7 +113,7 @@ def _aforward(
     return method
 
 
-class ProcessMemory(Memory):
+class ProcessMemory(Memory, process_facade=True):
     """A [`Memory`][memtrellis.Memory] whose engine runs in a child process; made by
     ``Memory(path, engine_process=True)`` (see the [operations guide](../operations.md)).
 

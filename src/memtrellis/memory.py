@@ -21,7 +21,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from memtrellis import registry
 from memtrellis._deprecated import renamed
@@ -65,12 +65,19 @@ class Memory(Closing):
         ['episode']
     """
 
+    #: The class ``engine_process=True`` makes (`memtrellis._memory_process`, which the
+    #: package imports, declares itself with ``process_facade=True``).
+    _process_facade: ClassVar[type[Memory] | None] = None
+
+    def __init_subclass__(cls, *, process_facade: bool = False, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if process_facade:
+            Memory._process_facade = cls
+
     def __new__(cls, *args: Any, engine_process: bool = False, **kwargs: Any) -> Memory:
         # engine_process=True: the same facade over an engine in a child process.
-        if engine_process and cls is Memory:
-            from memtrellis._memory_process import ProcessMemory
-
-            return super().__new__(ProcessMemory)
+        if engine_process and cls is Memory and Memory._process_facade is not None:
+            return super().__new__(Memory._process_facade)
         return super().__new__(cls)
 
     def __init__(
