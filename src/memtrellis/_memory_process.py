@@ -95,7 +95,7 @@ def _forward(name: str, fill: tuple[str, ...] = ()) -> Callable[..., Any]:
         return self._channel.call(name, args, self._filled(fill, kwargs))
 
     method.__name__ = method.__qualname__ = name
-    method.__doc__ = getattr(Memory, name).__doc__
+    method.__doc__ = f"[`Memory.{name}`][memtrellis.Memory.{name}], run by the engine process."
     return method
 
 

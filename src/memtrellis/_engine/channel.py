@@ -199,7 +199,7 @@ class EngineChannel:
         1
         >>> channel.pid != os.getpid()
         True
-        >>> channel.close()
+        >>> channel.stop()
         >>> shutil.rmtree(directory)
     """
 
