@@ -9,6 +9,7 @@ a new one; closing, exiting or dying leaves no process behind.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import io
 import os
 import signal
@@ -23,6 +24,7 @@ from typing import Any
 import pytest
 
 from memtrellis import (
+    EmbeddingMismatchError,
     EngineProcessError,
     InvalidInputError,
     Memory,
@@ -296,3 +298,19 @@ def test_the_engine_exits_when_the_app_exits_or_dies(tmp_path: Path, how: str) -
         assert [m.text for m in again.list(entity_id="ana")] == ["Ana lives in Porto."]
     finally:
         again.close()
+
+
+def test_an_error_while_opening_comes_back_typed_and_leaves_no_process(tmp_path: Path) -> None:
+    with _open(tmp_path, entity_id="ana") as memory:
+        memory.add("Ana lives in Porto.")
+    with pytest.raises(EmbeddingMismatchError):  # the store is pinned to another embedder
+        Memory(tmp_path, embedder=HashingEmbedder(32), engine_process=True)
+    with pytest.raises(TypeError, match="colour"):
+        _open(tmp_path, engine_process=True, colour="blue")
+
+
+def test_the_constructor_signature_is_the_facade_s(tmp_path: Path) -> None:
+    parameters = inspect.signature(Memory).parameters
+    assert list(parameters)[:2] == ["path", "entity_id"]
+    assert parameters["engine_process"].default is False
+    assert "postgres_url" in parameters

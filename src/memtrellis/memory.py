@@ -16,6 +16,7 @@ Examples:
 from __future__ import annotations
 
 import contextlib
+import inspect
 import logging
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -68,6 +69,7 @@ class Memory(Closing):
     #: The class ``engine_process=True`` makes (`memtrellis._memory_process`, which the
     #: package imports, declares itself with ``process_facade=True``).
     _process_facade: ClassVar[type[Memory] | None] = None
+    __signature__: ClassVar[inspect.Signature]
 
     def __init_subclass__(cls, *, process_facade: bool = False, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -645,3 +647,10 @@ class Memory(Closing):
     arefine = _in_thread(refine)
     aexport = _in_thread(export)
     aimport_ = _in_thread(import_)
+
+
+# What ``inspect.signature(Memory)`` (the API reference, tools) shows: the constructor's
+# arguments, not those of ``__new__``, which only picks the class.
+Memory.__signature__ = inspect.signature(Memory.__init__).replace(
+    parameters=[*inspect.signature(Memory.__init__).parameters.values()][1:]
+)
