@@ -9,6 +9,7 @@ a new one; closing, exiting or dying leaves no process behind.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import io
 import os
@@ -314,3 +315,23 @@ def test_the_constructor_signature_is_the_facade_s(tmp_path: Path) -> None:
     assert list(parameters)[:2] == ["path", "entity_id"]
     assert parameters["engine_process"].default is False
     assert "postgres_url" in parameters
+
+
+def _children() -> set[int]:
+    """This process's live child processes."""
+    found: set[int] = set()
+    for task in Path("/proc/self/task").iterdir():
+        with contextlib.suppress(FileNotFoundError):
+            found |= {int(pid) for pid in (task / "children").read_text().split()}
+    return {pid for pid in found if not _gone(pid, within=0.0)}
+
+
+def test_closing_after_the_engine_died_leaves_no_process(tmp_path: Path) -> None:
+    before = _children()
+    memory = _open(tmp_path, engine_process=True)
+    memory.add("Ana lives in Porto.", entity_id="ana")
+    pid = _pid(memory)
+    os.kill(pid, signal.SIGKILL)
+    assert _gone(pid)
+    memory.close()
+    assert _children() <= before

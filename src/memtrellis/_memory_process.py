@@ -153,12 +153,16 @@ class ProcessMemory(Memory, process_facade=True):
         self._engine = local = _Local(self.default_scope)  # type: ignore[assignment]
         self._scope = local.scopes.current
         self._closed = False
-        health = channel.call("health", (), {})
+        try:
+            health = channel.call("health", (), {})
+            self.capture_config = channel.call("attribute", ("capture_config",), {})
+            self.lifecycle = channel.call("attribute", ("lifecycle",), {})
+        except BaseException:
+            self._stop()
+            raise
         self.embedder = _RemoteEmbedder(
             channel, health.embedder_model_id, health.embedder_dimension
         )
-        self.capture_config = channel.call("attribute", ("capture_config",), {})
-        self.lifecycle = channel.call("attribute", ("lifecycle",), {})
 
     @property
     def pid(self) -> int | None:
@@ -288,7 +292,8 @@ class ProcessMemory(Memory, process_facade=True):
         self._closed = True
         self._engine.run_close_hooks()
         try:
-            self._channel.call("close", (), {})
+            if self._channel.pid is not None:  # a dead engine is not started to be closed
+                self._channel.call("close", (), {})
         except Exception:
             log.warning("memtrellis: the engine process failed to close cleanly", exc_info=True)
         finally:

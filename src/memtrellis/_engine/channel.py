@@ -226,7 +226,9 @@ class EngineChannel:
     def pid(self) -> int | None:
         """The child's process id; None after it exited (until the next call)."""
         child = self._child
-        return None if child is None or child.dead else child.pid
+        if child is None or child.dead or child.exit_code is not None:
+            return None
+        return child.pid
 
     def _running(self) -> _Child:
         with self._lock:
