@@ -25,11 +25,13 @@ SERVED = 0
 def interleave_child(spec: dict[str, Any]) -> dict[str, Any]:
     """``spec["stores"]``: ``[size, path, namespace]`` per size; the p50/p99 of each."""
     stores = [(int(size), path, namespace) for size, path, namespace in spec["stores"]]
-    memories = {size: open_memory(path, spec) for size, path, _ns in stores}
     served = {size: entity_name(SERVED, namespace) for size, _p, namespace in stores}
     stream = UserStream(entity_name(SERVED, ""), seed=spec["seed"])
-    asked = [m for m in stream.take(spec["per_entity"]) if m.question]
-    queries = [asked[i % len(asked)].question for i in range(spec["queries"])]
+    asked = [m.question for m in stream.take(spec["per_entity"]) if m.question]
+    if not asked:  # an entity too small to hold a question
+        return {"queries": 0, "sizes": {}, "recall_p50_ratio": None}
+    queries = [asked[i % len(asked)] for i in range(spec["queries"])]
+    memories = {size: open_memory(path, spec) for size, path, _ns in stores}
     latencies: dict[int, list[float]] = {size: [] for size in memories}
     order = random.Random(spec["seed"])
     try:
