@@ -234,6 +234,7 @@ def scenario_run(
     chroma_url: str | None = None,
     *,
     vector_process: bool = False,
+    engine_process: bool = False,
     freeze: bool = False,
 ) -> dict[str, Any]:
     """One fresh store: seed, warm, then the concurrent users under the ticker.
@@ -244,7 +245,11 @@ def scenario_run(
     directory = Path(tempfile.mkdtemp(prefix="mt-loop-"))
     try:
         memory = Memory(
-            directory, embedder=make(), chroma_url=chroma_url, vector_process=vector_process
+            directory,
+            embedder=make(),
+            chroma_url=chroma_url,
+            vector_process=vector_process,
+            engine_process=engine_process,
         )
         try:
             _store(memory, users)
@@ -351,9 +356,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--modes",
-        choices=["both", "in_process", "vector_process"],
-        default="both",
-        help="the embedded index in this process, in a child (vector_process=True), or both",
+        default="all",
+        help="comma-separated of in_process, vector_process (the embedded index in a child),"
+        " engine_process (the whole engine in a child), or all",
     )
     parser.add_argument(
         "--gc-freeze",
@@ -370,8 +375,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         "args": {k: str(v) for k, v in vars(args).items()},
         "embedders": {},
     }
-    modes = {"in_process": False, "vector_process": True}
-    chosen = list(modes) if args.modes == "both" else [args.modes]
+    modes: dict[str, dict[str, bool]] = {
+        "in_process": {},
+        "vector_process": {"vector_process": True},
+        "engine_process": {"engine_process": True},
+    }
+    chosen = list(modes) if args.modes in ("all", "both") else args.modes.split(",")
+    unknown = [mode for mode in chosen if mode not in modes]
+    if unknown:
+        parser.error(f"unknown mode {unknown[0]!r}: choose from {', '.join(modes)}")
     if args.gc_freeze:
         chosen += [f"{mode}+gc_freeze" for mode in chosen]
     for name in args.embedders.split(","):
@@ -385,7 +397,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     users,
                     args.rounds,
                     args.chroma_url,
-                    vector_process=modes[mode.removesuffix("+gc_freeze")],
+                    **modes[mode.removesuffix("+gc_freeze")],
                     freeze=mode.endswith("+gc_freeze"),
                 )
                 runs.append(run)

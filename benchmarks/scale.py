@@ -108,6 +108,7 @@ from _scale_build import (
     run_child,
     spec_base,
 )
+from _scale_interleave import interleave_child
 from _scale_servers import scratch_servers, settle, visibility_child, watch_child
 from _synth import UserStream
 
@@ -423,6 +424,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--adds", type=int, default=50, help="single-message adds per row")
     parser.add_argument("--queries", type=int, default=100, help="recalls per row")
     parser.add_argument(
+        "--interleaved",
+        type=int,
+        default=200,
+        help="questions asked of every size in one process, interleaved (0: skip)",
+    )
+    parser.add_argument(
         "--warmup",
         type=int,
         default=10,
@@ -505,8 +512,10 @@ def run_rows(args: argparse.Namespace, cache: Path) -> tuple[list[dict[str, Any]
     """Build (or find) each size's store and measure it; the MiniLM capture row after."""
     rows: list[dict[str, Any]] = []
     capture = None
+    stores: list[list[Any]] = []
     for size in args.size_list:
         path, build = ensure_store(size, args, cache)
+        stores.append([size, str(path), args.namespace.format(size=size)])
         if args.pg_mode:
             settle(args.postgres_url)
         spec = {
@@ -549,6 +558,14 @@ def run_rows(args: argparse.Namespace, cache: Path) -> tuple[list[dict[str, Any]
                 flush=True,
             )
         rows.append(row)
+    if len(stores) > 1 and args.interleaved:
+        # The rows ran minutes apart; the same questions to every size in one process,
+        # interleaved, give a recall ratio that the machine's changing load does not move.
+        print("recall, every size in one process, interleaved", flush=True)
+        spec = {**spec_base(args), "stores": stores, "queries": args.interleaved}
+        spec.update(warmup=args.warmup)
+        rows[-1]["interleaved"] = run_child("interleave", spec)
+        print(f"  {rows[-1]['interleaved']}", flush=True)
     if args.capture_turns:
         print("capture with the default embedder: a new store", flush=True)
         tag = f"r{os.getpid()}-" if args.namespace else ""
@@ -575,6 +592,7 @@ def main(argv: list[str] | None = None) -> None:
             "capture": capture_child,
             "visibility": visibility_child,
             "watch": watch_child,
+            "interleave": interleave_child,
         }[kind]
         print(RESULT + json.dumps(work(spec)), flush=True)
         return

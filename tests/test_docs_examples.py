@@ -63,7 +63,11 @@ def test_configuration_validity(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
 
 def test_operations_change_embedder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     printed = run_blocks("operations.md", tmp_path, monkeypatch).splitlines()
-    assert printed == ["2 ['alice', 'bob'] []", "['Alice prefers green tea']"]
+    assert printed == [
+        "Ana moved to Porto",
+        "2 ['alice', 'bob'] []",
+        "['Alice prefers green tea']",
+    ]
 
 
 # -- every snippet, alone and in sequence (issue 20 item 5) -------------------------------

@@ -44,6 +44,7 @@ def test_public_api_is_pinned() -> None:
             "EdgeKind",
             "EmbedderUnavailableError",
             "EmbeddingMismatchError",
+            "EngineProcessError",
             "ExtractionConfig",
             "LLM",
             "Mode",

@@ -14,11 +14,13 @@ from memtrellis._offline import prepare_offline_env
 
 prepare_offline_env()
 
+from memtrellis import _memory_process  # noqa: E402, F401  (Memory(engine_process=True))
 from memtrellis.attachments import Attachment  # noqa: E402
 from memtrellis.capture.config import CaptureConfig  # noqa: E402
 from memtrellis.errors import (  # noqa: E402
     EmbedderUnavailableError,
     EmbeddingMismatchError,
+    EngineProcessError,
     InvalidInputError,
     MemoryNotFoundError,
     MemtrellisError,
@@ -57,6 +59,7 @@ __all__ = [
     "EdgeKind",
     "EmbedderUnavailableError",
     "EmbeddingMismatchError",
+    "EngineProcessError",
     "ExtractionConfig",
     "Health",
     "HistoryEvent",

@@ -14,6 +14,7 @@ from typing import Any
 __all__ = [
     "EmbedderUnavailableError",
     "EmbeddingMismatchError",
+    "EngineProcessError",
     "InvalidInputError",
     "MemoryNotFoundError",
     "MemtrellisError",
@@ -185,6 +186,17 @@ class VectorIndexUnavailableError(MemtrellisError, RuntimeError):
 
     Examples:
         >>> issubclass(VectorIndexUnavailableError, RuntimeError)
+        True
+    """
+
+
+class EngineProcessError(MemtrellisError, RuntimeError):
+    """The engine process of a ``Memory(..., engine_process=True)`` did not start, or
+    exited during the call (the call's outcome is then unknown: it is not sent again).
+    The next call starts a new process.
+
+    Examples:
+        >>> issubclass(EngineProcessError, RuntimeError)
         True
     """
 

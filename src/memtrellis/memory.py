@@ -16,12 +16,13 @@ Examples:
 from __future__ import annotations
 
 import contextlib
+import inspect
 import logging
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from memtrellis import registry
 from memtrellis._deprecated import renamed
@@ -65,6 +66,22 @@ class Memory(Closing):
         ['episode']
     """
 
+    #: The class ``engine_process=True`` makes (`memtrellis._memory_process`, which the
+    #: package imports, declares itself with ``process_facade=True``).
+    _process_facade: ClassVar[type[Memory] | None] = None
+    __signature__: ClassVar[inspect.Signature]
+
+    def __init_subclass__(cls, *, process_facade: bool = False, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if process_facade:
+            Memory._process_facade = cls
+
+    def __new__(cls, *args: Any, engine_process: bool = False, **kwargs: Any) -> Memory:
+        # engine_process=True: the same facade over an engine in a child process.
+        if engine_process and cls is Memory and Memory._process_facade is not None:
+            return super().__new__(Memory._process_facade)
+        return super().__new__(cls)
+
     def __init__(
         self,
         path: str | os.PathLike[str] | None = None,
@@ -85,7 +102,10 @@ class Memory(Closing):
         max_resident_memories: int = DEFAULT_RESIDENT_MEMORIES,
         vector_process: bool = False,
         reranker: Any = None,
+        engine_process: bool = False,
     ) -> None:
+        if engine_process:
+            raise InvalidInputError("engine_process=True is for Memory itself, not a subclass")
         self.default_scope = _args.make_scope(entity_id, process_id, session_id)
         self.path = _args.store_path(path)
         self._drain_timeout = _args.timeout_arg(drain_timeout)
@@ -627,3 +647,10 @@ class Memory(Closing):
     arefine = _in_thread(refine)
     aexport = _in_thread(export)
     aimport_ = _in_thread(import_)
+
+
+# What ``inspect.signature(Memory)`` (the API reference, tools) shows: the constructor's
+# arguments, not those of ``__new__``, which only picks the class.
+Memory.__signature__ = inspect.signature(Memory.__init__).replace(
+    parameters=[*inspect.signature(Memory.__init__).parameters.values()][1:]
+)

