@@ -92,7 +92,7 @@ def place_bedrock_system(kwargs: dict[str, Any], context: MemoryContext) -> dict
 
     Examples:
         >>> from memtrellis.context import MemoryContext
-        >>> place_bedrock_system({"system": [{"text": "Be brief."}]}, MemoryContext(text="B"))
+        >>> place_bedrock_system({"system": [{"text": "Be brief."}]}, MemoryContext("B", 1, 600))
         {'system': [{'text': 'Be brief.'}, {'text': 'B'}]}
     """
     system = kwargs.get("system")

@@ -146,7 +146,7 @@ def place_system_instruction(kwargs: dict[str, Any], context: MemoryContext) -> 
         >>> from memtrellis.context import MemoryContext
         >>> placed = place_system_instruction(
         ...     {"contents": "Hi", "config": {"temperature": 0.2, "system_instruction": "Be brief."}},
-        ...     MemoryContext(text="<memory_context>..</memory_context>"),
+        ...     MemoryContext("<memory_context>..</memory_context>", 5, 600),
         ... )
         >>> placed["config"]
         {'temperature': 0.2, 'system_instruction': 'Be brief.\\n\\n<memory_context>..</memory_context>'}

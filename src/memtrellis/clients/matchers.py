@@ -121,8 +121,10 @@ def supported_clients() -> list[str]:
     """``package.Class`` of every client type the matchers recognise, sorted.
 
     Examples:
-        >>> supported_clients()[:2]
-        ['anthropic.Anthropic', 'anthropic.AsyncAnthropic']
+        >>> supported_clients()[-3:]
+        ['ollama.Client', 'openai.AsyncOpenAI', 'openai.OpenAI']
+        >>> "litellm (the module)" in supported_clients()
+        True
     """
     classes = (f"{m.package}.{name}" for m in MATCHERS for name in (*m.sync, *m.asynchronous))
     modules = (f"{m.package} (the module)" for m in MATCHERS if not m.sync and not m.asynchronous)
