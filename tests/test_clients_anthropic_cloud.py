@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import anthropic
 import httpx2
 import pytest
 
-import anthropic
 from memtrellis import Memory
 from memtrellis.context import OPEN_TAG
 from provider_fakes import AWS_KEY_ID, AWS_SECRET, store_bytes

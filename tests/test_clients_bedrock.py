@@ -46,7 +46,9 @@ def test_converse_places_context_in_system(seeded: Memory) -> None:
 
     assert response["output"]["message"]["content"] == [{"text": "Try hummus with carrots."}]
     quoted = MODEL.replace(":", "%3A")
-    assert wire.urls[-1] == f"https://bedrock-runtime.eu-west-1.amazonaws.com/model/{quoted}/converse"
+    assert (
+        wire.urls[-1] == f"https://bedrock-runtime.eu-west-1.amazonaws.com/model/{quoted}/converse"
+    )
     sent = wire.last
     assert sent["messages"] == user(QUESTION) and sent["inferenceConfig"] == {"maxTokens": 128}
     assert sent["system"][0] == {"text": "Be brief."} and len(sent["system"]) == 2
@@ -114,7 +116,9 @@ def test_converse_stream_is_passed_through_and_captured(seeded: Memory) -> None:
 
     assert isinstance(response["stream"], EventStream)  # botocore's own stream
     events = list(response["stream"])
-    text = "".join(e["contentBlockDelta"]["delta"]["text"] for e in events if "contentBlockDelta" in e)
+    text = "".join(
+        e["contentBlockDelta"]["delta"]["text"] for e in events if "contentBlockDelta" in e
+    )
     assert text == "Apple slices are safe"
     assert list(events[0]) == ["messageStart"] and list(events[-1]) == ["metadata"]
     assert wire.urls[-1].endswith("/converse-stream")

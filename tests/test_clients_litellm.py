@@ -54,7 +54,10 @@ def test_completion_places_context_and_captures(seeded: Memory) -> None:
 
     response = litellm.completion(
         model=MODEL,
-        messages=[{"role": "system", "content": "Be brief."}, {"role": "user", "content": QUESTION}],
+        messages=[
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": QUESTION},
+        ],
         client=server(model),
         api_base=BASE_URL,
     )

@@ -20,8 +20,9 @@ Examples:
     ...         {"toolUse": {"toolUseId": "t1", "name": "weather", "input": {"city": "Porto"}}}]},
     ...     {"role": "user", "content": [
     ...         {"toolResult": {"toolUseId": "t1", "content": [{"text": "Sunny"}]}}]},
-    ... ]})[1:]
-    [{'role': 'assistant', 'content': '[tool call] weather({"city": "Porto"})'}, {'role': 'tool', 'content': 'Sunny'}]
+    ... ]})[1:]  # doctest: +NORMALIZE_WHITESPACE
+    [{'role': 'assistant', 'content': '[tool call] weather({"city": "Porto"})'},
+     {'role': 'tool', 'content': 'Sunny'}]
 """
 
 from __future__ import annotations

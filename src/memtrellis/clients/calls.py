@@ -253,7 +253,7 @@ def patched_method(
 
     def begin(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], Call]:
         if api.positional and args:  # read as keywords, so that recall sees them
-            named = dict(zip(api.positional, args))
+            named = dict(zip(api.positional, args, strict=False))
             kwargs = {**named, **kwargs}
             args = args[len(named) :]
         stream = kind in ("manager", "stream") or given(kwargs.get("stream")) is True

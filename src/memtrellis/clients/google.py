@@ -144,12 +144,12 @@ def place_system_instruction(kwargs: dict[str, Any], context: MemoryContext) -> 
 
     Examples:
         >>> from memtrellis.context import MemoryContext
+        >>> config = {"temperature": 0.2, "system_instruction": "Be brief."}
         >>> placed = place_system_instruction(
-        ...     {"contents": "Hi", "config": {"temperature": 0.2, "system_instruction": "Be brief."}},
-        ...     MemoryContext("<memory_context>..</memory_context>", 5, 600),
+        ...     {"contents": "Hi", "config": config}, MemoryContext("<mc>..</mc>", 5, 600)
         ... )
         >>> placed["config"]
-        {'temperature': 0.2, 'system_instruction': 'Be brief.\\n\\n<memory_context>..</memory_context>'}
+        {'temperature': 0.2, 'system_instruction': 'Be brief.\\n\\n<mc>..</mc>'}
     """
     config = given(kwargs.get("config"))
     block = context.text

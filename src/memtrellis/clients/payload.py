@@ -27,10 +27,10 @@ from memtrellis.clients.endpoints import client_endpoint
 
 __all__ = [
     "USAGE_FIELDS",
-    "arguments_text",
     "Collector",
     "Reply",
     "TextCollector",
+    "arguments_text",
     "capture_metadata",
     "field_of",
     "given",
@@ -274,7 +274,8 @@ def sdk_version(client: Any) -> str | None:
         if isinstance(version, str):
             return version
     try:
-        from importlib.metadata import PackageNotFoundError, version as installed
+        from importlib.metadata import PackageNotFoundError
+        from importlib.metadata import version as installed
     except ImportError:  # pragma: no cover - in the standard library since 3.8
         return None
     try:
