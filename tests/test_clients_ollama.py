@@ -130,6 +130,23 @@ async def test_async_client_with_and_without_stream(seeded: Memory) -> None:
     ]
 
 
+async def test_an_async_stream_closed_early_is_captured_at_once(memory: Memory) -> None:
+    wire = OllamaWire("one two three four")
+    client = memory.register(ollama_client(wire, asynchronous=True))
+
+    stream = await client.chat(
+        model=MODEL, messages=[{"role": "user", "content": "Count"}], stream=True
+    )
+    async for chunk in stream:
+        if chunk.message.content == " two":
+            break
+    await stream.aclose()  # an async generator's own close
+
+    items = captured(memory)
+    assert [i.text for i in items] == ["Count", "one two"]
+    assert items[1].metadata["complete"] is False
+
+
 def test_per_call_scope_and_unregister(memory: Memory) -> None:
     wire = OllamaWire("Noted.")
     client = memory.register(ollama_client(wire), entity_id="alice")

@@ -128,7 +128,16 @@ class AsyncCapturingStream(_Proxy):
     async def close(self) -> None:
         """Close the wrapped stream; the turn is captured with what arrived."""
         try:
-            await self._inner.close()
+            closing = getattr(self._inner, "close", None) or self._inner.aclose
+            await closing()
+        finally:
+            self._end(False)
+
+    async def aclose(self) -> None:
+        """`close`, by the name async generators use (Google's and Ollama's streams)."""
+        try:
+            closing = getattr(self._inner, "aclose", None) or self._inner.close
+            await closing()
         finally:
             self._end(False)
 
