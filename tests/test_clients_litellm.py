@@ -16,7 +16,10 @@ import pytest
 # LiteLLM fetches its model price list at import unless told to use the copy it ships.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 litellm = pytest.importorskip("litellm")
-pytestmark = pytest.mark.filterwarnings("ignore::UserWarning:pydantic")  # LiteLLM's own models
+pytestmark = [  # LiteLLM's own models and its own use of pydantic
+    pytest.mark.filterwarnings("ignore::UserWarning:pydantic"),
+    pytest.mark.filterwarnings("ignore:Accessing the 'model_:DeprecationWarning"),
+]
 
 import httpx2  # noqa: E402
 import openai  # noqa: E402
