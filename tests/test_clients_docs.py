@@ -37,5 +37,6 @@ def test_sdk_clients_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
         "system True",
         "I'm allergic to peanuts. openai 14",
         "['I like jazz.', 'Noted!']",
+        "system True",
         "carol 1",
     ]

@@ -93,7 +93,10 @@ def test_every_error_is_a_memtrellis_error() -> None:
 
 
 ARCHITECTURE = Path(__file__).resolve().parent.parent / "docs" / "architecture.md"
-FORBIDDEN_EVERYWHERE = ("langchain", "langchain_core", "llama_index", "openai", "anthropic")
+FORBIDDEN_EVERYWHERE = (
+    *("langchain", "langchain_core", "llama_index", "openai", "anthropic"),
+    *("boto3", "botocore", "ollama", "litellm"),  # and google.genai, below
+)
 
 
 @dataclass(frozen=True)
@@ -197,6 +200,7 @@ def test_core_never_imports_frameworks_and_layers_hold() -> None:
         allowed = LAYERS[me].may_import | {me}
         for module in sorted(_imports(path)):
             assert module.split(".")[0] not in FORBIDDEN_EVERYWHERE, (path, module)
+            assert not module.startswith("google.genai"), (path, module)
             if module.split(".")[0] != "memtrellis":
                 continue
             theirs = layer_of(module)

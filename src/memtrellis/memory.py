@@ -504,8 +504,9 @@ class Memory(Closing):
     ) -> Any:
         """Give memory to an SDK client or a framework object, through one registry.
 
-        ``register(client)`` patches an ``OpenAI``/``Anthropic`` client in place and returns
-        it ([SDK clients](../sdk-clients.md)); ``register(langchain=obj)``...: the
+        ``register(client)`` patches an SDK client in place and returns it (OpenAI,
+        Anthropic, Google Gen AI, boto3 Bedrock, Ollama, or the ``litellm`` module:
+        [SDK clients](../sdk-clients.md)); ``register(langchain=obj)``...: the
         integration of that name (one keyword: the wrapped object; several: a dict by name).
         The options hold for the registration; ``Memory.scope`` overrides its scope per call.
 

@@ -34,6 +34,7 @@ from typing import Any
 from memtrellis.errors import InvalidInputError, UnknownIntegrationError, UnsupportedClientError
 
 __all__ = [
+    "CORE_INTEGRATIONS",
     "INTEGRATIONS_GROUP",
     "LLM_ADAPTERS_GROUP",
     "integration_names",
@@ -51,10 +52,31 @@ LLM_ADAPTERS_GROUP = "memtrellis.llm_adapters"
 log = logging.getLogger("memtrellis")
 
 
+#: The core's own client handlers, as its ``pyproject.toml`` declares them. They are
+#: found even when the installed metadata predates one of them (an editable install
+#: made before a handler was added); an installed entry point of the same name wins.
+CORE_INTEGRATIONS = {
+    "openai": "memtrellis.clients.handlers:register_openai",
+    "anthropic": "memtrellis.clients.handlers:register_anthropic",
+    "google_genai": "memtrellis.clients.handlers:register_google_genai",
+    "bedrock": "memtrellis.clients.handlers:register_bedrock",
+    "ollama": "memtrellis.clients.handlers:register_ollama",
+    "litellm": "memtrellis.clients.handlers:register_litellm",
+}
+
+
 def _entry_points(group: str) -> dict[str, EntryPoint]:
     # Sorted by name so that lookups and the order adapters are tried never depend on
     # the order packages were installed in.
-    return {ep.name: ep for ep in sorted(entry_points(group=group), key=lambda e: e.name)}
+    found = list(entry_points(group=group))
+    if group == INTEGRATIONS_GROUP:
+        names = {ep.name for ep in found}
+        found += [
+            EntryPoint(name, value, group)
+            for name, value in CORE_INTEGRATIONS.items()
+            if name not in names
+        ]
+    return {ep.name: ep for ep in sorted(found, key=lambda e: e.name)}
 
 
 def integration_names() -> list[str]:

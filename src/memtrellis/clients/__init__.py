@@ -1,4 +1,4 @@
-"""Memory for raw OpenAI and Anthropic SDK clients: ``memory.register(client)``.
+"""Memory for raw SDK clients: ``memory.register(client)``.
 
 Registering a client patches its own methods (never the SDK's classes, never imported
 here): each call recalls memories for the last user message, places the memory context
@@ -6,12 +6,15 @@ where the API reads instructions, calls the original method and captures the new
 in the background, streams included. See ``docs/sdk-clients.md``.
 
 Modules: `matchers` (which SDK a client is),
-`handlers` (the ``openai`` and ``anthropic`` entry points of `memtrellis.registry`),
+`handlers` (the ``openai``, ``anthropic``, ``google_genai``, ``bedrock``, ``ollama`` and
+``litellm`` entry points of `memtrellis.registry`),
 `patch` (idempotent, reversible patching),
 `calls` (one call's memory steps),
 `streams` (pass-through streams captured at their end),
 `payload` (what is captured; never secrets),
-`openai` and `anthropic` (the APIs).
+`endpoints` (which provider a client's address names),
+and one module per provider's APIs: `openai`, `anthropic`, `google` (Google Gen AI),
+`bedrock` (boto3's Converse), `ollama` and `litellm`.
 """
 
 from memtrellis.clients.handlers import register_client

@@ -30,9 +30,16 @@ from memtrellis.types import RecallResult, utcnow
 __all__ = ["Api", "Call", "Collector", "Kind", "Settings", "patched_method"]
 
 
-#: ``call``: returns a response or a ``stream=True`` stream; ``manager``: returns a
-#: stream manager (a context manager that opens the stream), like Anthropic's ``stream``.
-Kind = Literal["call", "manager"]
+#: ``call``: returns a response or a ``stream=True`` stream; ``stream``: always returns a
+#: stream (Google's ``generate_content_stream``, Bedrock's ``converse_stream``);
+#: ``manager``: returns a stream manager (a context manager that opens the stream), like
+#: Anthropic's ``stream``.
+Kind = Literal["call", "stream", "manager"]
+
+
+def wrap_whole(response: Any, wrap: Callable[[Any], Any]) -> Any:
+    """The stream a streaming call returned is the response itself: wrap it."""
+    return wrap(response)
 
 
 @dataclass(frozen=True)
@@ -48,6 +55,17 @@ class Api:
         place: The request's keyword arguments with memory context placed.
         reply: A whole response as a `Reply` (None if not recognised).
         collector: A new `Collector` for a ``stream=True`` stream.
+        is_async: The methods are coroutines (None: as the client is, sync or async);
+            for clients that hold both, such as Google's ``models`` and ``aio.models``.
+        model_arg: The request argument that names the model (Bedrock: ``modelId``).
+        positional: Names of the arguments a method takes positionally, in order
+            (Ollama's ``chat(model, messages)``), read as keyword arguments.
+        stream_of: The response with its stream wrapped by the function given, for
+            APIs whose stream sits inside the response (Bedrock: ``response["stream"]``).
+        endpoint: ``(provider, endpoint)`` of a client (None: by its ``base_url``,
+            `memtrellis.clients.endpoints.client_endpoint`).
+        routed: The provider a request itself names (LiteLLM's ``"anthropic/..."``
+            models), recorded over the client's when the reply names none.
     """
 
     provider: str
@@ -58,6 +76,12 @@ class Api:
     place: Callable[[dict[str, Any], MemoryContext], dict[str, Any]]
     reply: Callable[[Any], Reply | None]
     collector: Callable[[], Collector]
+    is_async: bool | None = None
+    model_arg: str = "model"
+    positional: tuple[str, ...] = ()
+    stream_of: Callable[[Any, Callable[[Any], Any]], Any] = wrap_whole
+    endpoint: Callable[[Any], tuple[str, str | None]] | None = None
+    routed: Callable[[Mapping[str, Any]], str | None] | None = None
 
 
 @dataclass
@@ -94,7 +118,13 @@ class Call:
     """
 
     def __init__(
-        self, settings: Settings, api: Api, client: Any, kwargs: dict[str, Any], stream: bool
+        self,
+        settings: Settings,
+        api: Api,
+        client: Any,
+        kwargs: dict[str, Any],
+        stream: bool,
+        is_async: bool = False,
     ) -> None:
         self.settings = settings
         self.memory = settings.memory
@@ -103,6 +133,7 @@ class Call:
         self.client = client
         self.kwargs = kwargs
         self.stream = stream
+        self.is_async = is_async
         # Per call (Memory.scope) over per registration; the memory's defaults under both.
         self.scope = self.binding.scope(self.memory.call_scope())
         self.started_at = utcnow()
@@ -147,7 +178,16 @@ class Call:
     def finish(self, response: Any) -> Any:
         """Capture a whole response now, or hand back a stream that captures at its end."""
         if self.stream:
-            return wrap_stream(response, self.api.collector(), self.capture)
+            collector = self.api.collector()
+
+            def wrap(stream: Any) -> Any:
+                return wrap_stream(stream, collector, self.capture, asynchronous=self.is_async)
+
+            try:
+                return self.api.stream_of(response, wrap)
+            except Exception as exc:
+                self.failed("capture", exc)
+                return response
         try:
             reply = self.api.reply(response)
         except Exception as exc:
@@ -181,7 +221,9 @@ class Call:
                 provider=self.api.provider,
                 api=self.api.name,
                 client=self.client,
-                requested_model=self.kwargs.get("model"),
+                requested_model=self.kwargs.get(self.api.model_arg),
+                endpoint=self.api.endpoint,
+                routed=self.api.routed(self.kwargs) if self.api.routed else None,
                 reply=reply,
                 started_at=self.started_at,
                 latency_ms=(time.perf_counter() - self._started) * 1000.0,
@@ -209,15 +251,19 @@ def patched_method(
     without wrapping twice.
     """
 
-    def begin(kwargs: dict[str, Any]) -> Call:
-        stream = kind == "manager" or given(kwargs.get("stream")) is True
-        return Call(settings(), api, client, kwargs, stream)
+    def begin(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], Call]:
+        if api.positional and args:  # read as keywords, so that recall sees them
+            named = dict(zip(api.positional, args, strict=False))
+            kwargs = {**named, **kwargs}
+            args = args[len(named) :]
+        stream = kind in ("manager", "stream") or given(kwargs.get("stream")) is True
+        return args, Call(settings(), api, client, kwargs, stream, is_async)
 
     method: Callable[..., Any]
     if kind == "manager" and is_async:
 
         def method(*args: Any, **kwargs: Any) -> Any:
-            call = begin(kwargs)
+            args, call = begin(args, kwargs)
 
             async def open_stream() -> Any:
                 return original(*args, **await call.aprepare())
@@ -227,7 +273,7 @@ def patched_method(
     elif kind == "manager":
 
         def method(*args: Any, **kwargs: Any) -> Any:
-            call = begin(kwargs)
+            args, call = begin(args, kwargs)
             return CapturingManager(
                 lambda: original(*args, **call.prepare()), call.capture_snapshot
             )
@@ -235,14 +281,14 @@ def patched_method(
     elif is_async:
 
         async def method(*args: Any, **kwargs: Any) -> Any:
-            call = begin(kwargs)
+            args, call = begin(args, kwargs)
             sent = await call.aprepare()
             return call.finish(await original(*args, **sent))
 
     else:
 
         def method(*args: Any, **kwargs: Any) -> Any:
-            call = begin(kwargs)
+            args, call = begin(args, kwargs)
             return call.finish(original(*args, **call.prepare()))
 
     wrapped = functools.wraps(original)(method)

@@ -17,6 +17,8 @@ Examples:
     ('openai-compatible', 'https://llm.example.org:8443')
     >>> endpoint_provider("anthropic", "https://api.anthropic.com")
     ('anthropic', 'https://api.anthropic.com')
+    >>> endpoint_provider("anthropic", "https://bedrock-runtime.us-west-2.amazonaws.com")
+    ('bedrock', 'https://bedrock-runtime.us-west-2.amazonaws.com')
 """
 
 from __future__ import annotations
@@ -41,6 +43,13 @@ HOSTED = {
     "generativelanguage.googleapis.com": "google",
     "api.anthropic.com": "anthropic",
 }
+#: Cloud model services, by the start and end of their regional host names
+#: (``bedrock-runtime.us-west-2.amazonaws.com``, ``us-east5-aiplatform.googleapis.com``):
+#: the Anthropic SDK's Bedrock and Vertex clients.
+CLOUDS = (
+    ("bedrock", ".amazonaws.com", "bedrock"),
+    ("", "aiplatform.googleapis.com", "vertex"),
+)
 #: Local servers, by the port each listens on unless told otherwise.
 LOCAL_PORTS = {11434: "ollama", 8000: "vllm", 8080: "llama.cpp", 1234: "lmstudio"}
 _LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1", "0.0.0.0", "host.docker.internal"}
@@ -62,6 +71,9 @@ def endpoint_provider(sdk: str, base_url: str | None) -> tuple[str, str | None]:
     endpoint = f"{parts.scheme}://{shown}" + (f":{port}" if port is not None else "")
     for suffix, provider in HOSTED.items():
         if host == suffix or host.endswith("." + suffix):
+            return provider, endpoint
+    for prefix, suffix, provider in CLOUDS:
+        if host.startswith(prefix) and host.endswith(suffix):
             return provider, endpoint
     if host in _LOCAL_HOSTS and port in LOCAL_PORTS:
         return LOCAL_PORTS[port], endpoint

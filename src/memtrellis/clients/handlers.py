@@ -1,4 +1,5 @@
-"""The core's client handlers: the ``openai`` and ``anthropic`` entry points of the registry.
+"""The core's client handlers: the ``openai``, ``anthropic``, ``google_genai``,
+``bedrock``, ``ollama`` and ``litellm`` entry points of the registry.
 
 ``memory.register(client)`` goes through the one registry
 ([`memtrellis.registry`][memtrellis.registry]): the matcher that recognises a client
@@ -24,8 +25,12 @@ from typing import Any
 
 from memtrellis._host import MemoryHost
 from memtrellis.clients.anthropic import ANTHROPIC_APIS
+from memtrellis.clients.bedrock import BEDROCK_APIS
 from memtrellis.clients.calls import Api, Settings
+from memtrellis.clients.google import GOOGLE_APIS
+from memtrellis.clients.litellm import LITELLM_APIS
 from memtrellis.clients.matchers import match_client, supported_clients
+from memtrellis.clients.ollama import OLLAMA_APIS
 from memtrellis.clients.openai import OPENAI_APIS
 from memtrellis.clients.patch import install, restore_on_close
 from memtrellis.context import DEFAULT_TOKEN_BUDGET
@@ -36,12 +41,23 @@ from memtrellis.types import Scope
 
 __all__ = [
     "register_anthropic",
+    "register_bedrock",
     "register_client",
+    "register_google_genai",
+    "register_litellm",
+    "register_ollama",
     "register_openai",
     "settings_for",
 ]
 
-_APIS: dict[str, tuple[Api, ...]] = {"openai": OPENAI_APIS, "anthropic": ANTHROPIC_APIS}
+_APIS: dict[str, tuple[Api, ...]] = {
+    "openai": OPENAI_APIS,
+    "anthropic": ANTHROPIC_APIS,
+    "google_genai": GOOGLE_APIS,
+    "bedrock": BEDROCK_APIS,
+    "ollama": OLLAMA_APIS,
+    "litellm": LITELLM_APIS,
+}
 
 
 def unsupported(obj: Any) -> UnsupportedClientError:
@@ -146,5 +162,28 @@ def register_openai(memory: MemoryHost, obj: Any, **options: Any) -> Any:
 
 
 def register_anthropic(memory: MemoryHost, obj: Any, **options: Any) -> Any:
-    """Entry point ``anthropic``: patch an ``Anthropic``/``AsyncAnthropic`` client in place."""
+    """Entry point ``anthropic``: patch an ``Anthropic``/``AsyncAnthropic`` client (or its
+    Bedrock and Vertex variants) in place."""
     return _install("anthropic", memory, obj, options)
+
+
+def register_google_genai(memory: MemoryHost, obj: Any, **options: Any) -> Any:
+    """Entry point ``google_genai``: patch a ``google.genai.Client`` (``models`` and
+    ``aio.models``) in place."""
+    return _install("google_genai", memory, obj, options)
+
+
+def register_bedrock(memory: MemoryHost, obj: Any, **options: Any) -> Any:
+    """Entry point ``bedrock``: patch a boto3 ``bedrock-runtime`` client in place."""
+    return _install("bedrock", memory, obj, options)
+
+
+def register_ollama(memory: MemoryHost, obj: Any, **options: Any) -> Any:
+    """Entry point ``ollama``: patch an ``ollama.Client``/``AsyncClient`` in place."""
+    return _install("ollama", memory, obj, options)
+
+
+def register_litellm(memory: MemoryHost, obj: Any, **options: Any) -> Any:
+    """Entry point ``litellm``: patch the ``litellm`` module's ``completion`` and
+    ``acompletion`` (the module is the client; see `memtrellis.clients.litellm`)."""
+    return _install("litellm", memory, obj, options)

@@ -135,7 +135,7 @@ def install(
                         original,
                         api=api,
                         kind=kind,
-                        is_async=is_async,
+                        is_async=is_async if api.is_async is None else api.is_async,
                         client=client,
                         settings=lambda: registration.settings,
                     )

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from types import ModuleType
 from typing import Any, Protocol
 
 from memtrellis.attachments import is_attachment_part
@@ -30,6 +31,7 @@ __all__ = [
     "Collector",
     "Reply",
     "TextCollector",
+    "arguments_text",
     "capture_metadata",
     "field_of",
     "given",
@@ -100,12 +102,23 @@ def tool_call_text(name: Any, arguments: Any) -> str:
         >>> tool_call_text("book", {"day": "Friday", "seats": 2})
         '[tool call] book({"day": "Friday", "seats": 2})'
     """
-    if not isinstance(arguments, str):
-        try:
-            arguments = json.dumps(arguments, ensure_ascii=False, default=str)
-        except (TypeError, ValueError):
-            arguments = str(arguments)
-    return f"[tool call] {name if isinstance(name, str) and name else 'tool'}({arguments})"
+    shown = name if isinstance(name, str) and name else "tool"
+    return f"[tool call] {shown}({arguments_text(arguments)})"
+
+
+def arguments_text(arguments: Any) -> str:
+    """A tool call's arguments as text: a JSON string as given, anything else as JSON.
+
+    Examples:
+        >>> arguments_text({"city": "Porto"}), arguments_text('{"a": 1}')
+        ('{"city": "Porto"}', '{"a": 1}')
+    """
+    if isinstance(arguments, str):
+        return arguments
+    try:
+        return json.dumps(arguments, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return str(arguments)
 
 
 def with_calls(text: str, calls: Sequence[str]) -> str:
@@ -195,6 +208,7 @@ class Reply:
         usage: Token counts (`usage_of`).
         response_id: The provider's id of the response.
         complete: The reply ended normally (False for a stream closed early).
+        provider: The provider the reply says served it (LiteLLM's routing), if any.
     """
 
     text: str = ""
@@ -202,6 +216,7 @@ class Reply:
     usage: dict[str, int] = field(default_factory=dict)
     response_id: str | None = None
     complete: bool = True
+    provider: str | None = None
 
 
 def reply_from(source: Any, text: str, *, complete: bool) -> Reply:
@@ -254,10 +269,31 @@ class TextCollector:
 
 
 def sdk_version(client: Any) -> str | None:
-    """``__version__`` of the SDK a client object comes from (found, never imported)."""
-    package = type(client).__module__.split(".")[0]
-    version = getattr(sys.modules.get(package), "__version__", None)
-    return version if isinstance(version, str) else None
+    """``__version__`` of the SDK a client object (or module, such as ``litellm``) comes
+    from: its module's or the nearest enclosing package's (``google.genai``, not
+    ``google``), found in ``sys.modules``, never imported; else the installed
+    distribution's version (``ollama`` and ``litellm`` have no ``__version__``).
+
+    Examples:
+        >>> import json
+        >>> sdk_version(json.JSONDecoder()) == json.__version__
+        True
+    """
+    name = client.__name__ if isinstance(client, ModuleType) else type(client).__module__
+    parts = name.split(".")
+    for end in range(len(parts), 0, -1):
+        version = getattr(sys.modules.get(".".join(parts[:end])), "__version__", None)
+        if isinstance(version, str):
+            return version
+    try:
+        from importlib.metadata import PackageNotFoundError
+        from importlib.metadata import version as installed
+    except ImportError:  # pragma: no cover - in the standard library since 3.8
+        return None
+    try:
+        return installed(parts[0])
+    except (PackageNotFoundError, ValueError):
+        return None
 
 
 def capture_metadata(
@@ -270,16 +306,20 @@ def capture_metadata(
     started_at: datetime,
     latency_ms: float,
     stream: bool,
+    endpoint: Callable[[Any], tuple[str, str | None]] | None = None,
+    routed: str | None = None,
 ) -> dict[str, Any]:
     """Metadata of a captured turn: provider (the server the client talks to, see
-    `memtrellis.clients.endpoints`), SDK, endpoint, API, model, SDK version, timing, usage."""
+    `memtrellis.clients.endpoints`, or as ``endpoint`` reads it from the client), SDK,
+    endpoint, API, model, SDK version, timing, usage."""
     model = reply.model or given(requested_model)
-    served_by, endpoint = client_endpoint(provider, client)
+    served_by, where = (endpoint or (lambda c: client_endpoint(provider, c)))(client)
+    served_by = reply.provider or routed or served_by
     return {
         "capture": "sdk_client",
         "provider": served_by,
         "sdk": provider,
-        "endpoint": endpoint,
+        "endpoint": where,
         "api": api,
         "model": model if isinstance(model, str) else None,
         "sdk_version": sdk_version(client),

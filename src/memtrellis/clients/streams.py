@@ -128,7 +128,16 @@ class AsyncCapturingStream(_Proxy):
     async def close(self) -> None:
         """Close the wrapped stream; the turn is captured with what arrived."""
         try:
-            await self._inner.close()
+            closing = getattr(self._inner, "close", None) or self._inner.aclose
+            await closing()
+        finally:
+            self._end(False)
+
+    async def aclose(self) -> None:
+        """`close`, by the name async generators use (Google's and Ollama's streams)."""
+        try:
+            closing = getattr(self._inner, "aclose", None) or self._inner.close
+            await closing()
         finally:
             self._end(False)
 
@@ -143,8 +152,19 @@ class AsyncCapturingStream(_Proxy):
             self._end(False)
 
 
-def wrap_stream(stream: Any, collector: Collector, ended: Callable[[Reply], None]) -> Any:
-    """``stream`` wrapped to capture at its end: async when it is an async iterator."""
+def wrap_stream(
+    stream: Any,
+    collector: Collector,
+    ended: Callable[[Reply], None],
+    *,
+    asynchronous: bool | None = None,
+) -> Any:
+    """``stream`` wrapped to capture at its end: async for an async call's stream
+    (``asynchronous``), else when it is an async iterator. LiteLLM's stream is both an
+    iterator and an async iterator: the call that made it decides."""
+    if asynchronous is not None:
+        wrapper = AsyncCapturingStream if asynchronous else CapturingStream
+        return wrapper(stream, collector, ended)
     if hasattr(stream, "__anext__") or hasattr(stream, "__aiter__"):
         return AsyncCapturingStream(stream, collector, ended)
     return CapturingStream(stream, collector, ended)

@@ -1,0 +1,247 @@
+"""Google Gen AI clients (``google.genai.Client``): ``models.generate_content`` and
+``models.generate_content_stream``, sync and on ``client.aio``.
+
+* The request's ``contents`` are read as Google gives them: a string, a list of strings
+  and parts (one user message), or ``Content`` items with a ``role`` (``"model"`` is the
+  assistant). A user message made only of ``function_response`` parts is a tool's output.
+* The memory context is added to ``config.system_instruction`` (a string, a ``Content``,
+  a part or a list of them; a dict or ``GenerateContentConfig`` config, or none).
+* The reply is the first candidate's text parts and its ``function_call`` parts (as
+  `memtrellis.clients.payload.tool_call_text`); usage from ``usage_metadata``.
+
+Chat sessions (``client.chats.create(...).send_message``) call the patched
+``generate_content`` of their client and so get memory through it. The SDK is never
+imported: requests and responses are read as dicts or by attribute.
+
+Examples:
+    >>> google_conversation({"contents": ["I like tea", "and scones"]})
+    [{'role': 'user', 'content': 'I like tea\\nand scones'}]
+    >>> google_conversation({"contents": [
+    ...     {"role": "user", "parts": [{"text": "Weather?"}]},
+    ...     {"role": "model", "parts": [{"function_call": {"name": "w", "args": {}}}]},
+    ... ]})[1]
+    {'role': 'assistant', 'content': '[tool call] w({})'}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from memtrellis.clients.calls import Api
+from memtrellis.clients.payload import (
+    Reply,
+    TextCollector,
+    arguments_text,
+    field_of,
+    given,
+    tool_call_text,
+    with_calls,
+)
+from memtrellis.context import MemoryContext
+from memtrellis.errors import InvalidInputError
+
+__all__ = ["GOOGLE_APIS", "google_conversation", "place_system_instruction"]
+
+_ROLES = {"user": "user", "model": "assistant", "function": "tool", "tool": "tool"}
+
+
+def _field(obj: Any, snake: str, camel: str) -> Any:
+    """A field of a part or config: as the SDK's model attribute, or a dict's key
+    (either spelling: the SDK takes both)."""
+    found = field_of(obj, snake)
+    return found if found is not None or not isinstance(obj, Mapping) else obj.get(camel)
+
+
+def _is_list(value: Any) -> bool:
+    return isinstance(value, Sequence) and not isinstance(value, (str, bytes, bytearray))
+
+
+def _part_text(part: Any) -> str:
+    if isinstance(part, str):
+        return part
+    if _field(part, "thought", "thought") is True:  # the model's hidden reasoning
+        return ""
+    text = field_of(part, "text")
+    return text if isinstance(text, str) else ""
+
+
+def _part_call(part: Any) -> str | None:
+    call = _field(part, "function_call", "functionCall")
+    if call is None:
+        return None
+    return tool_call_text(field_of(call, "name"), field_of(call, "args") or {})
+
+
+def _parts_message(role: str, parts: Sequence[Any]) -> dict[str, Any]:
+    texts = [t for t in (_part_text(p) for p in parts) if t]
+    calls = [c for c in (_part_call(p) for p in parts) if c]
+    results = [
+        r for p in parts if (r := _field(p, "function_response", "functionResponse")) is not None
+    ]
+    if results and not texts and not calls:  # a tool's output, sent back as a user turn
+        texts = [f"{field_of(r, 'name')}: {_json(field_of(r, 'response'))}" for r in results]
+        role = "tool"
+    return {"role": role, "content": with_calls("\n".join(texts), calls)}
+
+
+def _content_message(content: Any) -> dict[str, Any] | None:
+    role = _ROLES.get(str(field_of(content, "role") or "user"), "user")
+    parts = field_of(content, "parts") or ()
+    return _parts_message(role, list(parts)) if _is_list(parts) else None
+
+
+def _has_role(item: Any) -> bool:
+    return field_of(item, "parts") is not None or field_of(item, "role") is not None
+
+
+def google_conversation(kwargs: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The request's ``contents`` as text messages, in order."""
+    contents = given(kwargs.get("contents"))
+    if contents is None:
+        return []
+    if not _is_list(contents):
+        contents = [contents]
+    messages: list[dict[str, Any]] = []
+    loose: list[Any] = []  # strings and parts without a Content: one user message
+    for item in contents:
+        if _has_role(item) and not isinstance(item, str):
+            if loose:
+                messages.append(_parts_message("user", loose))
+                loose = []
+            found = _content_message(item)
+            if found is not None:
+                messages.append(found)
+        else:
+            loose.append(item)
+    if loose:
+        messages.append(_parts_message("user", loose))
+    return messages
+
+
+def _with_block(instruction: Any, block: str) -> Any:
+    """``system_instruction`` with the block after it, in the form it was given."""
+    if instruction is None or instruction == "":
+        return block
+    if isinstance(instruction, str):
+        return f"{instruction}\n\n{block}"
+    if _is_list(instruction):
+        return [*instruction, block]
+    parts = field_of(instruction, "parts")
+    if parts is not None:  # a Content: one more text part
+        if isinstance(instruction, Mapping):
+            return {**instruction, "parts": [*parts, {"text": block}]}
+        return instruction.model_copy(update={"parts": [*parts, {"text": block}]})
+    if field_of(instruction, "text") is not None:  # a single Part
+        return [instruction, block]
+    raise InvalidInputError(
+        f"system_instruction must be text, a Content or parts, not {type(instruction).__name__}"
+    )
+
+
+def place_system_instruction(kwargs: dict[str, Any], context: MemoryContext) -> dict[str, Any]:
+    """``config`` with the block added to its ``system_instruction``.
+
+    Examples:
+        >>> from memtrellis.context import MemoryContext
+        >>> config = {"temperature": 0.2, "system_instruction": "Be brief."}
+        >>> placed = place_system_instruction(
+        ...     {"contents": "Hi", "config": config}, MemoryContext("<mc>..</mc>", 5, 600)
+        ... )
+        >>> placed["config"]
+        {'temperature': 0.2, 'system_instruction': 'Be brief.\\n\\n<mc>..</mc>'}
+    """
+    config = given(kwargs.get("config"))
+    block = context.text
+    if config is None:
+        return {**kwargs, "config": {"system_instruction": block}}
+    if isinstance(config, Mapping):
+        key = "systemInstruction" if "systemInstruction" in config else "system_instruction"
+        return {**kwargs, "config": {**config, key: _with_block(config.get(key), block)}}
+    instruction = _with_block(field_of(config, "system_instruction"), block)
+    return {**kwargs, "config": config.model_copy(update={"system_instruction": instruction})}
+
+
+def _usage(metadata: Any) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for ours, theirs in (
+        ("input_tokens", "prompt_token_count"),
+        ("output_tokens", "candidates_token_count"),
+        ("total_tokens", "total_token_count"),
+        ("cache_read_input_tokens", "cached_content_token_count"),
+    ):
+        value = _field(metadata, theirs, "".join(w.title() for w in theirs.split("_")))
+        if isinstance(value, int) and not isinstance(value, bool):
+            counts[ours] = value
+    return counts
+
+
+def _candidate_parts(response: Any) -> tuple[list[Any], Any]:
+    candidates = field_of(response, "candidates") or ()
+    if not candidates:
+        return [], None
+    first = candidates[0]
+    content = field_of(first, "content")
+    return list(field_of(content, "parts") or ()), _field(first, "finish_reason", "finishReason")
+
+
+def google_reply(response: Any) -> Reply | None:
+    """A ``GenerateContentResponse``: the first candidate's text and function calls."""
+    if field_of(response, "candidates") is None:
+        return None
+    parts, finish = _candidate_parts(response)
+    text = "".join(_part_text(p) for p in parts)
+    calls = [c for c in (_part_call(p) for p in parts) if c]
+    return Reply(
+        text=with_calls(text, calls),
+        model=_field(response, "model_version", "modelVersion"),
+        usage=_usage(_field(response, "usage_metadata", "usageMetadata")),
+        response_id=_field(response, "response_id", "responseId"),
+        complete=finish is not None,
+    )
+
+
+class GoogleCollector(TextCollector):
+    """Gathers the first candidate's text and calls from streamed responses."""
+
+    def feed(self, chunk: Any) -> None:
+        """Take one streamed ``GenerateContentResponse``."""
+        parts, _ = _candidate_parts(chunk)
+        for part in parts:
+            self.parts.append(_part_text(part))
+            call = _field(part, "function_call", "functionCall")
+            if call is not None:  # a call arrives whole, in one chunk
+                self.call_part(None, field_of(call, "name"), _json(field_of(call, "args")))
+        self.gathered.model = _field(chunk, "model_version", "modelVersion") or self.gathered.model
+        self.gathered.response_id = (
+            _field(chunk, "response_id", "responseId") or self.gathered.response_id
+        )
+        self.gathered.usage.update(_usage(_field(chunk, "usage_metadata", "usageMetadata")))
+
+
+def _json(value: Any) -> str:
+    return arguments_text(value or {})
+
+
+def google_endpoint(client: Any) -> tuple[str, str | None]:
+    """``("google", None)`` for the Gemini API, ``("vertex", None)`` for Vertex AI."""
+    return ("vertex" if getattr(client, "vertexai", False) is True else "google"), None
+
+
+def _models(path: tuple[str, ...], is_async: bool) -> Api:
+    return Api(
+        provider="google",
+        name="models",
+        path=path,
+        methods={"generate_content": "call", "generate_content_stream": "stream"},
+        conversation=google_conversation,
+        place=place_system_instruction,
+        reply=google_reply,
+        collector=GoogleCollector,
+        is_async=is_async,
+        endpoint=google_endpoint,
+    )
+
+
+#: The Google Gen AI APIs a registration patches: ``models`` and ``aio.models``.
+GOOGLE_APIS = (_models(("models",), False), _models(("aio", "models"), True))

@@ -1,0 +1,110 @@
+"""Ollama clients (``ollama.Client``, ``ollama.AsyncClient``): ``chat``.
+
+* ``chat(model, messages, ...)``, with or without ``stream=True``; the model and messages
+  may be given positionally, as the SDK allows.
+* The memory context joins the leading ``system`` message, or comes in a system message
+  of its own at the start (as for OpenAI's Chat Completions: Ollama's system field is
+  that message); your list is not modified.
+* The reply is the message's text and its ``tool_calls`` (as
+  `memtrellis.clients.payload.tool_call_text`); usage from ``prompt_eval_count`` and
+  ``eval_count``. A streamed reply is gathered from its chunks and captured at the end.
+
+``generate`` (a prompt and a ``system`` string, no conversation) is not patched, nor the
+module-level ``ollama.chat`` (bound to a default client made at import): register a
+client of your own. The SDK is never imported.
+
+Examples:
+    >>> reply = ollama_reply({"model": "llama3.2", "done": True, "prompt_eval_count": 9,
+    ...                       "eval_count": 3, "message": {"role": "assistant", "content": "Hi"}})
+    >>> reply.text, reply.model, reply.usage
+    ('Hi', 'llama3.2', {'input_tokens': 9, 'output_tokens': 3})
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memtrellis.clients.calls import Api
+from memtrellis.clients.endpoints import endpoint_provider
+from memtrellis.clients.openai import place_chat
+from memtrellis.clients.payload import (
+    Reply,
+    TextCollector,
+    arguments_text,
+    field_of,
+    message_of,
+    request_messages,
+)
+
+__all__ = ["CHAT", "OLLAMA_APIS", "ollama_reply"]
+
+
+def _usage(response: Any) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for ours, theirs in (("input_tokens", "prompt_eval_count"), ("output_tokens", "eval_count")):
+        value = field_of(response, theirs)
+        if isinstance(value, int) and not isinstance(value, bool):
+            counts[ours] = value
+    return counts
+
+
+def ollama_reply(response: Any) -> Reply | None:
+    """A ``ChatResponse``: its message's text and tool calls, the model and usage."""
+    message = field_of(response, "message")
+    if message is None:
+        return None
+    read = message_of({"role": "assistant", **_message_fields(message)})
+    return Reply(
+        text=(read or {}).get("content", ""),
+        model=field_of(response, "model"),
+        usage=_usage(response),
+        complete=field_of(response, "done") is True,
+    )
+
+
+def _message_fields(message: Any) -> dict[str, Any]:
+    return {"content": field_of(message, "content"), "tool_calls": field_of(message, "tool_calls")}
+
+
+class OllamaCollector(TextCollector):
+    """Gathers text, tool calls, the model and usage from streamed ``ChatResponse``s."""
+
+    def feed(self, chunk: Any) -> None:
+        """Take one chunk."""
+        message = field_of(chunk, "message")
+        text = field_of(message, "content")
+        if isinstance(text, str):
+            self.parts.append(text)
+        for call in field_of(message, "tool_calls") or ():
+            function = field_of(call, "function")  # a call arrives whole, in one chunk
+            arguments = arguments_text(field_of(function, "arguments") or {})
+            self.call_part(None, field_of(function, "name"), arguments)
+        self.gathered.model = field_of(chunk, "model") or self.gathered.model
+        self.gathered.usage.update(_usage(chunk))
+
+
+def ollama_endpoint(client: Any) -> tuple[str, str | None]:
+    """``("ollama", endpoint)``: the host the client was made for, scheme, host and port
+    only (read from its HTTP client's ``base_url``)."""
+    try:
+        base_url = getattr(getattr(client, "_client", None), "base_url", None)
+    except Exception:  # a property that fails: attribute nothing
+        base_url = None
+    return "ollama", endpoint_provider("ollama", None if base_url is None else str(base_url))[1]
+
+
+CHAT = Api(
+    provider="ollama",
+    name="chat",
+    path=(),
+    methods={"chat": "call"},
+    conversation=request_messages,
+    place=place_chat,
+    reply=ollama_reply,
+    collector=OllamaCollector,
+    positional=("model", "messages"),
+    endpoint=ollama_endpoint,
+)
+
+#: The Ollama APIs a registration patches.
+OLLAMA_APIS = (CHAT,)
