@@ -36,6 +36,9 @@ def test_sdk_clients_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     assert printed == [
         "system True",
         "I'm allergic to peanuts. openai 14",
+        "My new bike!",  # the attachments example: the text names the image
+        "[image: a red bicycle by the canal]",
+        "https://example.com/bike.jpg",
         "['I like jazz.', 'Noted!']",
         "system True",
         "carol 1",
