@@ -8,7 +8,7 @@ found in the query
 * exactly, up to case and whitespace, longest first ("New York" before "York"), a
   possessive stripped ("Kenji's");
 * fuzzily: a query word of at least `FUZZY_MIN` letters within rapidfuzz ``ratio``
-  `NAME_MATCH` of a word of a name ("Kenij" for "Kenji"; a name of several words needs
+  `NAME_MATCH` of a word of a name ("Kenjii" for "Kenji"; a name of several words needs
   each of them in turn), and a Chinese name of at least four characters written with one
   character different (``张晓明华`` for ``张小明华``); shorter Chinese names only exactly, as
   one character makes another name there (``张小明``, ``张小红``);
@@ -39,7 +39,7 @@ Examples:
     >>> scope = Scope(entity_id="me")
     >>> graph.put(MemoryItem(text="I met Kenji in Kyoto.", scope=scope,
     ...                      entities=["Kenji", "Kyoto"]))
-    >>> [(s.name, s.how) for s in named_subjects("where does kenij live?", graph, "me")]
+    >>> [(s.name, s.how) for s in named_subjects("where does kenjii live?", graph, "me")]
     [('Kenji', 'fuzzy')]
 """
 
@@ -58,7 +58,7 @@ from memtrellis.store.keyword import STOP_WORDS, ZH_FUNCTION_CHARS, index_terms
 __all__ = ["FUZZY_MIN", "NAME_MATCH", "NamedSubject", "named_subjects"]
 
 #: Fuzzy match of a query word and a word of a name (rapidfuzz ratio, 0..100): one
-#: letter off in a word of six or more ("Kenij", "Melanei"), as in the speaker cues.
+#: letter off in a word of six or more ("Kenjii", "Melanei"), as in the speaker cues.
 NAME_MATCH = 85.0
 #: Query words shorter than this are matched exactly only (short words are names by
 #: chance: "Jo", "Max", "Ann").
