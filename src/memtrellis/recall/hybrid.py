@@ -13,8 +13,9 @@
    candidate lend was slower and worse: weak candidates summed into noise.)
 5. Graph hops. The subjects the question names (`memtrellis.recall.subjects`: the
    entity's own subject names, exactly or fuzzily, common words left out) start hops of
-   their own: each memory that mentions one (hubs left out) gains `NAMED_SHARE` of the
-   best fused score. Then the top k seeds, best first (those memories among them), lend
+   their own: each memory that mentions one (hubs and speakers left out) gains
+   `NAMED_SHARE` of the best fused score, spread over the memories that mention it (a
+   name few memories mention points at them). Then the top k seeds, best first (those memories among them), lend
    `EDGE_SHARE` of their score along ``supports`` and ``extends`` edges, and reach up to k
    memories that share a subject with them and that no search found; those score 0.2 of
    the seed's score. The strongest hop is recorded in ``graph_path`` and, step by step
@@ -320,10 +321,9 @@ def _lend_named(
     """Hops from the subjects the question names; returns the top k seeds with the
     memories that mention them counted in.
 
-    A memory that mentions one and that no search found is reached with `NAMED_SHARE` of
-    the best fused score (times the match); one the searches found keeps its score (its
-    words matched the name already) but counts as reached from the name, so that the next
-    hop starts from it. A subject that is also a speaker of the candidates is left to the
+    Each memory that mentions one (the newest k) gains `NAMED_SHARE` of the best fused
+    score (times the match), whether a search found it or not: the question is about
+    what it mentions. A subject that is also a speaker of the candidates is left to the
     speaker cue (`memtrellis.recall.cues`): the memories that name a speaker are mostly
     what others said to them.
     """
@@ -333,18 +333,15 @@ def _lend_named(
     for subject in named:
         if subject.hub or subject.name.casefold() in voices:
             continue
-        amount = NAMED_SHARE * best * subject.score / 100.0
+        # The name's share is spread over the memories that mention it, as a walk from
+        # the subject would: a name few memories mention points at them.
+        amount = NAMED_SHARE * best * subject.score / 100.0 / subject.mentions
         for other in list(graph.g._pred.get(subject.node, ()))[-k:][::-1]:
             if not visible(other):
                 continue
             route: list[Step] = [(subject.node, "mentions", False), (other, None, None)]
-            path = [subject.node, "mentions", other]
-            target = scores.get(other)
-            if target is None:
-                target = scores[other] = _Score(fused=floor)
-                target.lend(amount, path, route)
-            elif not target.route:
-                target.path, target.route = target.path or path, route
+            target = scores.get(other) or scores.setdefault(other, _Score(fused=floor))
+            target.lend(amount, [subject.node, "mentions", other], route)
             pool[other] = max(pool.get(other, 0.0), target.fused + target.context)
     return sorted(pool.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
 
