@@ -92,7 +92,9 @@ def test_the_name_table_follows_added_and_removed_subjects() -> None:
     assert _names("Where is Kenjii now?", graph) == [("Kenji", "fuzzy")]
     [item] = list(graph.items("me"))
     graph.remove(item.id)
-    graph.put(MemoryItem(text="I met Ayumi today.", scope=Scope(entity_id="me"), entities=["Ayumi"]))
+    graph.put(
+        MemoryItem(text="I met Ayumi today.", scope=Scope(entity_id="me"), entities=["Ayumi"])
+    )
     assert _names("Where is Kenjii now?", graph) == []
     assert _names("Where is Ayumii now?", graph) == [("Ayumi", "fuzzy")]
 

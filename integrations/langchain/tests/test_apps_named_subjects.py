@@ -11,9 +11,18 @@ from memtrellis.context import OPEN_TAG
 from fakes import FakeChat
 from langchain_memtrellis import ChatMemoryWrapper, MemoryRetriever
 
-ERRANDS = ("renew the passport", "pay the heating bill", "book the dentist", "fix the bike",
-           "buy tyres", "call the bank", "water the plants", "return the library books",
-           "clean the oven", "pick up the dry cleaning")
+ERRANDS = (
+    "renew the passport",
+    "pay the heating bill",
+    "book the dentist",
+    "fix the bike",
+    "buy tyres",
+    "call the bank",
+    "water the plants",
+    "return the library books",
+    "clean the oven",
+    "pick up the dry cleaning",
+)
 DAYS = ("Monday", "Tuesday", "Wednesday")
 CHORES = [f"On {day} I have to {errand}." for day in DAYS for errand in ERRANDS]
 DINNER = "Had dinner with Kenji Watanabe at the ramen bar near the station."

@@ -15,13 +15,14 @@
    entity's own subject names, exactly or fuzzily, common words left out) start hops of
    their own: each memory that mentions one (hubs and speakers left out) gains
    `NAMED_SHARE` of the best fused score, spread over the memories that mention it (a
-   name few memories mention points at them). Then the top k seeds, best first (those memories among them), lend
-   `EDGE_SHARE` of their score along ``supports`` and ``extends`` edges, and reach up to k
-   memories that share a subject with them and that no search found; those score 0.2 of
-   the seed's score. The strongest hop is recorded in ``graph_path`` and, step by step
-   from where it started, in ``explanation.path``. Boosting memories the searches had
-   already found through a shared subject pushed direct answers out of the top k on
-   single-fact questions; a named subject or a recorded relation is a stronger link.
+   name few memories mention points at them). Then the top k seeds, best first (those
+   memories among them), lend `EDGE_SHARE` of their score along ``supports`` and
+   ``extends`` edges, and reach up to k memories that share a subject with them and that
+   no search found; those score 0.2 of the seed's score. The strongest hop is recorded
+   in ``graph_path`` and, step by step from where it started, in ``explanation.path``.
+   Boosting memories the searches had already found through a shared subject pushed
+   direct answers out of the top k on single-fact questions; a named subject or a
+   recorded relation is a stronger link.
 6. Cues: a memory said by a speaker the query names ("What did Caroline say ...") or
    dated in the span it names ("last summer", "去年夏天") gains a share of its relevance
    (`memtrellis.recall.cues`); the explanation's ``boosts`` say which.

@@ -78,7 +78,7 @@ _SENTENCE_END = frozenset(".!?。！？\n")
 _COMMON = STOP_WORDS | frozenset(
     """about after all also am any been being can could each every here just like
     may might more most much must no not now only other over really same should some
-    still such very well would yes""".split()
+    still such very well would yes""".split()  # noqa: SIM905 - reads as text
 )
 
 
