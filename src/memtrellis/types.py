@@ -31,9 +31,11 @@ __all__ = [
     "HistoryEvent",
     "MemoryItem",
     "MemoryType",
+    "PathStep",
     "RecallExplanation",
     "RecallResult",
     "RecalledMemory",
+    "RelationPath",
     "Scope",
     "SkippedMemory",
     "SourceKind",
@@ -414,6 +416,55 @@ class MemoryItem(_Model):
         return self.invalid_reason(when) is None
 
 
+class PathStep(_Model):
+    """One node of a path: a memory (with its sources) or a subject the memories mention.
+
+    ``edge`` is the kind of the edge to the next step (``None`` on the last step), and
+    ``forward`` whether that edge points from this step to the next (``supersedes`` points
+    from the newer memory to the one it replaced; ``mentions`` from a memory to a subject).
+
+    Examples:
+        >>> PathStep(kind="subject", id="Kyoto", text="Kyoto").edge is None
+        True
+    """
+
+    kind: Literal["memory", "subject"]
+    id: str = Field(description="the memory id, or the subject's name")
+    text: str = Field(description="the memory's text, or the subject's name")
+    memory: MemoryItem | None = Field(default=None, description="the memory, with sources")
+    edge: str | None = None
+    forward: bool | None = None
+
+
+class RelationPath(_Model):
+    """A path from ``a`` to ``b`` and the confidence it rests on.
+
+    Examples:
+        >>> RelationPath(confidence=0.9, steps=[
+        ...     PathStep(kind="subject", id="Kyoto", text="Kyoto", edge="mentions",
+        ...              forward=False),
+        ...     PathStep(kind="memory", id="m1", text="Kenji lives in Kyoto.")]).describe()
+        'Kyoto -mentions- [Kenji lives in Kyoto.]'
+    """
+
+    steps: list[PathStep]
+    confidence: float = Field(ge=0.0, le=1.0)
+
+    @property
+    def memories(self) -> list[MemoryItem]:
+        """The memories the path passes through, in order."""
+        return [s.memory for s in self.steps if s.memory is not None]
+
+    def describe(self) -> str:
+        """One line: ``Hana -mentions- [Hana moved to Kyoto.] -mentions- Kyoto``."""
+        parts: list[str] = []
+        for step in self.steps:
+            parts.append(f"[{step.text}]" if step.kind == "memory" else step.text)
+            if step.edge is not None:
+                parts.append(f"-{step.edge}-")
+        return " ".join(parts)
+
+
 class RecallExplanation(_Model):
     """Why a memory was recalled, score by score.
 
@@ -433,6 +484,10 @@ class RecallExplanation(_Model):
     source's time is in the span it names); see `memtrellis.recall.cues`.
     ``rerank_score`` is the second stage's score when a reranker reordered this memory
     (the results are then in the reranker's order, not by ``final_score``).
+    ``path`` is the whole graph path that reached this memory, when a hop did: from a
+    subject the question names (``Kyoto -mentions- [Kenji lives in Kyoto.]``), from a seed
+    along ``supports``/``extends`` edges or a shared subject, step by step as
+    `Memory.relate` gives them (memory steps carry the id and text, not the memory).
 
     Examples:
         >>> why = RecallExplanation(dense_score=0.66, keyword_score=0.94, final_score=0.40)
@@ -455,6 +510,7 @@ class RecallExplanation(_Model):
     final_score: float = 0.0
     boosts: list[str] = Field(default_factory=list)
     rerank_score: float | None = None
+    path: RelationPath | None = None
 
 
 class SkippedMemory(_Model):

@@ -11,10 +11,18 @@
    message before and after it (0.15 two messages away), along ``follows`` edges. An
    answer is often the turn next to the one that matches the question. (Letting every
    candidate lend was slower and worse: weak candidates summed into noise.)
-5. Entity hop: the top k seeds, best first, reach up to k memories that share an entity
-   with them (hubs left out) and that no search found; those score 0.2 of the seed's
-   score, and the hop is recorded in ``graph_path``. Boosting memories the searches had
-   already found pushed direct answers out of the top k on single-fact questions.
+5. Graph hops. The subjects the question names (`memtrellis.recall.subjects`: the
+   entity's own subject names, exactly or fuzzily, common words left out) start hops of
+   their own: each memory that mentions one (hubs and speakers left out) gains
+   `NAMED_SHARE` of the best fused score, spread over the memories that mention it (a
+   name few memories mention points at them). Then the top k seeds, best first (those
+   memories among them), lend `EDGE_SHARE` of their score along ``supports`` and
+   ``extends`` edges, and reach up to k memories that share a subject with them and that
+   no search found; those score 0.2 of the seed's score. The strongest hop is recorded
+   in ``graph_path`` and, step by step from where it started, in ``explanation.path``.
+   Boosting memories the searches had already found through a shared subject pushed
+   direct answers out of the top k on single-fact questions; a named subject or a
+   recorded relation is a stronger link.
 6. Cues: a memory said by a speaker the query names ("What did Caroline say ...") or
    dated in the span it names ("last summer", "去年夏天") gains a share of its relevance
    (`memtrellis.recall.cues`); the explanation's ``boosts`` say which.
@@ -46,7 +54,9 @@ from memtrellis.context.render import memory_line as context_line
 from memtrellis.lifecycle.confidence import effective_confidence, heat, weight_basis
 from memtrellis.lifecycle.config import LifecycleConfig
 from memtrellis.recall.cues import ANCHOR_SCAN, Voice, apply_cues, voice_of
+from memtrellis.recall.paths import route_path
 from memtrellis.recall.rerank import RerankStage
+from memtrellis.recall.subjects import NamedSubject, named_subjects
 from memtrellis.store import MemoryGraph, Store
 from memtrellis.types import (
     EdgeKind,
@@ -69,6 +79,15 @@ CONTEXT_LENDERS = 20
 #: A memory no search found, reached through an entity it shares with one of the top
 #: seeds, scores this share of the seed's score.
 ENTITY_HOP_SHARE = 0.2
+#: A memory that mentions a subject the question names gains this share of the best
+#: fused score (times the name's match, 1 when exact).
+NAMED_SHARE = 0.5
+#: A memory a top seed supports or extends (or that supports or extends it) gains this
+#: share of the seed's score: a relation the lifecycle recorded between the two.
+EDGE_SHARE = 0.3
+_EDGES = (EdgeKind.SUPPORTS.value, EdgeKind.EXTENDS.value)
+#: One step of a hop's route: (node, kind of the edge to the next step, its direction).
+Step = tuple[str, str | None, bool | None]
 _MIN_FETCH = 100
 #: Most search hits reported as left out of one recall.
 MAX_SKIPPED = 20
@@ -113,6 +132,7 @@ class _Score:
     context: float = 0.0
     best_lend: float = 0.0
     path: list[str] = field(default_factory=list)
+    route: list[Step] = field(default_factory=list)
     confidence: float = 1.0
     decay: float = 1.0
     supports: int = 0
@@ -129,10 +149,11 @@ class _Score:
     def final(self) -> float:
         return self.relevance * self.confidence * self.heat
 
-    def lend(self, amount: float, path: list[str]) -> None:
+    def lend(self, amount: float, path: list[str], route: list[Step] | None = None) -> None:
         self.context += amount
         if amount > self.best_lend:
             self.best_lend, self.path = amount, path
+            self.route = route or []
 
     def explain(self) -> RecallExplanation:
         return RecallExplanation(
@@ -245,8 +266,9 @@ def _lend_context(
     visible: Callable[[str], bool],
     floor: float,
     k: int,
+    named: Sequence[NamedSubject] = (),
 ) -> None:
-    """Steps 4 and 5: conversation neighbours and entity hops, added to ``scores``."""
+    """Steps 4 and 5: conversation neighbours and graph hops, added to ``scores``."""
     by_fused = sorted(scores.items(), key=lambda kv: (-kv[1].fused, kv[0]))
     for memory_id, entry in by_fused[:CONTEXT_LENDERS]:
         for other, distance in graph.adjacent(memory_id, NEIGHBOUR_RADIUS):
@@ -254,20 +276,97 @@ def _lend_context(
                 share = NEIGHBOUR_SHARE * 0.5 ** (distance - 1)
                 target = scores.get(other) or scores.setdefault(other, _Score(fused=floor))
                 target.lend(share * entry.fused, [memory_id, "follows", other])
+    seeds = [(memory_id, entry.fused) for memory_id, entry in by_fused[:k]]
+    if named:
+        seeds = _lend_named(graph, scores, visible, floor, k, named, seeds, by_fused)
     reached = 0
-    for memory_id, entry in by_fused[:k]:
-        for entity, other in graph.neighbours_by_subject(memory_id):
+    for memory_id, seed_score in seeds:
+        entry = scores[memory_id]
+        start: list[Step] = entry.route[:-1] if entry.route else []
+        for other, kind, forward in _related(graph, memory_id):
+            if other != memory_id and visible(other):
+                target = scores.get(other) or scores.setdefault(other, _Score(fused=floor))
+                route = [*start, (memory_id, kind, forward), (other, None, None)]
+                target.lend(EDGE_SHARE * seed_score, [memory_id, kind, other], route)
+        if reached >= k:
+            continue
+        for subject, other in graph.neighbours_by_subject(memory_id):
             # Reach only: a memory the searches or a neighbour already brought in keeps
             # its score (boosting those pushed direct answers out of the top k). At most k
             # are reached, from the best seeds: more could not all rank, and each one
             # costs a visibility check and a weighing.
             if reached >= k:
-                return
+                break
             if other not in scores and visible(other):
                 hop = _Score(fused=floor)
-                hop.lend(ENTITY_HOP_SHARE * entry.fused, [memory_id, entity, other])
+                route = [*start, (memory_id, "mentions", True), (subject, "mentions", False)]
+                hop.lend(
+                    ENTITY_HOP_SHARE * seed_score,
+                    [memory_id, subject, other],
+                    [*route, (other, None, None)],
+                )
                 scores[other] = hop
                 reached += 1
+
+
+def _lend_named(
+    graph: MemoryGraph,
+    scores: dict[str, _Score],
+    visible: Callable[[str], bool],
+    floor: float,
+    k: int,
+    named: Sequence[NamedSubject],
+    seeds: list[tuple[str, float]],
+    by_fused: list[tuple[str, _Score]],
+) -> list[tuple[str, float]]:
+    """Hops from the subjects the question names; returns the top k seeds with the
+    memories that mention them counted in.
+
+    Each memory that mentions one (the newest k) gains `NAMED_SHARE` of the best fused
+    score (times the match), whether a search found it or not: the question is about
+    what it mentions. A subject that is also a speaker of the candidates is left to the
+    speaker cue (`memtrellis.recall.cues`): the memories that name a speaker are mostly
+    what others said to them.
+    """
+    best = by_fused[0][1].fused if by_fused else 1.0
+    voices = _speakers(graph, by_fused[:CONTEXT_LENDERS])
+    pool = dict(seeds)
+    for subject in named:
+        if subject.hub or subject.name.casefold() in voices:
+            continue
+        # The name's share is spread over the memories that mention it, as a walk from
+        # the subject would: a name few memories mention points at them.
+        amount = NAMED_SHARE * best * subject.score / 100.0 / subject.mentions
+        for other in list(graph.g._pred.get(subject.node, ()))[-k:][::-1]:
+            if not visible(other):
+                continue
+            route: list[Step] = [(subject.node, "mentions", False), (other, None, None)]
+            target = scores.get(other) or scores.setdefault(other, _Score(fused=floor))
+            target.lend(amount, [subject.node, "mentions", other], route)
+            pool[other] = max(pool.get(other, 0.0), target.fused + target.context)
+    return sorted(pool.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
+
+
+def _speakers(graph: MemoryGraph, candidates: Sequence[tuple[str, _Score]]) -> set[str]:
+    """The speakers (case-folded) of the given candidates' sources."""
+    out: set[str] = set()
+    for memory_id, _ in candidates:
+        item = graph.item(memory_id)
+        if item is not None:
+            out.update(s.speaker.casefold() for s in item.sources if s.speaker)
+    return out
+
+
+def _related(graph: MemoryGraph, memory_id: str) -> list[tuple[str, str, bool]]:
+    """``(other memory, kind, forward)`` along the ``supports``/``extends`` edges of one."""
+    out: list[tuple[str, str, bool]] = []
+    for links, forward in ((graph.g._succ, True), (graph.g._pred, False)):
+        for other, keys in links.get(memory_id, {}).items():
+            for kind in _EDGES:
+                if kind in keys:
+                    out.append((other, kind, forward))
+                    break
+    return out
 
 
 def _rank(graph: MemoryGraph, scores: dict[str, _Score], req: RecallRequest) -> list[str]:
@@ -386,7 +485,13 @@ def hybrid_recall(
             entry.fused += (1.0 - DENSE_WEIGHT) * score / best
 
         if req.graph_context:
-            _lend_context(graph, scores, visible, floor, req.k)
+            named = named_subjects(
+                req.query,
+                graph,
+                req.entity_id,
+                lambda term: shard.keywords.document_frequency(req.entity_id, term),
+            )
+            _lend_context(graph, scores, visible, floor, req.k, named)
         # Step 6: speaker and time named in the query (recall.cues).
         apply_cues(
             req.query,
@@ -452,7 +557,10 @@ def _results(
         if recheck and (item is None or _hidden(item, req) is not None):
             continue
         assert item is not None
-        explanation = scores[memory_id].explain()
+        entry = scores[memory_id]
+        explanation = entry.explain()
+        if len(entry.route) > 1:
+            explanation.path = route_path(graph, entry.route, req.now, req.lifecycle)
         explanation.replaces = [s.id for s in skipped if s.superseded_by == memory_id]
         if req.token_budget is not None:
             cost = line_tokens(memory_line(item, explanation.confidence))

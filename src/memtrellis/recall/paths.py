@@ -43,7 +43,7 @@ from memtrellis.store.graph import (
 )
 from memtrellis.types import EdgeKind, MemoryItem
 
-__all__ = ["MAX_HOPS", "relate_in"]
+__all__ = ["MAX_HOPS", "relate_in", "route_path"]
 
 #: Longest path searched, in edges (Hana -> memory -> Kenji -> memory -> Kyoto is 4).
 MAX_HOPS = 6
@@ -207,11 +207,38 @@ def _confidence(
     return round(min(1.0, value * HOP_FACTOR ** max(0, memories - 1)), 4)
 
 
+def route_path(
+    graph: MemoryGraph,
+    route: Sequence[tuple[str, str | None, bool | None]],
+    now: datetime,
+    config: LifecycleConfig,
+) -> RelationPath:
+    """The path recall took to a memory, as `relate` shows paths: ``route`` is its steps
+    ``(node, kind of the edge to the next, forward)``; memory steps carry their id and
+    text only (the memory itself is the recalled one, or a `get` away).
+
+    Examples:
+        >>> from datetime import datetime, timezone
+        >>> from memtrellis import MemoryItem, Scope
+        >>> graph = MemoryGraph()
+        >>> item = MemoryItem(text="Kenji lives in Kyoto.", scope=Scope(entity_id="me"),
+        ...                   entities=["Kyoto"])
+        >>> graph.put(item)
+        >>> route = [(subject_node_id("me", "Kyoto"), "mentions", False), (item.id, None, None)]
+        >>> route_path(graph, route, datetime.now(timezone.utc), LifecycleConfig()).describe()
+        'Kyoto -mentions- [Kenji lives in Kyoto.]'
+    """
+    confidence = _confidence(graph, route, now, config)
+    return _path(graph, route, confidence, {}, with_memories=False)
+
+
 def _path(
     graph: MemoryGraph,
     step: Sequence[tuple[str, str | None, bool | None]],
     confidence: float,
     labels: dict[str, str],
+    *,
+    with_memories: bool = True,
 ) -> RelationPath:
     steps: list[PathStep] = []
     for node, kind, forward in step:
@@ -222,7 +249,7 @@ def _path(
                     kind="memory",
                     id=node,
                     text=item.text,
-                    memory=item.detached(),
+                    memory=item.detached() if with_memories else None,
                     edge=kind,
                     forward=forward,
                 )

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, TypeVar, cast
 
 import networkx as nx
@@ -116,6 +117,8 @@ class MemoryGraph:
         self._by_entity: dict[str, dict[str, None]] = {}
         # entity_id -> normalised subject name -> display name, for resolving new names
         self._subjects: dict[str, dict[str, str]] = {}
+        # entity_id -> how many times its subject names changed (recall's name index)
+        self._subject_stamps: dict[str, int] = {}
         # Each memory node holds its item (its parts shared with the other items where
         # equal) and its history as the JSON bytes the snapshot writes.
         self._slim = Slimmer()
@@ -165,6 +168,20 @@ class MemoryGraph:
     def subject_names(self, entity_id: str) -> dict[str, str]:
         """One entity's subjects: normalised name -> the name first stored (a copy)."""
         return dict(self._subjects.get(entity_id, {}))
+
+    def subject_view(self, entity_id: str) -> Mapping[str, str]:
+        """One entity's subjects (normalised name -> display name), read-only and not a
+        copy: for lookups per query at any size (`subject_names` copies)."""
+        return MappingProxyType(self._subjects.get(entity_id, {}))
+
+    def subject_stamp(self, entity_id: str) -> int:
+        """A number that changes whenever a subject of ``entity_id`` is added or removed."""
+        return self._subject_stamps.get(entity_id, 0)
+
+    def mentions_of(self, node: str) -> int:
+        """How many memories mention the subject node ``node`` (0 when there is none)."""
+        preds = self.g._pred.get(node)
+        return len(preds) if preds is not None else 0
 
     def mentioning(self, entity_id: str, name: str, limit: int) -> list[str]:
         """Up to ``limit`` memories of ``entity_id`` that mention subject ``name``, newest
@@ -284,13 +301,18 @@ class MemoryGraph:
             if node not in self.g:
                 self.g.add_node(node, kind=_SUBJECT, name=name, entity_id=owner)
             known = self._subjects.setdefault(owner, {})
-            known.setdefault(normalize_subject(name), self.g.nodes[node].get("name", name))
+            key = normalize_subject(name)
+            if key not in known:
+                known[key] = self.g.nodes[node].get("name", name)
+                self._subject_stamps[owner] = self._subject_stamps.get(owner, 0) + 1
             link(self.g, item.id, node, EdgeKind.MENTIONS.value)
 
     def _remove_subject(self, node: str) -> None:
         data = self.g.nodes[node]
-        known = self._subjects.get(str(data.get("entity_id")), {})
+        owner = str(data.get("entity_id"))
+        known = self._subjects.get(owner, {})
         known.pop(normalize_subject(str(data.get("name", ""))), None)
+        self._subject_stamps[owner] = self._subject_stamps.get(owner, 0) + 1
         self.g.remove_node(node)
 
     def add_edge(self, source: str, target: str, kind: EdgeKind) -> None:
@@ -323,6 +345,7 @@ class MemoryGraph:
             self.remove(memory_id)
         self._by_entity.pop(entity_id, None)
         self._subjects.pop(entity_id, None)
+        self._subject_stamps[entity_id] = self._subject_stamps.get(entity_id, 0) + 1
         self._slim.forget(entity_id)
         self.forgotten.entity(entity_id, began=began)
         return ids

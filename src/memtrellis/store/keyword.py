@@ -6,6 +6,7 @@ its terms, so nothing is rebuilt per query.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import re
@@ -19,7 +20,7 @@ import numpy.typing as npt
 
 from memtrellis._deprecated import renamed
 
-__all__ = ["ZH_FUNCTION_CHARS", "KeywordIndex", "index_terms", "tokenize"]
+__all__ = ["STOP_WORDS", "ZH_FUNCTION_CHARS", "KeywordIndex", "index_terms", "stem", "tokenize"]
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _CJK_CHARS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af"
@@ -95,6 +96,8 @@ _STOP = frozenset(
         "your",
     ]
 )
+#: The English words `tokenize` leaves out.
+STOP_WORDS = _STOP
 
 
 def tokenize(text: str) -> list[str]:
@@ -129,8 +132,10 @@ def tokenize(text: str) -> list[str]:
 def index_terms(text: str) -> list[str]:
     """The terms the BM25 index keeps for ``text``: `tokenize`, tuned for Chinese.
 
-    A run of Han characters gives its character bigrams and also each content character
-    alone: a question rarely repeats the words of the message it asks about ("我的工作"
+    English words are cut to a light stem (`stem`: "camped", "camping" and "camps" are
+    all ``camp``), so a question and the message it asks about meet whatever the
+    inflection. A run of Han characters gives its character bigrams and also each content
+    character alone: a question rarely repeats the words of the message it asks about ("我的工作"
     for "做夜班护士"), and single characters still match where bigrams do not. Terms
     made only of function characters (`ZH_FUNCTION_CHARS`: 的, 了, 什么...) are left out,
     as English stop words are. Text without CJK gives exactly `tokenize`.
@@ -139,9 +144,9 @@ def index_terms(text: str) -> list[str]:
         >>> index_terms("我的工作是什么？")
         ['的工', '工作', '作是', '工', '作']
         >>> index_terms("Ana moved to Porto!")
-        ['ana', 'moved', 'porto']
+        ['ana', 'mov', 'porto']
     """
-    tokens = tokenize(text)
+    tokens = [stem(t) for t in tokenize(text)]
     if not _CJK.search(text):
         return tokens
     stop = ZH_FUNCTION_CHARS
@@ -151,6 +156,48 @@ def index_terms(text: str) -> list[str]:
             if len(run) > 1 and _HAN.match(run):
                 terms.extend(c for c in run if c not in stop and _HAN.match(c))
     return terms
+
+
+_VOWEL = re.compile(r"[aeiouy]")
+
+
+@functools.lru_cache(maxsize=65_536)
+def stem(word: str) -> str:
+    """A light English stem: a plural, then ``-ing`` or ``-ed``, then a final ``e``.
+
+    Only the inflections that make a question miss its answer ("Where has she camped?"
+    for "camping at the beach") are cut, never derivations; a word of three letters or
+    fewer, or with a digit or a letter outside ASCII, stays as it is. Both the index and
+    the query go through it.
+
+    Examples:
+        >>> [stem(w) for w in ["camped", "camping", "camps", "hikes", "hiking", "stopped"]]
+        ['camp', 'camp', 'camp', 'hik', 'hik', 'stop']
+        >>> [stem(w) for w in ["parties", "studied", "glass", "trees", "thing", "bus"]]
+        ['party', 'study', 'glass', 'tree', 'thing', 'bus']
+    """
+    if len(word) <= 3 or not word.isascii() or not word.isalpha():
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        word = word[:-3] + "y"
+    elif word.endswith("sses"):
+        word = word[:-2]
+    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    for suffix in ("ing", "ed"):
+        if word.endswith(suffix):
+            base = word[: -len(suffix)]
+            if len(base) < 3 or not _VOWEL.search(base):
+                break
+            if suffix == "ed" and base.endswith("i"):
+                base = base[:-1] + "y"
+            elif len(base) >= 4 and base[-1] == base[-2] and base[-1] not in "lsz":
+                base = base[:-1]  # "stopped", "running"
+            word = base
+            break
+    if len(word) > 3 and word.endswith("e") and not word.endswith("ee"):
+        word = word[:-1]
+    return word
 
 
 #: A posting entry is ``slot << _TF_BITS | term frequency`` in one signed 64-bit integer.
@@ -291,6 +338,19 @@ class KeywordIndex:
         if shard is not None:
             for memory_id in shard.slot_of:
                 self._terms.pop(memory_id, None)
+
+    def document_frequency(self, entity_id: str, term: str) -> int:
+        """How many of one entity's memories hold ``term`` (an index term), 0 when none.
+
+        Examples:
+            >>> index = KeywordIndex()
+            >>> index.add("ana", "m1", "Ana drinks green tea")
+            >>> index.document_frequency("ana", "tea"), index.document_frequency("bo", "tea")
+            (1, 0)
+        """
+        shard = self._shards.get(entity_id)
+        posting = shard.postings.get(term) if shard is not None else None
+        return len(posting) if posting else 0
 
     def search(self, entity_id: str, query: str, n: int) -> list[tuple[str, float]]:
         """Top ``n`` memories of one entity as ``(id, BM25 score)``, best first.
