@@ -4,65 +4,17 @@ loopback (the model's replies are scripted; the HTTP, the JSON and the adapter a
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from chat_endpoint import Endpoint, Reply, chat
 from memtrellis import Memory
 from memtrellis.openai_compatible import EndpointError, OpenAICompatibleLLM
 from memtrellis.testing import HashingEmbedder
-
-Reply = Callable[[dict[str, Any]], tuple[int, Any]]
-
-
-class Endpoint:
-    """A chat-completions server on 127.0.0.1 that records what it was sent."""
-
-    def __init__(self, reply: Reply) -> None:
-        self.reply = reply
-        self.requests: list[tuple[dict[str, str], dict[str, Any]]] = []
-        endpoint = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length", "0"))
-                body = json.loads(self.rfile.read(length))
-                endpoint.requests.append(({k.lower(): v for k, v in self.headers.items()}, body))
-                if self.path != "/v1/chat/completions":
-                    status, payload = 404, {"error": "not found"}
-                else:
-                    status, payload = endpoint.reply(body)
-                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(timeout=5)
-
-
-def chat(content: Any) -> tuple[int, Any]:
-    return 200, {"choices": [{"index": 0, "message": {"role": "assistant", "content": content}}]}
 
 
 @pytest.fixture
@@ -107,7 +59,9 @@ def test_a_call_sends_the_model_messages_and_key_and_returns_the_text(
 def test_no_key_variable_sends_no_authorization(
     serve: Callable[[Reply], Endpoint], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    endpoint = serve(lambda body: chat([{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]))
+    endpoint = serve(
+        lambda body: chat([{"type": "text", "text": "a"}, {"type": "text", "text": "b"}])
+    )
     monkeypatch.delenv("UNSET_KEY_VARIABLE", raising=False)
     llm = OpenAICompatibleLLM("m", base_url=endpoint.base_url, api_key_env="UNSET_KEY_VARIABLE")
     assert llm.complete([{"role": "user", "content": "hi"}]) == "ab"  # content parts joined
@@ -145,9 +99,9 @@ def test_http_errors_and_bodies_without_a_reply_raise_endpoint_error(
     replies = iter([(503, {"error": "loading model"}), (200, b"<html>proxy</html>"), (200, {})])
     endpoint = serve(lambda body: next(replies))
     llm = OpenAICompatibleLLM("m", base_url=endpoint.base_url)
-    with pytest.raises(EndpointError, match="HTTP 503.*loading model"):
+    with pytest.raises(EndpointError, match=r"HTTP 503.*loading model"):
         llm.complete([{"role": "user", "content": "x"}])
-    with pytest.raises(EndpointError, match="no reply.*proxy"):
+    with pytest.raises(EndpointError, match=r"no reply.*proxy"):
         llm.complete([{"role": "user", "content": "x"}])
     with pytest.raises(EndpointError, match="no reply"):
         llm.complete([{"role": "user", "content": "x"}])

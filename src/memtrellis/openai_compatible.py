@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import urllib.error
 import urllib.request
 from collections.abc import Mapping, Sequence
@@ -140,9 +139,7 @@ class OpenAICompatibleLLM:
         """
         body: dict[str, Any] = {
             "model": self.model,
-            "messages": [
-                {"role": str(m["role"]), "content": str(m["content"])} for m in messages
-            ],
+            "messages": [{"role": str(m["role"]), "content": str(m["content"])} for m in messages],
             "temperature": self.temperature,
         }
         if self.max_tokens is not None:
@@ -189,18 +186,16 @@ class OpenAICompatibleLLM:
             self.endpoint, data=json.dumps(body).encode("utf-8"), headers=headers, method="POST"
         )
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:  # noqa: S310
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
                 raw = response.read()
         except urllib.error.HTTPError as exc:
             shown = exc.read()[:_BODY_SHOWN].decode("utf-8", "replace")
             raise EndpointError(f"HTTP {exc.code} from {self.endpoint}: {shown}") from None
-        except (TimeoutError, socket.timeout) as exc:
+        except TimeoutError as exc:
             raise TimeoutError(f"no answer from {self.endpoint} in {self.timeout:g} s") from exc
         except urllib.error.URLError as exc:
-            if isinstance(exc.reason, (TimeoutError, socket.timeout)):
-                raise TimeoutError(
-                    f"no answer from {self.endpoint} in {self.timeout:g} s"
-                ) from exc
+            if isinstance(exc.reason, TimeoutError):
+                raise TimeoutError(f"no answer from {self.endpoint} in {self.timeout:g} s") from exc
             raise EndpointError(f"cannot reach {self.endpoint}: {exc.reason}") from exc
         return _reply_text(raw, self.endpoint)
 
