@@ -16,33 +16,9 @@ from typing import Any
 import pytest
 
 from chat_endpoint import Endpoint, chat
+from locomo_tiny import write_tiny_locomo
 
 SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "locomo_qa.py"
-
-SESSIONS = {
-    "session_1_date_time": "1:56 pm on 8 May, 2023",
-    "session_1": [
-        {"speaker": "Mira", "dia_id": "D1:1", "text": "I moved to Porto last week!"},
-        {"speaker": "Joao", "dia_id": "D1:2", "text": "Nice! Which part of town?"},
-        {"speaker": "Mira", "dia_id": "D1:3", "text": "Near the river, by the old bridge."},
-    ],
-    "session_2_date_time": "10:00 am on 20 May, 2023",
-    "session_2": [
-        {"speaker": "Joao", "dia_id": "D2:1", "text": "I adopted a cat called Figo."},
-        {"speaker": "Mira", "dia_id": "D2:2", "text": "Figo is a great name for a cat."},
-    ],
-}
-QA = [
-    {"question": "Where did Mira move?", "answer": "Porto", "evidence": ["D1:1"], "category": 4},
-    {
-        "question": "What is Joao's cat called?",
-        "answer": "Figo",
-        "evidence": ["D2:1"],
-        "category": 4,
-    },
-    {"question": "When did Mira move?", "answer": "May 2023", "evidence": ["D1:1"], "category": 2},
-    {"question": "Is Mira a pilot?", "adversarial_answer": "no", "evidence": [], "category": 5},
-]
 
 
 def reply(body: dict[str, Any]) -> tuple[int, Any]:
@@ -64,11 +40,7 @@ def endpoint() -> Iterator[Endpoint]:
 def test_the_benchmark_runs_three_systems_and_judges_every_answer(
     endpoint: Endpoint, tmp_path: Path
 ) -> None:
-    data = tmp_path / "tiny_locomo.json"
-    sample = {"sample_id": "conv-t", "conversation": {"speaker_a": "Mira", "speaker_b": "Joao"}}
-    sample["conversation"].update(SESSIONS)  # type: ignore[attr-defined]
-    sample["qa"] = QA
-    data.write_text(json.dumps([sample]), encoding="utf-8")
+    data = write_tiny_locomo(tmp_path / "tiny_locomo.json")
     out = tmp_path / "qa.json"
     docs = tmp_path / "benchmarks.md"
     docs.write_text("# Benchmarks\n\n## Other\n\nkept\n", encoding="utf-8")
