@@ -15,7 +15,9 @@ stopped (terminated, then killed) when the ``with`` block ends. Its log goes to 
 temporary file that is removed with it; the last lines are shown when it fails to start.
 
 ``MEMTRELLIS_LLAMA_SERVER`` (a ``llama-server`` binary) and ``MEMTRELLIS_GGUF`` (a model
-file) override the packages.
+file) override the packages; ``MEMTRELLIS_LLAMA_THREADS`` sets the default thread count
+(2; on a machine whose cores are busy with other work, 1 is faster: two threads then
+wait on each other at every step).
 """
 
 from __future__ import annotations
@@ -94,7 +96,8 @@ class LlamaServer:
 
     Args:
         context: The context window, in the model's tokens (``-c``).
-        threads: CPU threads for generation and prompt processing.
+        threads: CPU threads for generation and prompt processing (default
+            ``$MEMTRELLIS_LLAMA_THREADS``, else 2).
         slots: Requests served at once (``--parallel``); the context is split among them.
         extra_args: More ``llama-server`` arguments.
     """
@@ -103,12 +106,12 @@ class LlamaServer:
         self,
         *,
         context: int = 8192,
-        threads: int = 2,
+        threads: int | None = None,
         slots: int = 1,
         extra_args: tuple[str, ...] = (),
     ) -> None:
         self.context = context
-        self.threads = threads
+        self.threads = threads or int(os.environ.get("MEMTRELLIS_LLAMA_THREADS") or 2)
         self.slots = slots
         self.extra_args = extra_args
         self.port = 0
@@ -151,6 +154,9 @@ class LlamaServer:
             "--parallel", str(self.slots),
             "--alias", MODEL_NAME,
             "--no-webui",
+            # the whole sliding-window cache, so that a prompt sharing a long prefix with
+            # the one before (the same instructions, the same transcript) reuses it
+            "--swa-full",
             *self.extra_args,
         ]  # fmt: skip
         self.process = subprocess.Popen(

@@ -207,7 +207,7 @@ def endpoint(args: argparse.Namespace) -> Iterator[dict[str, Any]]:
             "model_file": server.model.name,
             "server_start_s": round(time.perf_counter() - started, 1),
             "n_ctx": (props.get("default_generation_settings") or {}).get("n_ctx"),
-            "threads": args.threads,
+            "threads": server.threads,
             "build": props.get("build_info"),
         }
         base_url = server.base_url
@@ -627,7 +627,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         f"(default: the local server's, else {REMOTE_CONTEXT_DEFAULT})",
     )
     parser.add_argument("--local-context", type=int, default=32768, help="local server's -c")
-    parser.add_argument("--threads", type=int, default=2, help="local server's threads")
+    parser.add_argument(
+        "--threads", type=int, default=None, help="local server's threads (default 2)"
+    )
     parser.add_argument("--answer-tokens", type=int, default=48, help="longest answer")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per model call")
     parser.add_argument("--ingest", choices=("fast", "fine"), default="fast")
