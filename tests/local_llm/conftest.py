@@ -39,7 +39,7 @@ def llama_server() -> Iterator[Any]:
 def local_llm(llama_server: Any) -> OpenAICompatibleLLM:
     """The local model, plain text replies (the prompt alone asks for JSON)."""
     return OpenAICompatibleLLM(
-        "gemma-3-270m", base_url=llama_server.base_url, max_tokens=160, timeout=240
+        "gemma-3-270m", base_url=llama_server.base_url, max_tokens=96, timeout=900
     )
 
 
@@ -49,7 +49,7 @@ def local_llm_json(llama_server: Any) -> OpenAICompatibleLLM:
     return OpenAICompatibleLLM(
         "gemma-3-270m",
         base_url=llama_server.base_url,
-        max_tokens=160,
-        timeout=240,
+        max_tokens=96,
+        timeout=900,
         response_format="json_schema",
     )

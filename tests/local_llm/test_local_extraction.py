@@ -20,14 +20,13 @@ from memtrellis.extraction.fine import FALLBACK_TAG, MODE_TAG
 from memtrellis.openai_compatible import OpenAICompatibleLLM
 from memtrellis.testing import HashingEmbedder
 
-pytestmark = pytest.mark.local_llm
+#: A busy machine makes a small model slow: far more than the default 300 s a test.
+pytestmark = [pytest.mark.local_llm, pytest.mark.timeout(1800)]
 
-WINDOW = 3
+WINDOW = 2
 TURNS: list[dict[str, Any]] = [
     {"role": "user", "content": "I'm Mira. I moved from Lisbon to Porto in March."},
     {"role": "user", "content": "My sister Ana runs a bakery called Trigo in Braga."},
-    {"role": "user", "content": "Please book the dentist for next Tuesday at 9."},
-    {"role": "user", "content": "I'm allergic to peanuts, so no satay for me."},
     {"role": "user", "content": "我下个月去杭州出差，住在西湖边的酒店。"},
     {"role": "user", "content": "我的预算从五千元削减到了三千元。"},
 ]
@@ -42,7 +41,12 @@ def windows(turns: Sequence[dict[str, Any]]) -> list[list[dict[str, Any]]]:
 
 def config(**extra: Any) -> ExtractionConfig:
     return ExtractionConfig(
-        max_messages=WINDOW, message_overlap=0, llm_attempts=2, llm_backoff=0.0, **extra
+        max_messages=WINDOW,
+        message_overlap=0,
+        llm_attempts=2,
+        llm_backoff=0.0,
+        llm_timeout=900.0,
+        **extra,
     )
 
 
@@ -122,13 +126,13 @@ def test_replies_cut_at_the_token_limit_are_repaired_or_kept(
         "gemma-3-270m",
         base_url=llama_server.base_url,
         max_tokens=20,
-        timeout=240,
+        timeout=900,
         response_format="json_schema",
     )
     with open_memory(tmp_path, cut, config()) as m:
         run_windows(m, caplog, TURNS)
         health = m.health()
-    # 20 tokens cannot hold a whole answer for three messages: every reply was broken,
+    # 20 tokens cannot hold a whole answer for two messages: every reply was broken,
     # and each one was counted (repaired and kept, or kept whole as the fallback)
     assert health.extraction_garbage >= len(windows(TURNS))
     repaired_or_kept = [
@@ -165,7 +169,7 @@ def test_captured_turns_with_broken_replies_are_stored(llama_server: Any, tmp_pa
     """Capture (what every adapter does) refuses a reply that is not usable whole, tries
     the turn again, then stores it in fast mode tagged as a fallback: never lost."""
     cut = OpenAICompatibleLLM(
-        "gemma-3-270m", base_url=llama_server.base_url, max_tokens=12, timeout=240
+        "gemma-3-270m", base_url=llama_server.base_url, max_tokens=12, timeout=900
     )
     turns = [dict(t, role="user") for t in TURNS[:2]]
     reply = {"role": "assistant", "content": "Noted!", "id": "r1"}

@@ -15,7 +15,8 @@ import pytest
 
 from locomo_tiny import write_tiny_locomo
 
-pytestmark = pytest.mark.local_llm
+#: A busy machine makes a small model slow: far more than the default 300 s a test.
+pytestmark = [pytest.mark.local_llm, pytest.mark.timeout(1800)]
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "locomo_qa.py"
 

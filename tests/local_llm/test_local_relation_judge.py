@@ -17,7 +17,8 @@ from memtrellis.lifecycle.relation_judge import LLMRelationJudge
 from memtrellis.openai_compatible import OpenAICompatibleLLM
 from memtrellis.testing import HashingEmbedder
 
-pytestmark = pytest.mark.local_llm
+#: A busy machine makes a small model slow: far more than the default 300 s a test.
+pytestmark = [pytest.mark.local_llm, pytest.mark.timeout(1800)]
 
 SCOPE = Scope(entity_id="mira")
 #: (existing memories, new memory): a move, a postponement, a budget cut (Chinese), a
@@ -43,10 +44,10 @@ def test_every_verdict_is_a_relation_or_left_to_the_rules(
         "gemma-3-270m",
         base_url=llama_server.base_url,
         max_tokens=96,
-        timeout=240,
+        timeout=900,
         response_format="json_schema" if structured else None,
     )
-    judge = LLMRelationJudge(llm, timeout=240)
+    judge = LLMRelationJudge(llm, timeout=900)
     caplog.set_level(logging.WARNING, logger="memtrellis.lifecycle")
     unreadable = 0
     readable = 0
@@ -76,14 +77,14 @@ def test_storing_through_the_judge_loses_nothing(
     every memory stored is still there with its own text (current, or superseded and kept
     in the history), and each judge failure is counted in health and logged."""
     llm = OpenAICompatibleLLM(
-        "gemma-3-270m", base_url=llama_server.base_url, max_tokens=96, timeout=240
+        "gemma-3-270m", base_url=llama_server.base_url, max_tokens=96, timeout=900
     )
     caplog.set_level(logging.WARNING, logger="memtrellis.lifecycle")
     with Memory(tmp_path / "store", embedder=HashingEmbedder(), llm=llm) as memory:
         for existing, new in CASES:
             for text in [*existing, new]:
                 memory.store(MemoryItem(text=text, scope=SCOPE))
-        everything = memory.list(limit=1000, filters={"include_superseded": True})
+        everything = memory.list(entity_id="mira", limit=1000, filters={"include_superseded": True})
         health = memory.health()
     texts = {m.text for m in everything}
     missing = [text for existing, new in CASES for text in [*existing, new] if text not in texts]
