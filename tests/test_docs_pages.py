@@ -34,6 +34,7 @@ SECTIONS = {
         "Backup",
         "Changing embedders safely",
         "Repairing a store",
+        "Testing on a local model",
     ],
     "troubleshooting.md": ["Offline use", "Embedding mismatch", "A locked store"],
     "langchain.md": ["API reference"],
@@ -43,6 +44,7 @@ SECTIONS = {
         "LoCoMo evidence recall",
         "Recall latency at scale",
         "Chinese and mixed-language recall",
+        "LoCoMo answer quality (LLM judge)",
     ],
 }
 

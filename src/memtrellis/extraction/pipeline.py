@@ -442,9 +442,15 @@ class Extractor:
         """
         if answered and (outcome.fallback or outcome.partial):
             self.failures.count("garbage")
-            if strict:
-                detail = outcome.errors[-1] if outcome.errors else "unusable reply"
+            detail = outcome.errors[-1] if outcome.errors else "unusable reply"
+            if strict:  # the caller tries the whole turn again later
                 raise ExtractionFailure("garbage", detail)
+            if outcome.fallback:
+                log.warning("extraction reply unusable; the window is kept whole: %s", detail)
+            else:
+                log.info("extraction reply repaired or partly invalid: %s", detail)
+        elif outcome.fallback and not strict:
+            log.warning("extraction call failed; the window is kept whole as a fallback memory")
         return outcome
 
     def _retrying(self, attempts: int) -> dict[str, Any]:

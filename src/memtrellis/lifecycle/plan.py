@@ -72,6 +72,23 @@ RelationJudge = Callable[[MemoryItem, Sequence[Candidate]], Sequence[Relation | 
 __getattr__ = module_aliases(__name__, {"Judge": f"{__name__}:RelationJudge"})
 
 
+#: What the rules may say of a pair for a judge's ``duplicate`` to merge it.
+_MERGEABLE = frozenset({RelationKind.DUPLICATE, RelationKind.SUPPORTS})
+
+
+def _guarded(verdict: Relation, rules: Relation) -> Relation:
+    """The judge's verdict, except a ``duplicate`` the rules do not see as the same claim.
+
+    A merge keeps only the stored memory's text, so a wrong ``duplicate`` (a small model
+    says it of a move, a new date) would erase what the new memory says. Unless the
+    rules find the same claim (``duplicate`` or ``supports``), the pair is kept as
+    ``supports``: both memories stay, linked, and nothing is lost.
+    """
+    if verdict.kind is not RelationKind.DUPLICATE or rules.kind in _MERGEABLE:
+        return verdict
+    return Relation(RelationKind.SUPPORTS, f"{verdict.reason} (kept: the rules say {rules.label})")
+
+
 @dataclass(frozen=True)
 class Outcome:
     """What became of one new memory: stored, or merged into ``target``.
@@ -218,7 +235,7 @@ class _Planner:
         verdicts = judge(item, [found[n] for n in chosen])
         for n, verdict in zip(chosen, verdicts or [], strict=False):
             if verdict is not None:
-                rules[n] = verdict
+                rules[n] = _guarded(verdict, rules[n])
         return rules
 
     def add(self, item: MemoryItem, embedding: Sequence[float], now: datetime) -> None:
