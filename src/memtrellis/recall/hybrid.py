@@ -86,6 +86,9 @@ NAMED_SHARE = 0.5
 #: share of the seed's score: a relation the lifecycle recorded between the two.
 EDGE_SHARE = 0.3
 _EDGES = (EdgeKind.SUPPORTS.value, EdgeKind.EXTENDS.value)
+#: Only the best this many seeds lend along those edges to candidates already found
+#: (any seed reaches one no search found).
+EDGE_LIFTERS = 1
 #: One step of a hop's route: (node, kind of the edge to the next step, its direction).
 Step = tuple[str, str | None, bool | None]
 _MIN_FETCH = 100
@@ -280,10 +283,16 @@ def _lend_context(
     if named:
         seeds = _lend_named(graph, scores, visible, floor, k, named, seeds, by_fused)
     reached = 0
-    for memory_id, seed_score in seeds:
+    for rank, (memory_id, seed_score) in enumerate(seeds):
         entry = scores[memory_id]
         start: list[Step] = entry.route[:-1] if entry.route else []
         for other, kind, forward in _related(graph, memory_id):
+            # A candidate the searches found already is lifted by the best seed only:
+            # lifts from every seed pushed direct answers out (measured on the Chinese
+            # set, where document chunks extend one another); one no search found is
+            # reached from any of them.
+            if other in scores and rank >= EDGE_LIFTERS:
+                continue
             if other != memory_id and visible(other):
                 target = scores.get(other) or scores.setdefault(other, _Score(fused=floor))
                 route = [*start, (memory_id, kind, forward), (other, None, None)]
