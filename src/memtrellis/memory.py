@@ -15,6 +15,7 @@ Examples:
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import logging
 import os
@@ -384,7 +385,7 @@ class Memory(Closing):
         process_id: str | None = None,
         limit: int = 20,
         as_of: datetime | None = None,
-    ) -> list[MemoryItem]:
+    ) -> builtins.list[MemoryItem]:
         """The entity's decisions and action items still valid at ``as_of`` (not expired,
         not superseded), newest first: what a memory context keeps room for.
 

@@ -51,7 +51,14 @@ from memtrellis.errors import InvalidInputError
 from memtrellis.tokens import count_tokens
 from memtrellis.types import MemoryItem, MemoryType, RecallResult, one_voice, utcnow
 
-__all__ = ["DEFAULT_TOKEN_BUDGET", "OPEN_SHARE", "MemoryContext", "build_context", "line_tokens", "memory_line"]
+__all__ = [
+    "DEFAULT_TOKEN_BUDGET",
+    "OPEN_SHARE",
+    "MemoryContext",
+    "build_context",
+    "line_tokens",
+    "memory_line",
+]
 
 #: Tokens a block may take when the caller does not say.
 DEFAULT_TOKEN_BUDGET = 600

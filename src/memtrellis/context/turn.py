@@ -97,8 +97,8 @@ def earlier_turns(messages: Sequence[Mapping[str, Any]], limit: int = 4) -> list
         ...         {"role": "user", "content": "We plan the launch."},
         ...         {"role": "assistant", "content": "Which date?"},
         ...         {"role": "user", "content": "What is left to do?"}]
-        >>> earlier_turns(chat)
-        [{'role': 'user', 'content': 'We plan the launch.'}, {'role': 'assistant', 'content': 'Which date?'}]
+        >>> [m["content"] for m in earlier_turns(chat)]
+        ['We plan the launch.', 'Which date?']
         >>> earlier_turns(chat, limit=0)
         []
     """
