@@ -25,6 +25,8 @@ Examples:
 
 from __future__ import annotations
 
+import re
+
 from memtrellis.lifecycle.claims import SINGLE_VALUED, VALUE_CLASSES, read_claim
 from memtrellis.types import MemoryItem
 
@@ -40,6 +42,7 @@ KEY_SOURCE = "key_source"
 DERIVED = "derived"
 # A longer statement holds several claims: no one slot names it.
 _MAX_FRAME = 8
+_NAME = re.compile(r"\b[A-Z][\w'-]*")
 
 
 def derive_key(item: MemoryItem) -> str | None:
@@ -64,7 +67,14 @@ def derive_key(item: MemoryItem) -> str | None:
     # other words of the slot are part of it ("my daughter's age" is not "my son's").
     named = {stem for stem, name in claim.classed if name == slot}
     subject = sorted(claim.subject - named) or sorted(claim.subject)
-    rest = sorted(claim.core(frozenset(slots)) - claim.subject - claim.values)
+    # Names are values, not slot words ("Porto" of "moved to Porto"), even when the
+    # extractor did not list them as entities.
+    names = [w.casefold() for w in _NAME.findall(item.text)]
+    rest = sorted(
+        unit
+        for unit in claim.core(frozenset(slots)) - claim.subject - claim.values
+        if not any(name.startswith(unit) for name in names)
+    )
     return ".".join(["_".join(subject), *(["_".join(rest)] if rest else []), slot])
 
 
