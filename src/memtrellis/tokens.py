@@ -21,6 +21,7 @@ no source for the file, raises
 from __future__ import annotations
 
 import contextlib
+import functools
 import gzip
 import hashlib
 import os
@@ -112,6 +113,18 @@ def count_tokens(text: str, *, encoding: str = DEFAULT_ENCODING) -> int:
         >>> count_tokens("hello world")
         2
     """
+    if len(text) <= _MEMO_CHARS:
+        return _counted(text, encoding)
+    return len(get_encoding(encoding).encode_ordinary(text))
+
+
+#: Lines up to this length have their counts kept (recall and the context builder count
+#: the same memory lines query after query); longer texts are counted each time.
+_MEMO_CHARS = 1_000
+
+
+@functools.lru_cache(maxsize=8_192)
+def _counted(text: str, encoding: str) -> int:
     return len(get_encoding(encoding).encode_ordinary(text))
 
 

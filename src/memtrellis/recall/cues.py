@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
@@ -53,11 +53,13 @@ __all__ = [
     "TIME_BOOST",
     "Cues",
     "TimeSpan",
+    "Voice",
     "apply_cues",
     "asked_roles",
     "named_speakers",
     "parse_cues",
     "time_span",
+    "voice_of",
 ]
 
 #: Share of its relevance a memory said by a speaker the question names gains.
@@ -99,14 +101,22 @@ class Cues:
     speakers: tuple[str, ...] = ()
     roles: tuple[str, ...] = ()
     time: TimeSpan | None = None
+    _wanted: frozenset[str] = field(init=False, repr=False, compare=False, default=frozenset())
+
+    def __post_init__(self) -> None:
+        folded = frozenset(name.casefold() for name in self.speakers)
+        object.__setattr__(self, "_wanted", folded)
 
     @property
     def empty(self) -> bool:
         """Nothing to boost by."""
         return not self.speakers and not self.roles and self.time is None
 
-    def boost(self, item: MemoryItem) -> tuple[float, list[str]]:
+    def boost(self, item: MemoryItem, voice: Voice | None = None) -> tuple[float, list[str]]:
         """The share of relevance ``item`` gains, and why (``speaker Ana``, ``time ...``).
+
+        ``voice``: the item's `Voice`, when the caller keeps it (recall memoises it per
+        stored item); read from ``item`` otherwise.
 
         Examples:
             >>> from memtrellis.types import Scope, SourceRef
@@ -115,28 +125,77 @@ class Cues:
             >>> Cues(speakers=("Ana",)).boost(item)
             (0.15, ['speaker Ana'])
         """
+        return self.gain(voice if voice is not None else voice_of(item))
+
+    def gain(self, voice: Voice) -> tuple[float, list[str]]:
+        """`boost` for a memory's `Voice` alone (what the boost reads of a memory).
+
+        Examples:
+            >>> Cues(speakers=("Ana",)).gain(Voice(speakers=("Bo", "ana")))
+            (0.15, ['speaker ana'])
+        """
         gain = 0.0
         why: list[str] = []
-        chats = [s for s in item.sources if s.kind.value == "chat"]
-        wanted = {name.casefold() for name in self.speakers}
-        speaker = next(
-            (s.speaker for s in chats if s.speaker and s.speaker.casefold() in wanted), None
-        )
+        speaker = next((s for s in voice.speakers if s.casefold() in self._wanted), None)
         if speaker is not None:
             gain += SPEAKER_BOOST
             why.append(f"speaker {speaker}")
-        elif self.roles and any(not s.speaker and s.role in self.roles for s in chats):
-            role = next(s.role for s in chats if not s.speaker and s.role in self.roles)
-            gain += SPEAKER_BOOST
-            why.append(f"speaker {role}")
-        if self.time is not None:
-            times = [s.timestamp for s in item.sources if s.timestamp is not None]
-            if not times and item.valid_from is not None:
-                times = [item.valid_from]
-            if any(self.time.holds(when) for when in times):
-                gain += TIME_BOOST
-                why.append(self.time.label())
+        else:
+            role = next((r for r in voice.unnamed_roles if r in self.roles), None)
+            if role is not None:
+                gain += SPEAKER_BOOST
+                why.append(f"speaker {role}")
+        if self.time is not None and any(self.time.holds(when) for when in voice.times):
+            gain += TIME_BOOST
+            why.append(self.time.label())
         return gain, why
+
+
+@dataclass(frozen=True)
+class Voice:
+    """Who said a memory and when, as the cues read it from its sources.
+
+    ``speakers`` are the named speakers of its chat sources, in order; ``unnamed_roles``
+    the roles of its chat sources without a speaker (an assistant's reply); ``times`` its
+    source timestamps (its ``valid_from`` when no source is dated).
+
+    Examples:
+        >>> from memtrellis.types import Scope, SourceRef
+        >>> said = SourceRef(kind="chat", message_id="m1", role="user", speaker="Ana")
+        >>> voice_of(MemoryItem(text="I ran", sources=[said], scope=Scope(entity_id="a")))
+        Voice(speakers=('Ana',), unnamed_roles=(), times=(), newest=None)
+    """
+
+    speakers: tuple[str, ...] = ()
+    unnamed_roles: tuple[str, ...] = ()
+    times: tuple[datetime, ...] = ()
+    #: The newest source timestamp (not ``valid_from``), for the time phrases count from.
+    newest: datetime | None = None
+
+
+def voice_of(item: MemoryItem) -> Voice:
+    """The `Voice` of ``item`` (see `Voice`)."""
+    speakers: dict[str, None] = {}
+    roles: dict[str, None] = {}
+    stamps: list[datetime] = []
+    for source in item.sources:
+        if source.timestamp is not None:
+            stamps.append(source.timestamp)
+        if source.kind.value != "chat":
+            continue
+        if source.speaker:
+            speakers.setdefault(source.speaker, None)
+        elif source.role:
+            roles.setdefault(source.role, None)
+        else:
+            roles.setdefault("", None)
+    times = tuple(stamps) or ((item.valid_from,) if item.valid_from is not None else ())
+    return Voice(
+        speakers=tuple(speakers),
+        unnamed_roles=tuple(roles),
+        times=times,
+        newest=max(stamps) if stamps else None,
+    )
 
 
 # -- speakers ------------------------------------------------------------------------------
@@ -207,17 +266,6 @@ class Boostable(Protocol):
     boosts: list[str]
 
 
-def _newest(items: Iterable[MemoryItem | None]) -> datetime | None:
-    newest: datetime | None = None
-    for item in items:
-        if item is None:
-            continue
-        for source in item.sources:
-            if source.timestamp is not None and (newest is None or source.timestamp > newest):
-                newest = source.timestamp
-    return newest
-
-
 def parse_cues(
     query: str,
     speakers: Iterable[str],
@@ -254,37 +302,48 @@ def apply_cues(
     item_of: Callable[[str], MemoryItem | None],
     recent: Callable[[], Iterable[str]],
     now: datetime,
+    *,
+    voice: Callable[[str], Voice | None] | None = None,
 ) -> Cues:
     """Boost the candidates in ``scores`` that the cues of ``query`` match, in place.
 
     ``item_of`` finds a memory by id; ``recent`` gives the newest stored memory ids
     (the time a relative phrase counts from is the newest of their messages, or of the
-    candidates', but never after ``now``). Returns the cues found.
+    candidates', but never after ``now``); ``voice`` gives a memory's `Voice` by id
+    (recall passes one the graph memoises: hundreds of candidates per query), read from
+    ``item_of`` when not given. Returns the cues found.
     """
+
+    def heard(memory_id: str) -> Voice | None:
+        if voice is not None:
+            return voice(memory_id)
+        item = item_of(memory_id)
+        return voice_of(item) if item is not None else None
+
+    voices = {memory_id: heard(memory_id) for memory_id in scores}
     speakers: dict[str, None] = {}
     unnamed = False  # a chat message without a speaker (an assistant's reply) is a voice too
-    for memory_id in scores:
-        item = item_of(memory_id)
-        if item is not None:
-            for source in item.sources:
-                if source.speaker:
-                    speakers.setdefault(source.speaker, None)
-                elif source.kind.value == "chat":
-                    unnamed = True
+    for found in voices.values():
+        if found is not None:
+            speakers.update(dict.fromkeys(found.speakers))
+            unnamed = unnamed or bool(found.unnamed_roles)
 
     def anchor() -> datetime:
-        ids = [*recent(), *scores]
-        newest = _newest(item_of(memory_id) for memory_id in ids)
+        newest: datetime | None = None
+        for memory_id in [*recent(), *scores]:
+            found = voices[memory_id] if memory_id in voices else heard(memory_id)
+            if found is not None and found.newest is not None:
+                newest = found.newest if newest is None else max(newest, found.newest)
         return now if newest is None or newest > now else newest
 
     cues = parse_cues(query, speakers, anchor, unnamed=unnamed)
     if cues.empty:
         return cues
     for memory_id, entry in scores.items():
-        item = item_of(memory_id)
-        if item is None:
+        found = voices[memory_id]
+        if found is None:
             continue
-        gain, why = cues.boost(item)
+        gain, why = cues.gain(found)
         if gain:
             entry.boost += gain
             entry.boosts.extend(why)

@@ -45,7 +45,7 @@ from memtrellis.context.render import line_tokens
 from memtrellis.context.render import memory_line as context_line
 from memtrellis.lifecycle.confidence import effective_confidence, heat, weight_basis
 from memtrellis.lifecycle.config import LifecycleConfig
-from memtrellis.recall.cues import ANCHOR_SCAN, apply_cues
+from memtrellis.recall.cues import ANCHOR_SCAN, Voice, apply_cues, voice_of
 from memtrellis.recall.rerank import RerankStage
 from memtrellis.store import MemoryGraph, Store
 from memtrellis.types import (
@@ -394,6 +394,7 @@ def hybrid_recall(
             graph.item,
             lambda: graph.memory_ids(req.entity_id)[-ANCHOR_SCAN:],
             req.now,
+            voice=lambda memory_id: _voice(graph, memory_id),
         )
 
         searched = [i for i, _ in dense] + [i for i, _ in keyword_hits]
@@ -411,6 +412,12 @@ def hybrid_recall(
         ranked = [*order, *ranked[stage.depth :]]
     with store.reading(req.entity_id) as shard:
         return _results(shard.graph, scores, ranked, req, searched, seen, turns, recheck=True)
+
+
+def _voice(graph: MemoryGraph, memory_id: str) -> Voice | None:
+    """A memory's `Voice`, kept on its node until the item changes."""
+    found = graph.memo(memory_id, "voice", voice_of)
+    return found[1] if found is not None else None
 
 
 def _text(graph: MemoryGraph, memory_id: str) -> str:
