@@ -150,3 +150,14 @@ def test_recent_messages_already_recalled_are_not_repeated(memory: Memory) -> No
     ]
     context = build_context(result, recent=recent)
     assert context.recent == 1 and context.text.count("I moved to Porto last week.") == 1
+
+
+def test_the_recent_turns_alone_are_not_placed(memory: Memory) -> None:
+    # Nothing recalled and no open item: the block would only repeat the prompt.
+    binding = Binding(memory, AdapterOptions(), source="test")
+    chat = [
+        {"role": "user", "content": "Hello there"},
+        {"role": "assistant", "content": "Hi!"},
+        {"role": "user", "content": "Anything new?"},
+    ]
+    assert binding.context(binding.query(chat), binding.scope(), messages=chat).empty

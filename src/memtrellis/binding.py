@@ -443,8 +443,12 @@ class Binding:
         except Exception as exc:
             self.failed("context", exc)
             return EMPTY
-        if not context.empty:
-            self.stats.count("placed")
+        if context.empty:
+            return context
+        if not (context.facts or context.messages or context.open_items):
+            # The recent turns alone are no memory (the prompt has them): nothing to place.
+            return MemoryContext("", 0, budget, truncated=context.truncated)
+        self.stats.count("placed")
         return context
 
     def context(
