@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import nox
+from nox.command import CommandFailed
 
 nox.options.sessions = ["lint", "typecheck", "tests"]
 nox.options.reuse_existing_virtualenvs = True
@@ -62,16 +63,28 @@ def _shared_env(session: nox.Session) -> tuple[str, dict[str, str]]:
     if not (python.exists() and stamp.exists() and stamp.read_text() == digest.hexdigest()):
         if not python.exists():
             session.run(sys.executable, "-m", "virtualenv", "-q", str(SHARED))
-        session.run(
-            str(python), "-m", "pip", "install", "-e", DEV, "-e", LANGCHAIN_DEV,
-            "-e", LLAMA_INDEX_DEV,
-        )  # fmt: skip
+        _install_shared(session, str(python))
         stamp.write_text(digest.hexdigest())
     else:
         session.log(f"Reusing {SHARED.relative_to(ROOT)} (its pyproject.toml files are unchanged)")
     path = f"{_bin(SHARED)}{os.pathsep}{os.environ.get('PATH', '')}"
     env = {"PATH": path, "VIRTUAL_ENV": str(SHARED), "ANONYMIZED_TELEMETRY": "False"}
     return str(python), env
+
+
+def _install_shared(session: nox.Session, python: str) -> None:
+    """Install the core and both integrations, editable with their dev extras, into the
+    shared environment: with uv, which fetches and unpacks the ~150 packages in parallel
+    (measured on this project's 2-core machine: 33 s against pip's several minutes), and
+    with pip when uv cannot be had or fails (a package index only pip is configured for,
+    say)."""
+    packages = ["-e", DEV, "-e", LANGCHAIN_DEV, "-e", LLAMA_INDEX_DEV]
+    try:
+        session.run(sys.executable, "-m", "pip", "install", "-q", "uv>=0.5", silent=True)
+        session.run(sys.executable, "-m", "uv", "pip", "install", "--python", python, *packages)
+    except CommandFailed:
+        session.log("uv could not install the shared environment; installing with pip")
+        session.run(python, "-m", "pip", "install", *packages)
 
 
 def _pytest(python: str, *args: str, workers: str = WORKERS) -> list[str]:
