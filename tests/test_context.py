@@ -229,15 +229,17 @@ def test_stored_text_can_neither_close_nor_forge_the_block(hostile: str) -> None
 def test_the_budget_holds_and_excerpts_give_way_first() -> None:
     items = [SISTER, TODO, *(_item(f"Alice visited museum number {n} in Porto") for n in range(30))]
     full = build_context(_result(*items), token_budget=10_000, now=NOW)
-    previous_facts = 0
+    previous_facts = previous_open = 0
     for budget in range(0, full.tokens + 20, 9):
         context = build_context(_result(*items), token_budget=budget, now=NOW)
         assert context.tokens <= budget
         assert context.tokens == count_tokens(context.text)
-        assert context.facts >= previous_facts  # more room never means fewer facts
+        # More room never means fewer facts, unless an open item took its reserved share.
+        assert context.facts >= previous_facts or context.open_items > previous_open
+        assert context.open_items >= previous_open
         ranked = [i.id for i in items if i is not TODO]
         assert context.memory_ids[: context.facts] == tuple(ranked[: context.facts])
-        previous_facts = context.facts
+        previous_facts, previous_open = context.facts, context.open_items
         if context.excerpts:  # an excerpt only once every fact and open item is in
             assert context.facts == full.facts and context.open_items == full.open_items
     assert not full.truncated

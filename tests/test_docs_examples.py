@@ -36,6 +36,8 @@ def test_lifecycle_walkthrough(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     # How the rules decide; a chat turn superseded by a later one, kept as said.
     assert printed[8:11] == ["supersedes", "supersedes", "unrelated"]
     assert printed[11:14] == ["['I moved to Porto!']", "[('superseded', True)]", "None"]
+    # Heat renews a state recalled often; health names a low utilisation.
+    assert printed[14:16] == ["True", "0.25 ['utilisation']"]
 
 
 def test_getting_started(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -46,7 +48,9 @@ def test_getting_started(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
 
 def test_concepts_memory_context(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     printed = run_blocks("concepts.md", tmp_path, monkeypatch).splitlines()
-    assert printed == ["not found", "m1", "<memory_context>"]
+    assert printed[:3] == ["not found", "m1", "<memory_context>"]
+    # Staged context: the hint picks the dentist; one open item and two recent turns.
+    assert printed[3:] == ["The dentist visit is booked for Friday", "1 2"]
 
 
 def test_configuration_validity(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, Protocol
 
-from memtrellis.types import RecallResult, Scope
+from memtrellis.types import MemoryItem, RecallResult, Scope
 
 __all__ = ["MemoryHost"]
 
@@ -31,6 +31,12 @@ class MemoryHost(Protocol):
 
     async def arecall(self, *args: Any, **kwargs: Any) -> RecallResult:
         """``Memory.arecall``."""
+
+    def open_items(self, *args: Any, **kwargs: Any) -> list[MemoryItem]:
+        """``Memory.open_items``."""
+
+    async def aopen_items(self, *args: Any, **kwargs: Any) -> list[MemoryItem]:
+        """``Memory.aopen_items``."""
 
     def capture(self, *args: Any, **kwargs: Any) -> str:
         """``Memory.capture``."""

@@ -55,15 +55,19 @@ from memtrellis.context import (
     MemoryContext,
     Placement,
     build_context,
+    conversation_hint,
+    earlier_turns,
     last_user_text,
     new_turn,
     place_in_messages,
 )
 from memtrellis.errors import InvalidInputError
-from memtrellis.types import RecallResult
+from memtrellis.types import MemoryItem, RecallResult
 
 __all__ = [
     "DEFAULT_K",
+    "DEFAULT_OPEN_ITEMS",
+    "DEFAULT_RECENT_TURNS",
     "DEFAULT_TOKEN_BUDGET",
     "AdapterOptions",
     "AdapterStats",
@@ -77,6 +81,10 @@ log = logging.getLogger("memtrellis")
 
 #: Memories recalled per model call when an adapter does not say.
 DEFAULT_K = 8
+#: Conversation messages before the question shown in the block when an adapter does not say.
+DEFAULT_RECENT_TURNS = 4
+#: Open decisions and action items considered per call when an adapter does not say.
+DEFAULT_OPEN_ITEMS = 10
 Position = Literal["append", "insert"]
 #: What a failure broke: reading memories, handing a turn over, or rendering the block.
 Step = Literal["recall", "capture", "context"]
@@ -105,6 +113,12 @@ class AdapterOptions:
             the memory's default).
         strict: Raise memory failures (after counting them) instead of going on
             without memory.
+        recent_turns: Conversation messages before the question shown in the block's
+            recent-conversation stage (0: none).
+        open_items: Most of the entity's open decisions and action items the block
+            keeps room for, recalled or not (0: only those recall returns).
+        context_hint: Steer recall with the conversation before the question
+            (``Memory.recall(context_hint=...)``).
 
     Raises:
         InvalidInputError: A value is out of range or of the wrong type.
@@ -127,6 +141,9 @@ class AdapterOptions:
     position: Position = "append"
     capture_mode: str | None = None
     strict: bool = False
+    recent_turns: int = DEFAULT_RECENT_TURNS
+    open_items: int = DEFAULT_OPEN_ITEMS
+    context_hint: bool = True
 
     def __post_init__(self) -> None:
         for name in _SCOPE_NAMES:
@@ -142,6 +159,12 @@ class AdapterOptions:
             raise InvalidInputError(f"position must be 'append' or 'insert', not {self.position!r}")
         if self.capture_mode not in (None, "fast", "fine"):
             raise InvalidInputError("capture_mode must be 'fast', 'fine' or None")
+        for name in ("recent_turns", "open_items"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 100:
+                raise InvalidInputError(f"{name} must be an integer from 0 to 100")
+        if not isinstance(self.context_hint, bool):
+            raise InvalidInputError("context_hint must be True or False")
 
     @property
     def scope(self) -> dict[str, str]:
@@ -289,20 +312,50 @@ class Binding:
         """What recall searches with: the last user message's text without memory context."""
         return last_user_text(messages)
 
-    def recall_args(self, query: str | None, scope: Mapping[str, str]) -> dict[str, Any] | None:
+    def hint(self, messages: Sequence[Mapping[str, Any]]) -> str | None:
+        """The conversation before the question, to steer recall (`conversation_hint`);
+        None when it opens the conversation or the options turn hints off."""
+        if not self.options.context_hint:
+            return None
+        try:
+            return conversation_hint(messages)
+        except Exception:  # a hint only steers: never a reason to fail the call
+            self.log.debug("memtrellis: no conversation hint", exc_info=True)
+            return None
+
+    def recent(self, messages: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
+        """The latest ``recent_turns`` messages before the question (`earlier_turns`), for
+        the block's recent-conversation stage."""
+        if not self.options.recent_turns:
+            return []
+        try:
+            return earlier_turns(messages, self.options.recent_turns)
+        except Exception:
+            self.log.debug("memtrellis: no recent conversation", exc_info=True)
+            return []
+
+    def recall_args(
+        self, query: str | None, scope: Mapping[str, str], *, hint: str | None = None
+    ) -> dict[str, Any] | None:
         """``Memory.recall`` arguments for ``query``; None without a query.
 
         Recall spans sessions (the session is left out) and takes no token budget: it
-        returns ``k`` ranked memories and `render` alone budgets them.
+        returns ``k`` ranked memories and `render` alone budgets them. ``hint``: the
+        conversation before the question (``context_hint``).
         """
         if query is None or not query.strip():
             return None
         where = {n: v for n, v in scope.items() if n != "session_id"}
-        return {"query": query, "k": self.options.k, **where}
+        args: dict[str, Any] = {"query": query, "k": self.options.k, **where}
+        if hint is not None and hint.strip():
+            args["context_hint"] = hint
+        return args
 
-    def recall(self, query: str | None, scope: Mapping[str, str]) -> RecallResult | None:
+    def recall(
+        self, query: str | None, scope: Mapping[str, str], *, hint: str | None = None
+    ) -> RecallResult | None:
         """Recall for ``query`` (None: no query, or recall failed open)."""
-        args = self.recall_args(query, scope)
+        args = self.recall_args(query, scope, hint=hint)
         if args is None:
             return None
         self.stats.count("recalls")
@@ -312,9 +365,11 @@ class Binding:
             self.failed("recall", exc)
             return None
 
-    async def arecall(self, query: str | None, scope: Mapping[str, str]) -> RecallResult | None:
+    async def arecall(
+        self, query: str | None, scope: Mapping[str, str], *, hint: str | None = None
+    ) -> RecallResult | None:
         """Async `recall` (``Memory.arecall``: off the event loop)."""
-        args = self.recall_args(query, scope)
+        args = self.recall_args(query, scope, hint=hint)
         if args is None:
             return None
         self.stats.count("recalls")
@@ -324,15 +379,47 @@ class Binding:
             self.failed("recall", exc)
             return None
 
+    def _open_args(self, scope: Mapping[str, str]) -> dict[str, Any] | None:
+        if not self.options.open_items or not hasattr(self.memory, "open_items"):
+            return None
+        where = {n: v for n, v in scope.items() if n != "session_id"}
+        return {"limit": self.options.open_items, **where}
+
+    def open_items(self, scope: Mapping[str, str]) -> list[MemoryItem]:
+        """The entity's open decisions and action items (``Memory.open_items``) that the
+        block keeps room for; ``[]`` when the options say none or reading failed open."""
+        args = self._open_args(scope)
+        if args is None:
+            return []
+        try:
+            return list(self.memory.open_items(**args))
+        except Exception as exc:
+            self.failed("recall", exc, what="open items")
+            return []
+
+    async def aopen_items(self, scope: Mapping[str, str]) -> list[MemoryItem]:
+        """Async `open_items` (``Memory.aopen_items``: off the event loop)."""
+        args = self._open_args(scope)
+        if args is None:
+            return []
+        try:
+            return list(await self.memory.aopen_items(**args))
+        except Exception as exc:
+            self.failed("recall", exc, what="open items")
+            return []
+
     def render(
         self,
         result: RecallResult | None,
         *,
         exclude: Collection[str] = (),
         token_budget: int | None = None,
+        open_items: Sequence[MemoryItem] = (),
+        recent: Sequence[Mapping[str, Any] | MemoryItem] = (),
     ) -> MemoryContext:
         """The memory-context block for ``result`` within ``token_budget`` (default: the
-        options'; a smaller one re-renders a block that must shrink).
+        options'; a smaller one re-renders a block that must shrink), in stages: facts,
+        excerpts, ``open_items`` (the entity's, recalled or not), ``recent`` conversation.
 
         Memories whose text is one of ``exclude`` (messages already in the prompt) are
         left out. An empty block when there is nothing to place or rendering failed.
@@ -345,25 +432,51 @@ class Binding:
                 kept = [hit for hit in result.items if hit.memory.text not in exclude]
                 if len(kept) < len(result.items):
                     result = result.model_copy(update={"items": kept})
-            context = build_context(result, token_budget=budget)
+                open_items = [item for item in open_items if item.text not in exclude]
+            context = build_context(
+                result,
+                token_budget=budget,
+                open_items=list(open_items),
+                recent=list(recent),
+                now=result.as_of,
+            )
         except Exception as exc:
             self.failed("context", exc)
             return EMPTY
-        if not context.empty:
-            self.stats.count("placed")
+        if context.empty:
+            return context
+        if not (context.facts or context.messages or context.open_items):
+            # The recent turns alone are no memory (the prompt has them): nothing to place.
+            return MemoryContext("", 0, budget, truncated=context.truncated)
+        self.stats.count("placed")
         return context
 
     def context(
-        self, query: str | None, scope: Mapping[str, str], *, exclude: Collection[str] = ()
+        self,
+        query: str | None,
+        scope: Mapping[str, str],
+        *,
+        exclude: Collection[str] = (),
+        messages: Sequence[Mapping[str, Any]] = (),
     ) -> MemoryContext:
-        """`recall` then `render`."""
-        return self.render(self.recall(query, scope), exclude=exclude)
+        """`recall` then `render`, with the stages ``messages`` (the conversation the
+        question ends, when the adapter has it) give: a hint, the recent turns."""
+        result = self.recall(query, scope, hint=self.hint(messages))
+        opened = self.open_items(scope) if result is not None else []
+        return self.render(result, exclude=exclude, open_items=opened, recent=self.recent(messages))
 
     async def acontext(
-        self, query: str | None, scope: Mapping[str, str], *, exclude: Collection[str] = ()
+        self,
+        query: str | None,
+        scope: Mapping[str, str],
+        *,
+        exclude: Collection[str] = (),
+        messages: Sequence[Mapping[str, Any]] = (),
     ) -> MemoryContext:
         """Async `context`."""
-        return self.render(await self.arecall(query, scope), exclude=exclude)
+        result = await self.arecall(query, scope, hint=self.hint(messages))
+        opened = await self.aopen_items(scope) if result is not None else []
+        return self.render(result, exclude=exclude, open_items=opened, recent=self.recent(messages))
 
     def place(self, messages: Sequence[Mapping[str, Any]], context: MemoryContext) -> Placement:
         """``messages`` (dicts; not changed) with the block placed at ``position``."""

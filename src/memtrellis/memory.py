@@ -15,6 +15,7 @@ Examples:
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import inspect
 import logging
@@ -374,9 +375,11 @@ class Memory(Closing):
         graph_context: bool = True,
         memory_types: Sequence[MemoryType | str] | None = None,
         tags: Sequence[str] | None = None,
+        context_hint: str | None = None,
     ) -> RecallResult:
         """The memories most relevant to ``query``, each with an explanation (dense, keyword
         and graph scores; validity at ``as_of``): "Recall" in the [concepts](../concepts.md).
+        ``context_hint``, a summary of the conversation, steers which matches come first.
 
         Examples:
             >>> from memtrellis.testing import temp_memory
@@ -390,7 +393,32 @@ class Memory(Closing):
         kinds, labels = _args.recall_filters(memory_types, tags)
         scope = (entity_id, process_id, session_id)
         flags = (include_superseded, include_expired, graph_context)
-        return self._reader.recall(query, scope, k, token_budget, flags, as_of, kinds, labels)
+        hint = _args.context_hint_arg(context_hint)
+        return self._reader.recall(
+            query, scope, k, token_budget, flags, as_of, kinds, labels, context_hint=hint
+        )
+
+    def open_items(
+        self,
+        *,
+        entity_id: str | None = None,
+        process_id: str | None = None,
+        limit: int = 20,
+        as_of: datetime | None = None,
+    ) -> builtins.list[MemoryItem]:
+        """The entity's decisions and action items still valid at ``as_of`` (not expired,
+        not superseded), newest first: what a memory context keeps room for.
+
+        Examples:
+            >>> from memtrellis.testing import temp_memory
+            >>> with temp_memory() as m:
+            ...     _ = m.add("Book the venue by Friday", memory_type="action_item")
+            ...     [i.text for i in m.open_items()]
+            ['Book the venue by Friday']
+        """
+        _args.list_filters(limit, 0, None)
+        scope = self._scope(entity_id, process_id, None)
+        return self._reader.open_items(scope, limit, _args.checked_as_of(as_of))
 
     def relate(
         self,
@@ -641,6 +669,7 @@ class Memory(Closing):
     alist = _in_thread(list, read=True)
     aentities = _in_thread(entities, read=True)
     arecall = _in_thread(recall, read=True)
+    aopen_items = _in_thread(open_items, read=True)
     arelate = _in_thread(relate, read=True)
     ahealth = _in_thread(health, read=True)
     aclose = _in_thread(close)

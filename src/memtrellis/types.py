@@ -650,6 +650,14 @@ class Health(_Model):
     size_on_disk_bytes: int
     #: Entity shards loaded in this process now (see ``Memory(max_resident_shards=...)``).
     resident_shards: int = 0
+    #: Share of the conflicts found (``contradicts`` edges) that a ``supersedes`` edge
+    #: resolved; None without conflicts.
+    conflict_resolution_rate: float | None = None
+    #: Share of the active memories of the entities loaded in this process recalled at
+    #: least once within ``LifecycleConfig.health_window_days``; None without any.
+    utilisation: float | None = None
+    #: Figures below their ``LifecycleConfig`` thresholds (each logged once as a warning).
+    warnings: list[str] = Field(default_factory=list)
 
     @model_validator(mode="before")
     @classmethod

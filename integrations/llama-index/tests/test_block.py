@@ -46,7 +46,13 @@ def test_block_recalls_for_the_latest_user_message(memory: Memory) -> None:
         ChatMessage(role="user", content="And when is Bob's birthday?"),
     ]
     text = asyncio.run(block.aget(history))
-    assert "3 May" in text and "six" not in text
+    # Recall answers the latest message; the earlier turns are the recent-conversation stage.
+    recalled, recent = text.split("Recent conversation:\n")
+    assert "3 May" in recalled and "six" not in recalled
+    assert recent.splitlines()[:2] == [
+        "- user: When does the office close?",
+        "- assistant: At six.",
+    ]
     assert asyncio.run(block.aget([ChatMessage(role="assistant", content="hi")])) == ""
 
 

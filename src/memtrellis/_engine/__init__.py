@@ -23,6 +23,7 @@ from memtrellis._engine.parts import Parts
 from memtrellis._engine.reader import Reader
 from memtrellis._engine.scopes import DEFAULT_ENTITY, Scopes
 from memtrellis._engine.stats import FacadeStats, store_figures
+from memtrellis._engine.usage import UsageWatch, health_usage
 from memtrellis._engine.writer import Writer
 from memtrellis.capture.config import CaptureConfig, resolve_capture_config
 from memtrellis.embeddings.base import Embedder, as_embedder
@@ -32,7 +33,7 @@ from memtrellis.lifecycle import LifecycleConfig
 from memtrellis.lifecycle.relation_judge import LLMRelationJudge, llm_relation_judge
 from memtrellis.recall.rerank import RerankStage, as_reranker
 from memtrellis.store import EmbedderInfo, Store
-from memtrellis.types import Health, Scope
+from memtrellis.types import Health, Scope, utcnow
 
 __all__ = [
     "DEFAULT_ENTITY",
@@ -80,6 +81,7 @@ class Engine:
         self.store = store
         self.stats = self.parts.stats
         self.scopes = self.parts.scopes
+        self.usage_watch = UsageWatch()
         self.reader = Reader(self.parts)
         self.writer = Writer(self.parts)
         self.capturer = Capturer(self.parts, self.writer)
@@ -112,6 +114,10 @@ class Engine:
         service = self.capturer.service
         capture = service.stats
         failures = parts.extractor.failures
+        figures = store_figures(parts.store)
+        usage = health_usage(
+            parts.store, figures["edges_by_kind"], parts.lifecycle, self.usage_watch, utcnow()
+        )
         return Health(
             path=str(parts.path.resolve()),
             embedder_model_id=parts.embedder.model_id,
@@ -128,7 +134,8 @@ class Engine:
             extraction_garbage=failures.garbage,
             extraction_retries=failures.retries + capture.extraction_retries,
             relation_judge_failures=parts.judge.failures if parts.judge is not None else 0,
-            **store_figures(parts.store),
+            **figures,
+            **usage,
             **parts.stats.figures(),
         )
 

@@ -219,6 +219,16 @@ def recall_args(query: Any, k: Any, token_budget: Any, as_of: Any) -> tuple[str,
     return query, checked_as_of(as_of)
 
 
+def context_hint_arg(hint: Any) -> str | None:
+    """``recall()``'s ``context_hint``: ``None`` or text (cleaned; blank is ``None``)."""
+    if hint is None:
+        return None
+    if not isinstance(hint, str):
+        raise InvalidInputError(f"context_hint must be a string or None, not {_shown(hint)}")
+    hint = _clean_text(hint)
+    return hint if hint.strip() else None
+
+
 def checked_as_of(as_of: Any) -> datetime | None:
     """A read's ``as_of``: ``None`` or a datetime (in UTC when naive)."""
     if as_of is None:

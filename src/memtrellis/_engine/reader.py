@@ -4,6 +4,7 @@ memories and recall. Works on the engine's `Parts`, never on the ``Memory``.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterator, Mapping
 from datetime import datetime
@@ -13,6 +14,7 @@ from memtrellis._engine.args import checked_as_of, make_scope, recall_flags
 from memtrellis._engine.parts import Parts
 from memtrellis._engine.scopes import DEFAULT_ENTITY
 from memtrellis.errors import InvalidInputError, MemoryNotFoundError
+from memtrellis.lifecycle.heat import renewed_until
 from memtrellis.recall import RecallRequest, hybrid_recall
 from memtrellis.recall.hybrid import similarity_floor
 from memtrellis.recall.paths import relate_in
@@ -27,7 +29,12 @@ from memtrellis.types import (
     utcnow,
 )
 
-__all__ = ["Reader"]
+__all__ = ["HINT_WEIGHT", "OPEN_KINDS", "Reader"]
+
+#: Weight of a recall's ``context_hint`` beside its query (1.0) in the search embedding.
+HINT_WEIGHT = 0.5
+#: The kinds a memory context keeps room for while they are valid.
+OPEN_KINDS = frozenset({MemoryType.DECISION, MemoryType.ACTION_ITEM})
 
 
 class Reader:
@@ -140,11 +147,13 @@ class Reader:
         as_of: datetime | None,
         memory_types: frozenset[MemoryType] | None = None,
         tags: frozenset[str] | None = None,
+        context_hint: str | None = None,
     ) -> RecallResult:
         """Hybrid recall with checked arguments, its latency recorded.
 
         ``scope_args``: the call's entity, process and session ids; ``flags``: its
-        ``include_superseded``, ``include_expired`` and ``graph_context``.
+        ``include_superseded``, ``include_expired`` and ``graph_context``;
+        ``context_hint``: a summary of the conversation that steers the dense search.
         """
         entity_id, process_id, session_id = scope_args
         include_superseded, include_expired, graph_context = recall_flags(*flags)
@@ -155,7 +164,7 @@ class Reader:
         self.store.refresh(scope.entity_id)
         request = RecallRequest(
             query=query,
-            embedding=self.parts.embedder.embed_query(query),
+            embedding=self._embedding(query, context_hint),
             entity_id=scope.entity_id,
             process_id=scope.process_id,
             session_id=session_id,
@@ -173,7 +182,14 @@ class Reader:
         )
         items, tokens, truncated, skipped = hybrid_recall(self.store, request)
         if items:
-            self.store.touch(scope.entity_id, [r.memory.id for r in items], utcnow())
+            moment = utcnow()
+            config = self.parts.lifecycle
+            until = {
+                hit.memory.id: end
+                for hit in items
+                if (end := renewed_until(hit.memory, moment, config)) is not None
+            }
+            self.store.touch(scope.entity_id, [r.memory.id for r in items], moment, until)
         latency = (time.perf_counter() - started) * 1000.0
         self.parts.stats.record_recall(latency)
         return RecallResult(
@@ -189,6 +205,40 @@ class Reader:
             skipped=skipped,
             as_of=as_of,
         )
+
+    def _embedding(self, query: str, hint: str | None) -> list[float]:
+        """The query's embedding, turned towards ``hint`` when there is one.
+
+        The hint (what the conversation is about) weighs `HINT_WEIGHT` of the query: it
+        steers which of the memories that match the question come first, and cannot
+        replace the question (keyword search and reranking read the question only).
+        """
+        embed = self.parts.embedder.embed_query
+        vector = list(embed(query))
+        if hint is None:
+            return vector
+        toward = list(embed(hint))
+        size = math.sqrt(sum(v * v for v in vector)) or 1.0
+        other = math.sqrt(sum(v * v for v in toward)) or 1.0
+        blended = [a / size + HINT_WEIGHT * b / other for a, b in zip(vector, toward, strict=True)]
+        norm = math.sqrt(sum(v * v for v in blended)) or 1.0
+        return [v / norm for v in blended]
+
+    def open_items(self, scope: Scope, limit: int, as_of: datetime | None) -> list[MemoryItem]:
+        """One entity's decisions and action items valid at ``as_of`` (default: now),
+        newest first: what a memory context keeps room for."""
+        now = as_of or utcnow()
+        self.store.refresh(scope.entity_id)
+        with self.store.reading(scope.entity_id) as shard:
+            found = [
+                item
+                for item in shard.graph.items(scope.entity_id)
+                if item.memory_type in OPEN_KINDS
+                and (scope.process_id is None or item.scope.process_id == scope.process_id)
+                and item.invalid_reason(now) is None
+            ]
+            found.sort(key=lambda i: (i.valid_from or i.created_at, i.created_at), reverse=True)
+            return [i.detached() for i in found[:limit]]
 
     def relate(
         self,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -25,7 +25,7 @@ from memtrellis.clients.streams import (
     wrap_stream,
 )
 from memtrellis.context import MemoryContext
-from memtrellis.types import RecallResult, utcnow
+from memtrellis.types import MemoryItem, RecallResult, utcnow
 
 __all__ = ["Api", "Call", "Collector", "Kind", "Settings", "patched_method"]
 
@@ -154,9 +154,13 @@ class Call:
         """Arguments of the recall for this call; None when there is no user text."""
         return self.binding.recall_args(self.binding.query(self.conversation), self.scope)
 
-    def placed(self, result: RecallResult | None) -> dict[str, Any]:
-        """The keyword arguments to send: memory context placed when there is any."""
-        context = self.binding.render(result)
+    def placed(
+        self, result: RecallResult | None, opened: Sequence[MemoryItem] = ()
+    ) -> dict[str, Any]:
+        """The keyword arguments to send: memory context placed when there is any (with
+        the entity's open items and the turns before the question)."""
+        recent = self.binding.recent(self.conversation)
+        context = self.binding.render(result, open_items=opened, recent=recent)
         if context.empty:
             return self.kwargs
         try:
@@ -167,12 +171,17 @@ class Call:
 
     def prepare(self) -> dict[str, Any]:
         """Recall (``Memory.recall``) and place."""
-        return self.placed(self.binding.recall(self.binding.query(self.conversation), self.scope))
+        query, hint = self.binding.query(self.conversation), self.binding.hint(self.conversation)
+        result = self.binding.recall(query, self.scope, hint=hint)
+        opened = self.binding.open_items(self.scope) if result is not None else []
+        return self.placed(result, opened)
 
     async def aprepare(self) -> dict[str, Any]:
         """Async `prepare`: recall runs off the event loop (``Memory.arecall``)."""
-        query = self.binding.query(self.conversation)
-        return self.placed(await self.binding.arecall(query, self.scope))
+        query, hint = self.binding.query(self.conversation), self.binding.hint(self.conversation)
+        result = await self.binding.arecall(query, self.scope, hint=hint)
+        opened = await self.binding.aopen_items(self.scope) if result is not None else []
+        return self.placed(result, opened)
 
     # -- after the call ------------------------------------------------------------------
     def finish(self, response: Any) -> Any:

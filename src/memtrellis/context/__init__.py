@@ -36,17 +36,26 @@ from memtrellis.context.render import (
     line_tokens,
     memory_line,
 )
-from memtrellis.context.turn import last_user_text, new_turn
+from memtrellis.context.turn import (
+    HINT_CHARS,
+    conversation_hint,
+    earlier_turns,
+    last_user_text,
+    new_turn,
+)
 
 __all__ = [
     "CLOSE_TAG",
     "DEFAULT_TOKEN_BUDGET",
+    "HINT_CHARS",
     "INSTRUCTION_ROLES",
     "OPEN_TAG",
     "MemoryContext",
     "Placement",
     "append_to_content",
     "build_context",
+    "conversation_hint",
+    "earlier_turns",
     "escape_line",
     "has_block",
     "last_user_text",

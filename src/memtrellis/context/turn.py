@@ -29,8 +29,9 @@ from typing import Any
 
 from memtrellis.attachments import is_attachment_part
 from memtrellis.context.place import INSTRUCTION_ROLES, check_messages, strip_content
+from memtrellis.errors import InvalidInputError
 
-__all__ = ["last_user_text", "new_turn"]
+__all__ = ["HINT_CHARS", "conversation_hint", "earlier_turns", "last_user_text", "new_turn"]
 
 _KEPT = ("role", "content", "id", "name")
 
@@ -91,3 +92,76 @@ def last_user_text(messages: Sequence[Mapping[str, Any]]) -> str | None:
             text = strip_content(message.get("content"))
             return text if isinstance(text, str) and text.strip() else None
     return None
+
+
+#: Characters of a conversation hint when the caller does not say.
+HINT_CHARS = 600
+
+
+def earlier_turns(messages: Sequence[Mapping[str, Any]], limit: int = 4) -> list[dict[str, str]]:
+    """The latest ``limit`` conversation messages before the last user message.
+
+    What an adapter knows of the conversation around the question: user and assistant
+    messages with text, memory-context blocks stripped, instructions left out, oldest
+    first; each a ``{"role": ..., "content": ...}`` dict.
+
+    Examples:
+        >>> chat = [{"role": "system", "content": "Be brief."},
+        ...         {"role": "user", "content": "We plan the launch."},
+        ...         {"role": "assistant", "content": "Which date?"},
+        ...         {"role": "user", "content": "What is left to do?"}]
+        >>> [m["content"] for m in earlier_turns(chat)]
+        ['We plan the launch.', 'Which date?']
+        >>> earlier_turns(chat, limit=0)
+        []
+    """
+    checked = check_messages(messages, "earlier_turns()")
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise InvalidInputError("limit must be a non-negative integer")
+    end = len(checked)
+    for index in range(len(checked) - 1, -1, -1):
+        if checked[index].get("role") == "user":
+            end = index
+            break
+    kept: list[dict[str, str]] = []
+    for message in checked[:end]:
+        role = message.get("role")
+        if role not in ("user", "assistant"):
+            continue
+        content = strip_content(message.get("content"))
+        if isinstance(content, str) and content.strip():
+            kept.append({"role": str(role), "content": content})
+    return kept[-limit:] if limit else []
+
+
+def conversation_hint(
+    messages: Sequence[Mapping[str, Any]], *, turns: int = 4, chars: int = HINT_CHARS
+) -> str | None:
+    """A short summary of the conversation before the question, to steer recall.
+
+    The latest ``turns`` earlier messages (`earlier_turns`), the user's first, joined
+    and cut to ``chars`` characters from the end (the newest words kept); ``None`` when
+    the question opens the conversation. No model is called: it is the conversation's
+    own words, which is what ``Memory.recall(context_hint=...)`` weighs beside the
+    question.
+
+    Examples:
+        >>> chat = [{"role": "user", "content": "We plan the Lisbon launch."},
+        ...         {"role": "assistant", "content": "Sure."},
+        ...         {"role": "user", "content": "What is left?"}]
+        >>> conversation_hint(chat)
+        'We plan the Lisbon launch. Sure.'
+        >>> print(conversation_hint(chat[-1:]))
+        None
+    """
+    if isinstance(chars, bool) or not isinstance(chars, int) or chars < 1:
+        raise InvalidInputError("chars must be a positive integer")
+    earlier = earlier_turns(messages, turns)
+    # The user's words name what the conversation is about; replies mostly echo them.
+    ordered = [m for m in earlier if m["role"] == "user"] + [
+        m for m in earlier if m["role"] != "user"
+    ]
+    text = " ".join(" ".join(m["content"].split()) for m in ordered).strip()
+    if not text:
+        return None
+    return text if len(text) <= chars else text[len(text) - chars :].lstrip()

@@ -49,6 +49,18 @@ class LifecycleConfig(BaseModel):
         decay_floor: Decay never takes confidence below this share of itself, so an old
             memory that matches well is still found.
         heat_per_recall: Ranking prior per past recall (log-scaled), capped at ``heat_cap``.
+        heat_renewal: Share of its kind's validity that a recall renews a memory for,
+            counted from the recall (`memtrellis.lifecycle.heat`); 0 turns renewal off.
+        heat_min_recalls: Recalls (the current one included) before recall renews it.
+        heat_validity_cap: Most spans of its kind's validity heat adds past a memory's
+            default end.
+        health_window_days: The window of ``Health.utilisation``: memories recalled
+            within this many days count as used.
+        warn_utilisation_below: ``Memory.health()`` logs a warning when utilisation is
+            below this share (None: never).
+        warn_conflict_resolution_below: ... when the conflict-resolution rate is below
+            this share (None: never).
+        health_min_count: Active memories (or conflicts) a figure needs before it warns.
         duplicate_similarity: Cosine at or above which a memory with the same entities is a
             duplicate: no new node, its sources join the existing memory.
         support_similarity: Cosine at or above which it supports the existing memory.
@@ -81,6 +93,13 @@ class LifecycleConfig(BaseModel):
     decay_floor: float = Field(default=0.5, ge=0.0, le=1.0)
     heat_per_recall: float = Field(default=0.005, ge=0.0)
     heat_cap: float = Field(default=0.02, ge=0.0)
+    heat_renewal: float = Field(default=0.5, ge=0.0, le=10.0)
+    heat_min_recalls: int = Field(default=3, ge=1)
+    heat_validity_cap: float = Field(default=1.0, ge=0.0, le=100.0)
+    health_window_days: float = Field(default=30.0, gt=0.0)
+    warn_utilisation_below: float | None = Field(default=0.05, ge=0.0, le=1.0)
+    warn_conflict_resolution_below: float | None = Field(default=0.5, ge=0.0, le=1.0)
+    health_min_count: int = Field(default=20, ge=1)
     duplicate_similarity: float = Field(default=0.95, gt=0.0, le=1.0)
     support_similarity: float = Field(default=0.85, gt=0.0, le=1.0)
     related_similarity: float = Field(default=0.5, ge=0.0, le=1.0)

@@ -39,6 +39,7 @@ from memtrellis.lifecycle._nearby import NewVectors
 from memtrellis.lifecycle.confidence import source_prior
 from memtrellis.lifecycle.config import RECORD_KINDS, LifecycleConfig
 from memtrellis.lifecycle.entities import heuristic_entities, resolve_entities
+from memtrellis.lifecycle.keys import FINE_TAG, fill_key
 from memtrellis.lifecycle.relate import Relation, RelationKind, relate
 from memtrellis.lifecycle.turns import TURN_CANDIDATES, comparable, relate_turns, same_speaker
 from memtrellis.store import Change, Expect, Store, normalize_subject
@@ -183,6 +184,8 @@ class _Planner:
         for name in resolved:
             known.setdefault(normalize_subject(name), name)
         item.entities = resolved
+        if item.key is None and FINE_TAG in item.tags:  # the model gave no key
+            fill_key(item)
         if item.valid_until is None:
             span = self.config.validity_for(item.memory_type)
             if span is not None:

@@ -44,6 +44,7 @@ from enum import Enum
 
 from memtrellis.lifecycle.claims import SINGLE_VALUED, VALUE_CLASSES, Claim, read_claim
 from memtrellis.lifecycle.config import LifecycleConfig
+from memtrellis.lifecycle.keys import is_derived
 from memtrellis.store.graph import normalize_subject
 from memtrellis.store.keyword import tokenize
 from memtrellis.types import MemoryItem
@@ -203,9 +204,17 @@ def relate(
     new_entities, old_entities = _entities(new), _entities(old)
     gained = new_entities - old_entities
     same_key = new.key is not None and new.key == old.key
-    if same_key and new.text != old.text and similarity < config.duplicate_similarity:
+    # A derived key (memtrellis.lifecycle.keys) names the slot but not the value: it
+    # supersedes only on another value below.
+    derived = same_key and (is_derived(new) or is_derived(old))
+    changed = same_key and new.text != old.text and similarity < config.duplicate_similarity
+    if changed and not derived:
         return Relation(RelationKind.CONTRADICTS, f"new value for key {new.key!r}", sure=True)
     a, b = read_claim(new.text, new.entities), read_claim(old.text, old.entities)
+    # Another value, not more of them ("Glasgow" / "Glasgow's West End" adds detail).
+    if changed and a.values - b.values and b.values - a.values and not a.additive:
+        return Relation(RelationKind.CONTRADICTS, f"new value for key {new.key!r}", sure=True)
+    same_key = same_key and not derived  # else the rules below decide, as without a key
     near = _matched(a.frame, b.frame)
     closeness = min(near / max(1, len(a.frame)), _matched(b.frame, a.frame) / max(1, len(b.frame)))
     # Closeness alone never makes a duplicate (a merge drops the new text): an embedder

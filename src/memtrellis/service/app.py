@@ -253,8 +253,14 @@ async def recall(body: RecallRequest, caller: Caller, state: State) -> Any:
         graph_context=body.graph_context,
         memory_types=body.memory_types,
         tags=body.tags,
+        context_hint=body.context_hint,
     )
-    answer = RecallResponse.of(result, token_budget=body.token_budget)
+    opened = []
+    if body.open_items:
+        opened = await state.memory.aopen_items(
+            entity_id=result.scope.entity_id, process_id=result.scope.process_id, as_of=body.as_of
+        )
+    answer = RecallResponse.of(result, token_budget=body.token_budget, open_items=opened)
     # The hot path: serialise once with pydantic-core rather than validate and encode again.
     return Response(answer.model_dump_json(), media_type="application/json")
 

@@ -127,9 +127,13 @@ def create_mcp_server(
         k: Annotated[int, Field(ge=1, le=100)] = 10,
         token_budget: Annotated[int | None, Field(ge=0)] = None,
         as_of: Annotated[UtcDatetime | None, Field(description="Recall as of this time.")] = None,
+        context_hint: Annotated[
+            str | None, Field(description="A summary of the conversation so far.")
+        ] = None,
     ) -> RecallResponse:
         """Recall the user's memories most relevant to a query, best first, with why each
-        was chosen; `context` holds them ready to put in a prompt."""
+        was chosen; `context` holds them ready to put in a prompt, with the user's open
+        decisions and action items."""
         result = await _tool_call(
             memory.arecall(
                 query,
@@ -138,9 +142,11 @@ def create_mcp_server(
                 k=k,
                 token_budget=token_budget,
                 as_of=as_of,
+                context_hint=context_hint,
             )
         )
-        return RecallResponse.of(result, token_budget=token_budget)
+        opened = await _tool_call(memory.aopen_items(**scope, process_id=process_id, as_of=as_of))
+        return RecallResponse.of(result, token_budget=token_budget, open_items=opened)
 
     async def relate(
         a: Annotated[str, Field(min_length=1, description="A name they mention, or a memory id.")],

@@ -16,6 +16,7 @@ Examples:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Annotated, Any
 
@@ -185,6 +186,16 @@ class RecallRequest(_Body):
     tags: list[Label] | None = Field(
         default=None, max_length=50, description="Only memories with one of these tags."
     )
+    context_hint: Annotated[str, StringConstraints(max_length=10_000)] | None = Field(
+        default=None,
+        description="A summary of the conversation so far: among the memories that match "
+        "the query, those about it come first.",
+    )
+    open_items: StrictBool = Field(
+        default=True,
+        description="Keep room in `context` for the entity's open decisions and action "
+        "items, recalled or not.",
+    )
 
 
 class RelateRequest(_Body):
@@ -210,7 +221,13 @@ class RecallResponse(RecallResult):
     context_tokens: int = Field(description="Length of context in o200k_base tokens.")
 
     @classmethod
-    def of(cls, result: RecallResult, *, token_budget: int | None) -> RecallResponse:
+    def of(
+        cls,
+        result: RecallResult,
+        *,
+        token_budget: int | None,
+        open_items: Sequence[MemoryItem] = (),
+    ) -> RecallResponse:
         """The answer for ``result``: its fields as they are, and its memory context.
 
         The block is built by [`build_context`][memtrellis.context.build_context] within
@@ -227,6 +244,7 @@ class RecallResponse(RecallResult):
             result,
             token_budget=DEFAULT_TOKEN_BUDGET if token_budget is None else token_budget,
             now=result.as_of,
+            open_items=list(open_items),
         )
         # Built from a validated result: nothing to check again on the hot path.
         return cls.model_construct(

@@ -13,7 +13,7 @@ import contextlib
 import gc
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -29,7 +29,7 @@ from memtrellis.store.keyword import KeywordIndex
 from memtrellis.store.messages import MessageIndex
 from memtrellis.store.storage import Catalog, EntityStats, ShardStorage
 from memtrellis.store.vectors import Vectors
-from memtrellis.store.wal import replay_record
+from memtrellis.store.wal import apply_touch, replay_record
 
 __all__ = ["Expect", "RecoveryReport", "Shard", "ShardSettings"]
 
@@ -171,7 +171,7 @@ class Shard:
         self.version = 0
         self._stamp: Any = None
         self._pending: dict[str, dict[str, Any]] = {}
-        self._touches: list[tuple[str, str]] = []
+        self._touches: list[tuple[str, str, dict[str, str]]] = []
         self._ops_since_snapshot = 0
         self._touches_since_snapshot = 0
         self._snapshot_size = 0
@@ -484,15 +484,15 @@ class Shard:
                     self.entity_id,
                 )
 
-    def touch(self, ids: list[str], at: datetime) -> None:
-        """Count a recall of ``ids``: applied now, logged lazily with the next write."""
+    def touch(
+        self, ids: list[str], at: datetime, until: Mapping[str, datetime] | None = None
+    ) -> None:
+        """Count a recall of ``ids`` and renew the validity ends in ``until`` (heat):
+        applied now, logged lazily with the next write."""
         with self.mu:
-            for memory_id in ids:
-                item = self.graph.item(memory_id)
-                if item is not None:
-                    item.recall_count += 1
-                    item.last_recalled_at = at
-            self._touches.append((",".join(ids), at.isoformat()))
+            apply_touch(self.graph, ids, at, until or {})
+            ends = {k: v.isoformat() for k, v in (until or {}).items()}
+            self._touches.append((",".join(ids), at.isoformat(), ends))
             if len(self._touches) >= TOUCH_BATCH:
                 # A read must not fail on a busy writer: the counts wait for a later call.
                 wait = min(self.settings.lock_timeout, RELOAD_WAIT)
@@ -505,8 +505,14 @@ class Shard:
         self._touches_since_snapshot += len(touches)
         # Already applied locally; the log carries them to other processes and restarts.
         return [
-            {"op": "touch", "ids": ids.split(","), "at": at, "w": self.settings.writer}
-            for ids, at in touches
+            {
+                "op": "touch",
+                "ids": ids.split(","),
+                "at": at,
+                "w": self.settings.writer,
+                **({"until": ends} if ends else {}),
+            }
+            for ids, at, ends in touches
         ]
 
     def _compact(self) -> None:

@@ -22,7 +22,7 @@ import os
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -521,9 +521,16 @@ class Store:
         """Add a typed memory-to-memory edge within one entity."""
         self.commit(entity_id, [{"op": "edge", "src": source, "dst": target, "kind": kind.value}])
 
-    def touch(self, entity_id: str, ids: Sequence[str], at: datetime) -> None:
-        """Count a recall of ``ids``: applied now, logged lazily with the next write."""
-        self.shard(entity_id).touch(list(ids), at)
+    def touch(
+        self,
+        entity_id: str,
+        ids: Sequence[str],
+        at: datetime,
+        until: Mapping[str, datetime] | None = None,
+    ) -> None:
+        """Count a recall of ``ids`` and renew the validity ends in ``until`` (heat):
+        applied now, logged lazily with the next write."""
+        self.shard(entity_id).touch(list(ids), at, until)
 
     # -- reading ---------------------------------------------------------------------------
     def entities(self) -> list[str]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -26,6 +27,29 @@ __all__ = ["WalReader", "append_records", "replay_record", "wal_path"]
 def wal_path(directory: Path, generation: int) -> Path:
     """The log file that follows graph snapshot ``generation``."""
     return directory / f"wal-{generation:06d}.jsonl"
+
+
+def apply_touch(
+    graph: MemoryGraph, ids: Sequence[str], at: datetime, until: Mapping[str, datetime]
+) -> None:
+    """Count a recall of ``ids`` at ``at``; ``until``: validity ends heat renews
+    (`memtrellis.lifecycle.heat`), applied only to a memory still current (not
+    superseded meanwhile) and only ever lengthening: a forgotten memory is not there,
+    and one superseded or ended by the lifecycle stays so."""
+    for memory_id in ids:
+        recalled = graph.item(memory_id)
+        if recalled is None:
+            continue
+        recalled.recall_count += 1
+        recalled.last_recalled_at = at
+        end = until.get(memory_id)
+        if (
+            end is not None
+            and recalled.superseded_by is None
+            and recalled.valid_until is not None
+            and at < recalled.valid_until < end
+        ):
+            recalled.valid_until = end
 
 
 def replay_record(graph: MemoryGraph, record: dict[str, Any]) -> None:
@@ -47,12 +71,8 @@ def replay_record(graph: MemoryGraph, record: dict[str, Any]) -> None:
     elif op == "edge":
         graph.add_edge(record["src"], record["dst"], EdgeKind(record["kind"]))
     elif op == "touch":
-        at = datetime.fromisoformat(record["at"])
-        for memory_id in record["ids"]:
-            recalled = graph.item(memory_id)
-            if recalled is not None:
-                recalled.recall_count += 1
-                recalled.last_recalled_at = at
+        until = {k: datetime.fromisoformat(v) for k, v in (record.get("until") or {}).items()}
+        apply_touch(graph, record["ids"], datetime.fromisoformat(record["at"]), until)
     elif op != "ok":
         raise ValueError(f"unknown log record {op!r}")
 

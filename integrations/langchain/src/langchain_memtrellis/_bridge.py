@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from langchain_core.messages import BaseMessage
-from memtrellis import InvalidInputError, Memory, RecallResult
+from memtrellis import InvalidInputError, Memory, MemoryItem, RecallResult
 from memtrellis.binding import (
     DEFAULT_K,
     DEFAULT_TOKEN_BUDGET,
@@ -29,7 +29,14 @@ from memtrellis.binding import (
 from memtrellis.context import MemoryContext
 
 from langchain_memtrellis._defaults import default_memory
-from langchain_memtrellis._messages import Position, last_user_text, new_turn, place
+from langchain_memtrellis._messages import (
+    Position,
+    is_synthetic,
+    last_user_text,
+    new_turn,
+    place,
+    to_dict,
+)
 from langchain_memtrellis._skip import capture_skipped, history_stores
 
 __all__ = [
@@ -308,14 +315,20 @@ class MemoryBridge:
     def _query(self, messages: Sequence[BaseMessage]) -> str | None:
         return last_user_text(messages)
 
+    def _conversation(self, messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
+        """The run's messages as dicts, without those LangChain wrote itself."""
+        return [to_dict(m) for m in messages if not is_synthetic(m)]
+
     def _placed(
         self,
         messages: Sequence[BaseMessage],
         scope: dict[str, str],
         result: RecallResult | None,
         metadata: Mapping[str, Any] | None = None,
+        opened: Sequence[MemoryItem] = (),
     ) -> Prepared:
-        context = self.binding.render(result)
+        recent = self.binding.recent(self._conversation(messages))
+        context = self.binding.render(result, open_items=opened, recent=recent)
         original = list(messages)
         placed = place(original, context, self.position)
         return Prepared(placed, original, context, scope, self.captures(metadata))
@@ -336,8 +349,10 @@ class MemoryBridge:
         """Recall for the last user message and place the memory context."""
         scope = self.scope(metadata) if scope is None else scope
         self.check_user(scope)
-        result = self.binding.recall(self._query(messages), scope)
-        return self._placed(messages, scope, result, metadata)
+        hint = self.binding.hint(self._conversation(messages))
+        result = self.binding.recall(self._query(messages), scope, hint=hint)
+        opened = self.binding.open_items(scope) if result is not None else []
+        return self._placed(messages, scope, result, metadata, opened)
 
     async def aprepare(
         self,
@@ -349,8 +364,10 @@ class MemoryBridge:
         """Async `prepare`: recall runs off the event loop (``Memory.arecall``)."""
         scope = self.scope(metadata) if scope is None else scope
         self.check_user(scope)
-        result = await self.binding.arecall(self._query(messages), scope)
-        return self._placed(messages, scope, result, metadata)
+        hint = self.binding.hint(self._conversation(messages))
+        result = await self.binding.arecall(self._query(messages), scope, hint=hint)
+        opened = await self.binding.aopen_items(scope) if result is not None else []
+        return self._placed(messages, scope, result, metadata, opened)
 
     # -- after the model -----------------------------------------------------------------
     def _turn(

@@ -31,6 +31,7 @@ __all__ = [
     "OUTPUT_KEYS",
     "answer_of",
     "final_answer",
+    "history_dicts",
     "is_synthetic",
     "last_user_text",
     "new_turn",
@@ -133,6 +134,25 @@ def to_dict(message: BaseMessage) -> dict[str, Any]:
         out["id"] = message.id
     if message.name:
         out["name"] = message.name
+    return out
+
+
+_TUPLE_ROLES = {"human": "user", "ai": "assistant"}
+
+
+def history_dicts(history: Sequence[Any]) -> list[dict[str, Any]]:
+    """Chat history given as LangChain messages, message dicts or ``(role, text)`` pairs,
+    as message dicts (LangChain's own summaries left out)."""
+    out: list[dict[str, Any]] = []
+    for message in history:
+        if isinstance(message, BaseMessage):
+            if not is_synthetic(message):
+                out.append(to_dict(message))
+        elif isinstance(message, Mapping) and isinstance(message.get("content"), str):
+            out.append({"role": str(message.get("role", "user")), "content": message["content"]})
+        elif isinstance(message, tuple) and len(message) == 2 and isinstance(message[1], str):
+            role = str(message[0])
+            out.append({"role": _TUPLE_ROLES.get(role, role), "content": message[1]})
     return out
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.callbacks import (
@@ -11,10 +12,19 @@ from langchain_core.callbacks import (
 )
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-from memtrellis import InvalidInputError, Memory, RecalledMemory, RecallResult
+from memtrellis import (
+    InvalidInputError,
+    Memory,
+    MemoryItem,
+    RecalledMemory,
+    RecallExplanation,
+    RecallResult,
+)
+from memtrellis.context import conversation_hint
 from pydantic import Field
 
 from langchain_memtrellis._defaults import default_memory
+from langchain_memtrellis._messages import history_dicts
 
 __all__ = ["MemoryRetriever", "to_document"]
 
@@ -71,6 +81,12 @@ class MemoryRetriever(BaseRetriever):
         process_id: Only this app's or agent's memories.
         session_id: Only this session's memories (default: every session).
         strict: Raise memory failures instead of returning no documents.
+        context_hint: A summary of the conversation that steers recall
+            (``Memory.recall(context_hint=...)``); per call, ``invoke(query,
+            context_hint=...)`` or ``invoke(query, chat_history=[...messages])`` (the
+            hint is then the turns before the question).
+        open_items: Also return the entity's open decisions and action items that
+            recall did not (``metadata["open_item"]`` is True), after the recalled ones.
 
     Examples:
         >>> import tempfile
@@ -92,19 +108,36 @@ class MemoryRetriever(BaseRetriever):
     process_id: str | None = None
     session_id: str | None = None
     strict: bool = False
+    context_hint: str | None = None
+    open_items: bool = False
 
     def _args(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        hint = kwargs.get("context_hint", self.context_hint)
+        history = kwargs.get("chat_history")
+        if hint is None and history:
+            hint = conversation_hint([*history_dicts(history), {"role": "user", "content": "?"}])
         return {
             "k": kwargs.get("k", self.k),
             "token_budget": kwargs.get("token_budget", self.token_budget),
             "entity_id": self.entity_id,
             "process_id": self.process_id,
             "session_id": self.session_id,
+            "context_hint": hint,
         }
 
-    @staticmethod
-    def _documents(result: RecallResult) -> list[Document]:
-        return [to_document(hit) for hit in result.items]
+    def _documents(self, result: RecallResult, opened: Sequence[MemoryItem] = ()) -> list[Document]:
+        documents = [to_document(hit) for hit in result.items]
+        shown = {hit.memory.id for hit in result.items}
+        for item in opened:
+            if item.id not in shown:
+                hit = RecalledMemory(memory=item, score=0.0, explanation=RecallExplanation())
+                document = to_document(hit)
+                document.metadata["open_item"] = True
+                documents.append(document)
+        return documents
+
+    def _open_args(self) -> dict[str, Any]:
+        return {"entity_id": self.entity_id, "process_id": self.process_id}
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
@@ -112,7 +145,9 @@ class MemoryRetriever(BaseRetriever):
         if isinstance(query, str) and not query.strip():
             return []  # a blank question has no memories (as in the LlamaIndex retriever)
         try:
-            return self._documents(self.memory.recall(query, **self._args(kwargs)))
+            result = self.memory.recall(query, **self._args(kwargs))
+            opened = self.memory.open_items(**self._open_args()) if self.open_items else []
+            return self._documents(result, opened)
         except InvalidInputError:
             raise
         except Exception as exc:
@@ -124,7 +159,9 @@ class MemoryRetriever(BaseRetriever):
         if isinstance(query, str) and not query.strip():
             return []
         try:
-            return self._documents(await self.memory.arecall(query, **self._args(kwargs)))
+            result = await self.memory.arecall(query, **self._args(kwargs))
+            opened = await self.memory.aopen_items(**self._open_args()) if self.open_items else []
+            return self._documents(result, opened)
         except InvalidInputError:
             raise
         except Exception as exc:

@@ -148,6 +148,17 @@ class MemtrellisMemory(RecallFields, BaseMemory):
             return latest_query([input])
         return latest_query(history)
 
+    @staticmethod
+    def _said(history: list[ChatMessage], input: Any) -> list[dict[str, str]]:
+        """The conversation the question ends (the question last, when it is ``input``)."""
+        said = conversation(history)
+        question = input if isinstance(input, str) else None
+        if isinstance(input, ChatMessage):
+            question = latest_query([input])
+        if question and question.strip():
+            said.append({"role": "user", "content": question.strip()})
+        return said
+
     def _placed(self, history: list[ChatMessage], context: MemoryContext) -> list[ChatMessage]:
         if context.empty:
             return history
@@ -165,7 +176,9 @@ class MemtrellisMemory(RecallFields, BaseMemory):
         history = self.primary_memory.get(input=input, **kwargs)
         query = self._query(history, input) or None
         binding = self._binding
-        context = binding.context(query, binding.scope(), exclude=self._in(history))
+        context = binding.context(
+            query, binding.scope(), exclude=self._in(history), messages=self._said(history, input)
+        )
         return self._placed(history, context)
 
     async def aget(self, input: str | None = None, **kwargs: Any) -> list[ChatMessage]:
@@ -174,7 +187,9 @@ class MemtrellisMemory(RecallFields, BaseMemory):
         history = await self.primary_memory.aget(input=input, **kwargs)
         query = self._query(history, input) or None
         binding = self._binding
-        context = await binding.acontext(query, binding.scope(), exclude=self._in(history))
+        context = await binding.acontext(
+            query, binding.scope(), exclude=self._in(history), messages=self._said(history, input)
+        )
         return self._placed(history, context)
 
     @staticmethod

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.memory.memory import BaseMemoryBlock
-from memtrellis import RecallResult
+from memtrellis import MemoryItem, RecallResult
 
 from llama_index.memory.memtrellis._messages import latest_query
 from llama_index.memory.memtrellis._react import ReactCheck
@@ -21,6 +22,14 @@ __all__ = ["MemtrellisMemoryBlock"]
 _KEEP_RENDERED = 16
 
 Capture = Literal["turns", "flushed", "off"]
+
+
+@dataclass(frozen=True)
+class _Stages:
+    """What a rendering placed beside the recall: open items and recent messages."""
+
+    open_items: list[MemoryItem]
+    recent: list[dict[str, str]]
 
 
 class MemtrellisMemoryBlock(RecallFields, BaseMemoryBlock[str]):
@@ -104,7 +113,7 @@ class MemtrellisMemoryBlock(RecallFields, BaseMemoryBlock[str]):
     _react: ReactCheck = PrivateAttr(default_factory=ReactCheck)
     # Recent renderings (text -> what was recalled, left out, its tokens), so that
     # atruncate can render the same recall again within fewer tokens.
-    _rendered: OrderedDict[str, tuple[RecallResult, frozenset[str], int]] = PrivateAttr(
+    _rendered: OrderedDict[str, tuple[RecallResult, frozenset[str], int, _Stages]] = PrivateAttr(
         default_factory=OrderedDict
     )
 
@@ -121,12 +130,19 @@ class MemtrellisMemoryBlock(RecallFields, BaseMemoryBlock[str]):
         query = latest_query(messages)
         if not query:
             return ""
-        in_history = frozenset(m["content"] for m in conversation(messages))
+        said = conversation(messages)
+        in_history = frozenset(m["content"] for m in said)
         binding = self._binding
-        result = await binding.arecall(query, binding.scope())
-        context = binding.render(result, exclude=in_history)
+        scope = binding.scope()
+        # The chat history the block receives steers recall and fills the recent stage.
+        result = await binding.arecall(query, scope, hint=binding.hint(said))
+        opened = await binding.aopen_items(scope) if result is not None else []
+        stages = _Stages(opened, binding.recent(said))
+        context = binding.render(
+            result, exclude=in_history, open_items=stages.open_items, recent=stages.recent
+        )
         if result is not None and context.text:
-            self._rendered[context.text] = (result, in_history, context.tokens)
+            self._rendered[context.text] = (result, in_history, context.tokens, stages)
             while len(self._rendered) > _KEEP_RENDERED:
                 self._rendered.popitem(last=False)
         return context.text
@@ -173,7 +189,13 @@ class MemtrellisMemoryBlock(RecallFields, BaseMemoryBlock[str]):
         rendered = self._rendered.get(content)
         if rendered is None:
             return None
-        result, in_history, tokens = rendered
+        result, in_history, tokens, stages = rendered
         budget = max(0, tokens - max(tokens_to_truncate, 1))
-        context = self._binding.render(result, exclude=in_history, token_budget=budget)
+        context = self._binding.render(
+            result,
+            exclude=in_history,
+            token_budget=budget,
+            open_items=stages.open_items,
+            recent=stages.recent,
+        )
         return context.text or None

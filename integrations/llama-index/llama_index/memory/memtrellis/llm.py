@@ -31,6 +31,7 @@ from llama_index.memory.memtrellis._messages import (
     text_of,
 )
 from llama_index.memory.memtrellis._settings import TAGS, RecallFields
+from llama_index.memory.memtrellis._transcript import conversation
 
 if TYPE_CHECKING:
     from llama_index.core.tools.types import BaseTool
@@ -106,14 +107,18 @@ class MemtrellisLLM(RecallFields, FunctionCallingLLM):
         if not query:
             return list(messages)
         binding = self._binding
-        return self._placed(binding, messages, binding.context(query, binding.scope()))
+        said = conversation(messages)
+        context = binding.context(query, binding.scope(), messages=said)
+        return self._placed(binding, messages, context)
 
     async def _aplace(self, messages: Sequence[ChatMessage]) -> list[ChatMessage]:
         query = latest_query(messages) if self.recall else ""
         if not query:
             return list(messages)
         binding = self._binding
-        return self._placed(binding, messages, await binding.acontext(query, binding.scope()))
+        said = conversation(messages)
+        context = await binding.acontext(query, binding.scope(), messages=said)
+        return self._placed(binding, messages, context)
 
     @staticmethod
     def _placed(

@@ -1,0 +1,176 @@
+"""Staged memory context in LangGraph apps (issue 22 item 4): the prompt the model
+receives holds facts, supporting excerpts with timestamps, the user's open items (one
+that recall did not return among them) and the recent conversation, in that order and
+within the one token budget; only the LLM is scripted."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.messages import BaseMessage, SystemMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, MessagesState, StateGraph
+from memtrellis import Memory, MemoryItem, Scope
+from memtrellis.context import CLOSE_TAG, OPEN_TAG
+from memtrellis.testing import HashingEmbedder
+from memtrellis.tokens import count_tokens
+from memtrellis.types import SourceKind, SourceRef
+
+from fakes import FakeChat, StreamingChat
+from langchain_memtrellis import ChatMemoryWrapper, MemoryMiddleware
+
+STAGES = ["Facts:", "Sources:", "Open decisions and action items:", "Recent conversation:"]
+TICKETS = "Buy the tickets for the Lisbon trip before Friday"
+FIRST = "We are planning the museum trip with Bob."
+FIRST_ANSWER = "Happy to help with the museum trip."
+QUESTION = "Which museums did Alice visit in Porto?"
+ANSWER = "The Serralves museum and the Soares dos Reis museum."
+BUDGET = 400
+K = 2  # recall returns the two museum facts, not the open item
+
+
+@pytest.fixture
+def memory(tmp_path: Path) -> Iterator[Memory]:
+    with Memory(tmp_path / "store", embedder=HashingEmbedder()) as m:
+        for museum, day in (("Serralves", 3), ("Soares dos Reis", 9)):
+            said = f"Guess what, Alice went to the {museum} museum in Porto with her cousin!"
+            m.store(
+                MemoryItem(
+                    text=f"Alice visited the {museum} museum in Porto.",
+                    scope=Scope(entity_id="ann"),
+                    sources=[
+                        SourceRef(
+                            kind=SourceKind.CHAT,
+                            role="user",
+                            content=said,
+                            timestamp=datetime(2026, 1, day, 10, tzinfo=timezone.utc),
+                        )
+                    ],
+                )
+            )
+        m.add(TICKETS, memory_type="action_item", entity_id="ann")
+        yield m
+
+
+def block_of(sent: list[BaseMessage]) -> str:
+    system = "\n".join(str(m.content) for m in sent if isinstance(m, SystemMessage))
+    assert system.count(OPEN_TAG) == 1
+    return system[system.index(OPEN_TAG) : system.index(CLOSE_TAG) + len(CLOSE_TAG)]
+
+
+def assert_staged(block: str) -> None:
+    assert [s for s in STAGES if s in block] == STAGES
+    positions = [block.index(s) for s in STAGES]
+    assert positions == sorted(positions)
+    facts = block.split("Sources:")[0]
+    assert "Alice visited the Serralves museum in Porto." in facts
+    sources = block.split("Sources:")[1].split("Open decisions")[0]
+    assert "- [2026-01-03 10:00, user] Guess what, Alice went to the Serralves" in sources
+    assert f"- Action item: {TICKETS} (no deadline" in block
+    recent = block.split("Recent conversation:\n")[1]
+    assert recent.splitlines()[:2] == [f"- user: {FIRST}", f"- assistant: {FIRST_ANSWER}"]
+    assert count_tokens(block) <= BUDGET
+
+
+def stored(memory: Memory) -> list[tuple[str, str | None]]:
+    assert memory.flush(30)
+    return sorted((i.text, i.scope.session_id) for i in memory.list(entity_id="ann", limit=100))
+
+
+def _recall_misses_the_open_item(memory: Memory) -> None:
+    recalled = memory.recall(QUESTION, entity_id="ann", k=K)
+    assert TICKETS not in [h.memory.text for h in recalled.items]
+
+
+def _graph(chat: ChatMemoryWrapper) -> Any:
+    def model(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [chat.invoke(state["messages"])]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("model", model)
+    graph.add_edge(START, "model")
+    graph.add_edge("model", END)
+    return graph.compile(checkpointer=InMemorySaver())
+
+
+def test_state_graph_prompt_shows_the_stages_in_order(memory: Memory) -> None:
+    _recall_misses_the_open_item(memory)
+    inner = StreamingChat(messages=iter([FIRST_ANSWER, ANSWER]))
+    app = _graph(ChatMemoryWrapper(inner, memory=memory, token_budget=BUDGET, k=K))
+    config = {"configurable": {"user_id": "ann", "thread_id": "trip-1"}}
+
+    app.invoke({"messages": [("user", FIRST)]}, config)
+    chunks = [
+        str(m.content)
+        for m, _ in app.stream({"messages": [("user", QUESTION)]}, config, stream_mode="messages")
+        if str(m.content)
+    ]
+
+    assert "".join(chunks) == ANSWER
+    assert_staged(block_of(inner.sent()))
+    assert stored(memory) == sorted(
+        [
+            ("Alice visited the Serralves museum in Porto.", None),
+            ("Alice visited the Soares dos Reis museum in Porto.", None),
+            (TICKETS, None),
+            (FIRST, "trip-1"),
+            (FIRST_ANSWER, "trip-1"),
+            (QUESTION, "trip-1"),
+            (ANSWER, "trip-1"),
+        ]
+    )
+
+
+def test_create_agent_with_middleware_prompt_shows_the_stages_in_order(memory: Memory) -> None:
+    _recall_misses_the_open_item(memory)
+    model = FakeChat(messages=iter([FIRST_ANSWER, ANSWER]))
+    agent = create_agent(
+        model,
+        tools=[],
+        system_prompt="You are a trip planner.",
+        middleware=[MemoryMiddleware(memory, token_budget=BUDGET, k=K)],
+        checkpointer=InMemorySaver(),
+    )
+    config = {"configurable": {"user_id": "ann", "thread_id": "trip-2"}}
+
+    agent.invoke({"messages": [("user", FIRST)]}, config)
+    result = agent.invoke({"messages": [("user", QUESTION)]}, config)
+
+    assert result["messages"][-1].content == ANSWER
+    sent = model.sent()
+    assert str(sent[0].content).startswith("You are a trip planner.")
+    assert_staged(block_of(sent))
+    state = agent.get_state(config).values["messages"]
+    assert not any(OPEN_TAG in str(m.content) for m in state)  # the block is not kept
+    assert stored(memory) == sorted(
+        [
+            ("Alice visited the Serralves museum in Porto.", None),
+            ("Alice visited the Soares dos Reis museum in Porto.", None),
+            (TICKETS, None),
+            (FIRST, "trip-2"),
+            (FIRST_ANSWER, "trip-2"),
+            (QUESTION, "trip-2"),
+            (ANSWER, "trip-2"),
+        ]
+    )
+
+
+def test_retriever_takes_the_chat_history_as_a_hint_and_adds_open_items(memory: Memory) -> None:
+    from langchain_memtrellis import MemoryRetriever
+
+    memory.add("The restaurant table is booked for Friday", entity_id="ann")
+    memory.add("The dentist visit is booked for Friday", entity_id="ann")
+    retriever = MemoryRetriever(memory=memory, entity_id="ann", k=1, open_items=True)
+    history = [("human", "My tooth hurts, I need my dentist."), ("ai", "Sorry to hear it.")]
+
+    docs = retriever.invoke("What is booked for Friday?", chat_history=history)
+    hinted = retriever.invoke("What is booked for Friday?", context_hint="the restaurant table")
+
+    assert docs[0].page_content == "The dentist visit is booked for Friday"
+    assert hinted[0].page_content == "The restaurant table is booked for Friday"
+    assert [d.page_content for d in docs if d.metadata.get("open_item")] == [TICKETS]
