@@ -387,15 +387,17 @@ def test_messages_without_text_or_with_an_unknown_role_are_counted_skips(
         {"role": "user", "content": [{"type": "text", "text": "I keep bees"}, {"type": "image"}]},
     ]
     skipped = memory.health().skipped_inputs
-    stored = memory.add(odd)
-    assert [i.text for i in stored] == ["I keep bees"]
-    assert memory.health().skipped_inputs == skipped + 6
+    stored = memory.add(odd, mode="fast")
+    # an audio part is kept (as an attachment its text names); an empty image part is none
+    assert sorted(i.text for i in stored) == ["I keep bees", "[audio]"]
+    assert [a.kind for i in stored for s in i.sources for a in s.attachments] == ["audio"]
+    assert memory.health().skipped_inputs == skipped + 5
 
     memory.capture([*odd[:3], {"role": "user", "content": "I keep wasps"}])
     assert memory.flush(timeout=60)
     health = memory.health()
-    assert health.skipped_inputs == skipped + 9 and health.capture_failures == 0
-    assert "I keep wasps" in {i.text for i in memory.list()}
+    assert health.skipped_inputs == skipped + 7 and health.capture_failures == 0
+    assert any("I keep wasps" in i.text for i in memory.list())  # maybe in one burst
 
 
 # -- documents --------------------------------------------------------------------------

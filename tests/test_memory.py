@@ -68,7 +68,8 @@ def test_add_text_and_single_message(memory: Memory) -> None:
             "content": [{"type": "text", "text": "hi there"}, {"type": "image_url", "url": "x"}],
         }
     )
-    assert episode.text == "hi there"
+    assert episode.text == "hi there\n[image]"  # the image part is kept as an attachment
+    assert [a.url for a in episode.sources[0].attachments] == ["x"]
 
 
 def test_add_skips_unknown_roles_and_counts_them(memory: Memory) -> None:

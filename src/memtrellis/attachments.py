@@ -149,7 +149,9 @@ def attachments_of(parts: Any, *, keep_bytes: int = 0) -> tuple[Attachment, ...]
         if isinstance(part, Attachment):
             found.append(part)
         elif isinstance(part, Mapping) and part.get("type") in _KINDS:
-            found.append(_read(part, _KINDS[part["type"]], keep_bytes))
+            read = _read(part, _KINDS[part["type"]], keep_bytes)
+            if read.url or read.file_id or read.size or read.name or read.caption:
+                found.append(read)  # a part with nothing in it ("data:,") is none
         elif isinstance(part, Mapping) and "type" not in part and part.get("kind") in _KIND_NAMES:
             found.append(Attachment.model_validate(part))  # one already read (`summarised`)
     return tuple(found)

@@ -45,6 +45,13 @@ _MAX_FRAME = 8
 _NAME = re.compile(r"\b[A-Z][\w'-]*")
 
 
+#: Units of a value (stems): "7 years old" and "7" name the same slot.
+_UNITS = frozenset(
+    "year month week day hour minute second kg km mile meter metre cm gram pound euro "
+    "dollar percent".split()
+)
+
+
 def derive_key(item: MemoryItem) -> str | None:
     """The slot ``item``'s text fills, as ``"<subject>.<attribute>"``; None when unclear.
 
@@ -73,8 +80,11 @@ def derive_key(item: MemoryItem) -> str | None:
     rest = sorted(
         unit
         for unit in claim.core(frozenset(slots)) - claim.subject - claim.values
-        if not any(name.startswith(unit) for name in names)
+        if unit not in _UNITS and not any(name.startswith(unit) for name in names)
     )
+    if claim.chinese:  # character pairs that touch a name are part of the name or value
+        named_chars = set("".join(item.entities))
+        rest = [unit for unit in rest if not named_chars & set(unit)]
     return ".".join(["_".join(subject), *(["_".join(rest)] if rest else []), slot])
 
 

@@ -332,8 +332,9 @@ def _lend_named(
     memories that mention them counted in.
 
     Each memory that mentions one (the newest k) gains `NAMED_SHARE` of the best fused
-    score (times the match), whether a search found it or not: the question is about
-    what it mentions. A subject that is also a speaker of the candidates is left to the
+    score (times the match) when no search found it, or when the question misspells the
+    name (a fuzzy match the keyword search could not credit): the question is about what
+    it mentions. A subject that is also a speaker of the candidates is left to the
     speaker cue (`memtrellis.recall.cues`): the memories that name a speaker are mostly
     what others said to them.
     """
@@ -348,6 +349,12 @@ def _lend_named(
         amount = NAMED_SHARE * best * subject.score / 100.0 / subject.mentions
         for other in list(graph.g._pred.get(subject.node, ()))[-k:][::-1]:
             if not visible(other):
+                continue
+            if other in scores and subject.score >= 100.0:
+                # Written as the question writes it: the keyword search credited the
+                # name already, and lending again lifted mere mentions over the answer
+                # ("Does Pimiento like the beach?"). A misspelt name the search missed
+                # still lends, and a memory no search found is still reached.
                 continue
             route: list[Step] = [(subject.node, "mentions", False), (other, None, None)]
             target = scores.get(other) or scores.setdefault(other, _Score(fused=floor))
