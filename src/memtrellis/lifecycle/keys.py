@@ -47,8 +47,26 @@ _NAME = re.compile(r"\b[A-Z][\w'-]*")
 
 #: Units of a value (stems): "7 years old" and "7" name the same slot.
 _UNITS = frozenset(
-    "year month week day hour minute second kg km mile meter metre cm gram pound euro "
-    "dollar percent".split()
+    [
+        "year",
+        "month",
+        "week",
+        "day",
+        "hour",
+        "minute",
+        "second",
+        "kg",
+        "km",
+        "mile",
+        "meter",
+        "metre",
+        "cm",
+        "gram",
+        "pound",
+        "euro",
+        "dollar",
+        "percent",
+    ]
 )
 
 
