@@ -173,6 +173,18 @@ def test_capture_spools_no_raw_bytes_and_keeps_them_when_opted_in(tmp_path: Path
         assert data is not None and base64.b64decode(data) == PIXELS
 
 
+def test_summarised_reads_the_parts_an_adapter_passes_beside_the_text() -> None:
+    # What a patched client or a LangChain message gives capture: text content, raw parts
+    # beside it. The spool gets their summary, never the base64.
+    message = {**_photo_message(), "content": "Look what I bought today!"}
+    message["attachments"] = [_photo_message()["content"][1]]
+    spooled = json.dumps(summarised([message]))
+    assert B64[:200] not in spooled
+    assert attachments_of(json.loads(spooled)[0]["attachments"]) == attachments_of(
+        _photo_message()["content"]
+    )
+
+
 def test_summarised_moves_parts_out_of_the_content_and_reads_back_the_same() -> None:
     spooled = json.loads(json.dumps(summarised([_photo_message()])))  # as the spool has it
     assert spooled[0]["content"] == [{"type": "text", "text": "Look what I bought today!"}]

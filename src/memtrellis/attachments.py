@@ -171,16 +171,21 @@ def summarised(data: Any, *, keep_bytes: int = 0) -> Any:
         ([{'type': 'text', 'text': 'see'}], 2)
     """
     if isinstance(data, Mapping):
-        content = data.get("content")
-        if "role" not in data or not isinstance(content, list):
+        content, given = data.get("content"), data.get("attachments")
+        parts = [p for p in content if is_attachment_part(p)] if isinstance(content, list) else []
+        if "role" not in data or not (parts or given):
             return data
-        if not any(is_attachment_part(part) for part in content):
-            return data
-        found = attachments_of(content, keep_bytes=keep_bytes)
-        rest = [part for part in content if not is_attachment_part(part)]
-        given = list(data.get("attachments") or [])
+        # The parts in the content, and those an adapter passed beside it (raw SDK parts:
+        # a patched client's request, a LangChain message's blocks), read alike.
+        found = (
+            *attachments_of(parts, keep_bytes=keep_bytes),
+            *attachments_of(given, keep_bytes=keep_bytes),
+        )
+        rest = content
+        if parts and isinstance(content, list):
+            rest = [p for p in content if not is_attachment_part(p)]
         dumped = [a.model_dump(mode="json", exclude_none=True) for a in found]
-        return {**data, "content": rest, "attachments": [*given, *dumped]}
+        return {**data, "content": rest, "attachments": dumped}
     if isinstance(data, list):
         return [summarised(item, keep_bytes=keep_bytes) for item in data]
     return data
