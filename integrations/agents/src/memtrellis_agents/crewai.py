@@ -195,9 +195,7 @@ class MemtrellisStorage:
             filters={"include_superseded": False},
         )
         records = [_record_of(i) for i in reversed(items)]
-        if scope_prefix not in (None, "", "/"):
-            prefix = str(scope_prefix).rstrip("/")
-            records = [r for r in records if f"{r.scope}/".startswith(f"{prefix}/")]
+        records = [r for r in records if _under(r.scope, scope_prefix)]
         return records[offset : offset + limit]
 
     def count(self, scope_prefix: str | None = None) -> int:
@@ -333,10 +331,7 @@ class MemtrellisMemory(CrewMemory):
             )
             for hit in result.items
         ]
-        if scope not in (None, "", "/"):
-            prefix = str(scope).rstrip("/")
-            matches = [m for m in matches if f"{m.record.scope}/".startswith(f"{prefix}/")]
-        return matches
+        return [m for m in matches if _under(m.record.scope, scope)]
 
     def update(
         self,
@@ -422,6 +417,13 @@ class MemtrellisMemory(CrewMemory):
         where = _scope_path(root_scope or self.root_scope, scope)
         self._submit_save(self._save, list(contents), where, categories, metadata, agent_role)
         return []
+
+
+def _under(path: str, prefix: str | None) -> bool:
+    """Whether the scope ``path`` lies under ``prefix`` (everything lies under none)."""
+    if prefix in (None, "", "/"):
+        return True
+    return f"{path.rstrip('/')}/".startswith(f"{str(prefix).rstrip('/')}/")
 
 
 def _scope_path(root: str | None, scope: str | None) -> str:
