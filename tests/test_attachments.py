@@ -179,7 +179,7 @@ def test_raw_bytes_are_kept_only_when_asked_like_base64() -> None:
 MIXED: list[Any] = [
     {"type": "text", "text": "Look at this:"},
     {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{B64}"}, "caption": "x"},
-    "  ",
+    "",
     {"type": "tool_result", "content": [{"type": "text", "text": "18 C"}]},
     {"inline_data": {"data": B64, "mime_type": "image/png"}},
     {"text": "and this"},
@@ -189,6 +189,7 @@ MIXED: list[Any] = [
 def test_content_text_reads_text_parts_only() -> None:
     assert content_text(MIXED) == "Look at this:\n18 C\nand this"
     assert content_text("as it is ") == "as it is "
+    assert content_text(["a", " ", {"text": "b"}]) == "a\n \nb"  # as said
     assert content_text(None) == content_text(b"bytes") == content_text(42) == ""
 
 

@@ -236,3 +236,22 @@ def test_bytes_opted_in_are_kept_from_a_patched_client(tmp_path: Path) -> None:
         asked, _ = captured(memory)
         [image] = asked.sources[0].attachments
         assert image.data is not None and base64.b64decode(image.data) == PIXELS
+
+
+def test_google_uploaded_files_and_typed_parts_are_read_from_contents() -> None:
+    pytest.importorskip("google.genai")
+    from google.genai import types
+
+    from memtrellis.attachments import attachments_of
+    from memtrellis.clients.google import google_conversation
+
+    uri = "https://generativelanguage.googleapis.com/v1beta/files/abc123"
+    uploaded = types.File(
+        name="files/abc123", uri=uri, mime_type="application/pdf", display_name="lease.pdf"
+    )
+    photo = types.Part.from_bytes(data=PIXELS, mime_type="image/png")
+    [message] = google_conversation({"contents": ["Summarise these", uploaded, photo]})
+
+    assert message["content"] == "Summarise these"
+    found = [(a.kind, a.url, a.name, a.sha256) for a in attachments_of(message["attachments"])]
+    assert found == [("file", uri, "lease.pdf", None), ("image", None, None, DIGEST)]

@@ -312,3 +312,17 @@ def test_fine_capture_places_the_verbatim_turns_beside_the_facts(store_path: Pat
         "- user: Somewhere near the sea.",
         "- assistant: Noted.",
     ]
+
+
+def test_a_failing_history_read_never_fails_the_call(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client, model = _stateless(memory, session_history=4)
+
+    def broken(**_: Any) -> list[Any]:
+        raise TimeoutError("store offline")
+
+    monkeypatch.setattr(memory, "session_turns", broken)
+    assert _ask(client, model) == []  # the request went out, without history
+    assert model.last["messages"][-1]["content"] == "The second week."
+    assert memory.health().adapter_failures.get("client.recall", 0) == 1

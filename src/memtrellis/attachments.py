@@ -206,8 +206,8 @@ def content_text(content: Any) -> str:
 
     A part gives its text when it is a string or has a ``text`` (a dict's key or an SDK
     object's attribute); an Anthropic ``tool_result`` part gives the text of its own
-    content. Attachment parts and parts without text give none, and blank texts are
-    left out. A lone dict is read as one part.
+    content. Attachment parts and parts without text give none; a text is kept as it was
+    said, spaces included (extraction cleans it). A lone dict is read as one part.
 
     Examples:
         >>> content_text([{"type": "text", "text": "Hi"}, {"type": "image_url", "image_url": {}}])
@@ -224,7 +224,7 @@ def content_text(content: Any) -> str:
     if not isinstance(content, Sequence) or isinstance(content, (bytes, bytearray)):
         return ""
     texts = (_part_text(part) for part in content)
-    return "\n".join(text for text in texts if text.strip())
+    return "\n".join(text for text in texts if text)
 
 
 def _part_text(part: Any) -> str:
