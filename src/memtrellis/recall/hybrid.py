@@ -53,6 +53,7 @@ from memtrellis.context.render import line_tokens
 from memtrellis.context.render import memory_line as context_line
 from memtrellis.lifecycle.confidence import effective_confidence, heat, weight_basis
 from memtrellis.lifecycle.config import LifecycleConfig
+from memtrellis.recall import neighbours
 from memtrellis.recall.cues import ANCHOR_SCAN, Voice, apply_cues, voice_of
 from memtrellis.recall.paths import route_path
 from memtrellis.recall.rerank import RerankStage
@@ -270,11 +271,16 @@ def _lend_context(
     floor: float,
     k: int,
     named: Sequence[NamedSubject] = (),
+    slight: Callable[[str], bool] | None = None,
 ) -> None:
-    """Steps 4 and 5: conversation neighbours and graph hops, added to ``scores``."""
+    """Steps 4 and 5: conversation neighbours and graph hops, added to ``scores``.
+
+    ``slight``: which memories the conversation walk passes over
+    (`memtrellis.recall.neighbours`)."""
     by_fused = sorted(scores.items(), key=lambda kv: (-kv[1].fused, kv[0]))
     for memory_id, entry in by_fused[:CONTEXT_LENDERS]:
-        for other, distance in graph.adjacent(memory_id, NEIGHBOUR_RADIUS):
+        walk = neighbours.conversation_neighbours(graph, memory_id, NEIGHBOUR_RADIUS, slight)
+        for other, distance in walk:
             if other in scores or visible(other):
                 share = NEIGHBOUR_SHARE * 0.5 ** (distance - 1)
                 target = scores.get(other) or scores.setdefault(other, _Score(fused=floor))
@@ -507,7 +513,12 @@ def hybrid_recall(
                 req.entity_id,
                 lambda term: shard.keywords.document_frequency(req.entity_id, term),
             )
-            _lend_context(graph, scores, visible, floor, req.k, named)
+            slight = (
+                neighbours.slight_test(shard.keywords, req.entity_id)
+                if neighbours.SKIP_SLIGHT
+                else None
+            )
+            _lend_context(graph, scores, visible, floor, req.k, named, slight)
         # Step 6: speaker and time named in the query (recall.cues).
         apply_cues(
             req.query,
