@@ -77,9 +77,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"load average {os.getloadavg()[0]:.2f}"
     )
     for name, values in timings.items():
-        print(
-            f"  {name:<11} p50 {percentile(values, 0.5):6.3f} ms  p95 {percentile(values, 0.95):6.3f} ms"
-        )
+        p50, p95 = percentile(values, 0.5), percentile(values, 0.95)
+        print(f"  {name:<11} p50 {p50:6.3f} ms  p95 {p95:6.3f} ms")
     for plain in ("exact", "exact typo"):
         fuzzy = plain.replace("exact", "fuzzy")
         ratio = percentile(timings[fuzzy], 0.5) / percentile(timings[plain], 0.5)

@@ -111,9 +111,9 @@ def _row(question: Any, top: Sequence[Any], many: Sequence[Any]) -> dict[str, An
         "conversation": question.conversation,
         "category": question.category,
         "recall@10": recall_at_k(question.evidence, [Mapped(h) for h in top], 10),
-        "recall@1000tok": recall_within_budget(
-            question.evidence, [Mapped(h) for h in many], 1000
-        )[0],
+        "recall@1000tok": recall_within_budget(question.evidence, [Mapped(h) for h in many], 1000)[
+            0
+        ],
     }
 
 
@@ -216,8 +216,7 @@ def print_condition(name: str, figs: dict[str, Any], reference: str) -> None:
             f"{variant:<22}{e['recall@10']:>6.1f}{e['recall@1000tok']:>7.1f}"
             f"{e.get('p50_ms', float('nan')):>7.1f}{ci('recall@10'):>20}{ci('recall@1000tok'):>20}"
             f"{e['tune']['recall@10']:>9.1f}/{e['tune']['recall@1000tok']:<7.1f}"
-            f"{e['held-out']['recall@10']:>9.1f}/{e['held-out']['recall@1000tok']:<7.1f}"
-            + cells
+            f"{e['held-out']['recall@10']:>9.1f}/{e['held-out']['recall@1000tok']:<7.1f}" + cells
         )
     ours = figs[reference]
     print(

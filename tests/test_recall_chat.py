@@ -73,7 +73,9 @@ def test_short_words_and_other_first_letters_match_exactly_only() -> None:
 
 
 def test_an_exact_match_outscores_a_misspelt_one_and_a_word_counts_once() -> None:
-    index = index_of({"exact": "my friend sings", "near": "my freind sings", "both": "friend freind"})
+    index = index_of(
+        {"exact": "my friend sings", "near": "my freind sings", "both": "friend freind"}
+    )
     scores = dict(index.search("me", "friend", 5))
     assert scores["exact"] > scores["near"] > 0
     # "both" holds the word twice, spelt two ways: it is credited once, by the better one
