@@ -154,6 +154,7 @@ def run_condition(
                 rows[variant].append(row)
             found = baseline.search(question.question, BUDGET_K)
             rows[BASELINE].append(_row(question, found[:RANK_K], found))
+        print(f"  {name} {conv.sample_id}: done", flush=True)
     return rows
 
 
