@@ -28,7 +28,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -47,32 +47,24 @@ from _locomo import (
 )
 from _perturb import Mapped, split_into_bursts, with_chatter, with_typos
 from locomo import BM25, turns_of
+from robustness import BUDGET_K, METRICS, RANK_K
+from robustness import CONDITIONS as PERTURBED
 
 from memtrellis import Memory
 from memtrellis.embeddings import default_embedder
 from memtrellis.store.keyword import tokenize as keyword_tokenize
 
-RANK_K = 25
-BUDGET_K = 150
-METRICS = ("recall@10", "recall@1000tok")
 BASELINE = "bm25 -stopwords"
 #: Conversations parameters may be chosen on; the others are the held-out view.
 TUNE = ("conv-26", "conv-30", "conv-42")
-
-Perturb = Callable[[Conversation, int], Conversation]
 
 
 def _chat(conv: Conversation, seed: int) -> Conversation:
     return with_chatter(split_into_bursts(with_typos(conv, seed), seed), seed)
 
 
-CONDITIONS: dict[str, Perturb] = {
-    "clean": lambda conv, seed: conv,
-    "typos": with_typos,
-    "bursts": split_into_bursts,
-    "chatter": with_chatter,
-    "chat": _chat,
-}
+# robustness.py's conditions (clean, typos, bursts, shuffled, all), and reactions.
+CONDITIONS = {**PERTURBED, "chatter": with_chatter, "chat": _chat}
 
 #: Variant name -> the module attributes it sets (``module:ATTR`` -> value) while it runs.
 VARIANTS: dict[str, dict[str, Any]] = {
