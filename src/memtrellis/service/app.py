@@ -39,6 +39,7 @@ from memtrellis.errors import (
     StoreClosedError,
     StoreLockedError,
 )
+from memtrellis.health import HEALTH_RENAMES
 from memtrellis.memory import Memory
 from memtrellis.relations import Relations
 from memtrellis.service._openapi_tidy import tidy
@@ -70,7 +71,7 @@ from memtrellis.service.schemas import (
     RelateRequest,
     ScopeId,
 )
-from memtrellis.types import HEALTH_RENAMES, Health, MemoryItem, MemoryType
+from memtrellis.types import Health, MemoryItem, MemoryType
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "ServiceState", "create_app"]
 
