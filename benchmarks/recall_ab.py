@@ -9,8 +9,9 @@ it helps without hurting a category or a condition.
 Conditions (``_perturb``, seeded): those of ``robustness.py`` (``clean``, ``typos``,
 ``bursts``, ``shuffled``, ``all``), ``chatter`` (short reactions such as "lol same"
 slipped in after 40% of the turns) and ``chat`` (typos, bursts and reactions at once:
-what a real chat log looks like from the properties issue 21 names). Per condition and variant: recall@10 (top 10 of ``k=25``), recall within 1,000
-tokens (top 150), recall p50 (ms), and the paired difference against the first variant
+what a real chat log looks like from the properties issue 21 names). Per condition and
+variant: recall@10 (top 10 of ``k=25``), recall within 1,000 tokens (top 150), recall p50
+(ms), and the paired difference against the first variant
 with its bootstrap 95% interval; per category, and split into the conversations used for
 choosing parameters (``--tune``) and the others (held-out view).
 
