@@ -45,6 +45,7 @@ from enum import Enum
 from memtrellis.lifecycle.claims import SINGLE_VALUED, VALUE_CLASSES, Claim, read_claim
 from memtrellis.lifecycle.config import LifecycleConfig
 from memtrellis.lifecycle.keys import is_derived
+from memtrellis.lifecycle.slots import slot_change
 from memtrellis.store.graph import normalize_subject
 from memtrellis.store.keyword import tokenize
 from memtrellis.types import MemoryItem
@@ -228,11 +229,13 @@ def relate(
         close = similarity >= config.duplicate_similarity
         if close and agree and not new_entities ^ old_entities:
             return Relation(RelationKind.DUPLICATE, f"similarity {similarity:.2f}")
-        verdict = _change_in_sentences(new, old)
+        verdict = _change_in_sentences(new, old) or _slot(new, old, a, b)
         if verdict is not None:
             return verdict
         return Relation(RelationKind.UNRELATED, "no shared subject", sure=a.chinese == b.chinese)
     verdict = _change(a, b) or _change_in_sentences(new, old)
+    if verdict is None or not verdict.supersedes:
+        verdict = _slot(new, old, a, b) or verdict
     if verdict is not None:
         return verdict
     # The same claim: duplicates and support.
@@ -259,6 +262,15 @@ def relate(
     if new_words - old_words or gained:
         return Relation(RelationKind.EXTENDS, "adds detail about " + shared[0])
     return Relation(RelationKind.SUPPORTS, "same subject and attribute")
+
+
+def _slot(new: MemoryItem, old: MemoryItem, a: Claim, b: Claim) -> Relation | None:
+    """A supersession the slot model (`memtrellis.lifecycle.slots`) reads, or ``None``."""
+    found = slot_change(new.text, old.text, a, b)
+    if found is None:
+        return None
+    reason, sure = found
+    return Relation(RelationKind.CONTRADICTS, reason, sure=sure)
 
 
 #: Content units besides its subject beyond which a statement holds several claims: its

@@ -1,0 +1,383 @@
+"""One slot, another value: supersession read from structure rather than from cue words.
+
+Two statements speak of one **slot** when they have the same subject and, with their
+typed values masked (`memtrellis.lifecycle.values`), the old one's attribute words are
+all in the new one: "Mum's hip operation is on the 20th." / "Mum's hip operation was put
+off until the 27th." share ``mum hip operation`` and a date; the words the new one adds
+("put off") need not be known. The slot **changed** when a value of the same kind and
+unit differs and:
+
+* nothing else differs (the same words, another date: "The audit starts on Monday." /
+  "The audit starts on Tuesday.");
+* or the new value is given as the target of a change ("... **to** 9:45", "... **until**
+  the 27th", "rebooked **for** 2 July", ``推迟到``, ``调整为``), whatever the verb;
+* or the new one says by how much ("cut **by** 30%", ``砍了一半``).
+
+The new statement may name the old one's subject as its object ("**We** pushed the
+product launch event out to 3 December", "**They** raised our rate limit to 500 requests
+per minute"): a target value then still replaces the old one. Without values, the old
+value named as what was ended or replaced ("I **sold** my Honda", "I **swapped** the Ford
+Focus **for** a Kia Niro"), or one word of the same words replaced with a change word
+("The project is on hold." / "The project is active **again**.", ``已经...了``) says it.
+
+What keeps a compatible pair apart: another subject (a word the other lacks: "My work
+number" / "My home number", ``返程航班`` / ``航班``), another unit ("12 engineers" / "3
+offices"), a value in the subject ("Release 4.2" / "Release 4.3"), a qualifier the old
+one lacks ("on Saturdays"), another name beside the value ("a meeting with Priya" / "with
+Tom"), an additive cue, two past events, a modal ("might move"), a question.
+
+Examples:
+    >>> from memtrellis.lifecycle.claims import read_claim
+    >>> def change(old, new):
+    ...     return slot_change(new, old, read_claim(new), read_claim(old))
+    >>> change("Mum's hip operation is on the 20th.", "Mum's hip operation was put off until the 27th.")
+    ('date changed to the 27th', True)
+    >>> change("Bus fares are 2 pounds.", "Train fares are 6 pounds.") is None
+    True
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable
+
+from memtrellis.lifecycle.claims import (
+    _CHANGE_ZH,
+    _CURRENT_ZH,
+    _DISCOURSE,
+    _FINAL_ZH,
+    _REASON_LEAD,
+    _REASON_TAIL,
+    _STOP_EN,
+    _WORD,
+    _ZH_FUNCTION,
+    _ZH_REASON,
+    Claim,
+    _stem,
+)
+from memtrellis.lifecycle.values import CHANGE_TARGET, Value, read_values
+
+__all__ = ["slot_change"]
+
+#: A verdict: why, and whether the rules see no room for doubt.
+Verdict = tuple[str, bool]
+
+# Words that name which attribute a value is of rather than whose: "the launch date" is
+# "the launch", "a new email address" an email.
+_ATTRIBUTE_NOUNS = frozenset(
+    """date day time hour number phone mobile email e-mail address contact reach call mail
+    amount total figure count value""".split()  # noqa: SIM905 - reads as text
+)
+# Verbs that only carry a value ("is set for", "is scheduled for", "happens on").
+_LIGHT = frozenset(
+    """set schedul plan book due held hold happen take place fix arrang expect slat
+    current now still""".split()  # noqa: SIM905 - reads as text
+)
+# Modality: nothing has changed yet ("might move", "plans to", ``可能``).
+_MODAL_EN = re.compile(
+    r"\b(?:might|may|could|would|should|if|maybe|perhaps|probably|hope|hopes|want|wants|"
+    r"plan(?:s|ning)? to|thinking|considering|wondering|unless|whether)\b|\?$"
+)
+_MODAL_ZH = re.compile(r"可能|也许|或许|打算|计划|考虑|如果|要是|想要|希望|[吗？?]")
+# What was ended or given up, when the old value is its object ("sold my Honda").
+_ENDED_EN = (
+    r"(?:sold|deleted|closed|cancell?ed|quit|left|dropped|ditched|got rid of|stopped|ended|"
+    r"terminated|deactivated|uninstalled|unsubscribed from|moved out of|gave up|broke up with|"
+    r"retired from|resigned from|came off|got off|deleted my account on|left)"
+)
+_REPLACED_EN = r"(?:swapped|replaced|traded(?: in)?|exchanged|switched|changed|upgraded)"
+_OWNER = r"(?:(?:my|the|his|her|our|their|its|your)\s+)?(?:(?:old|current|former)\s+)?"
+# Participles of a state changing, read only over the same words with one replaced
+# ("My passport is valid." / "My passport has expired.").
+_RESULT_EN = re.compile(
+    r"\b(?:has|have|had|was|were|is|are|got|been)\s+(?:now\s+|just\s+|finally\s+|been\s+)*"
+    r"(?:expired|fixed|resolved|finished|completed|closed|reopened|opened|ended|launched|"
+    r"shipped|delivered|approved|rejected|cancell?ed|paused|resumed|banned|blocked|"
+    r"unblocked|suspended|frozen|renewed|broken|repaired|sold|deleted|retired|recovered|"
+    r"activated|deactivated|archived|restored|lifted|revoked|withdrawn|dissolved|merged)\b"
+)
+_AGAIN_EN = re.compile(r"\b(?:again|instead|anymore|any more|no longer|now|these days)\b")
+_DONE_ZH = re.compile(r"已经?[^，。！？]*了|已[\u4e00-\u9fff]")
+_DELTA_EN = re.compile(r"\bby\s*$|\bin\s*$")  # "cut by 30%", "cut in half"
+_ZH_DELTA_LEAD = re.compile(r"[了掉]\s*$")
+_ZH_SPEAKER = re.compile(r"^(?:我们|我家|我的|我)")
+
+
+def slot_change(new: str, old: str, a: Claim, b: Claim) -> Verdict | None:
+    """Whether ``new`` (claim ``a``) gives another value of ``old``'s (claim ``b``) slot.
+
+    Returns why and whether it is sure, or ``None`` when the structure says no change.
+    """
+    if a.additive or (a.negated != b.negated):
+        return None
+    new, old = _said(new, a.chinese), _said(old, b.chinese)
+    if (_MODAL_ZH if a.chinese else _MODAL_EN).search(new.casefold().strip()):
+        return None
+    va, vb = _predicate(read_values(new), a, new), _predicate(read_values(old), b, old)
+    cued = a.final or a.change or a.current
+    if a.event and b.event and not cued:
+        return None  # "visited Rome in 2019" / "visited Paris in 2021": two events
+    if a.chinese != b.chinese:
+        return None
+    if a.chinese:
+        return _chinese(new, old, a, b, va, vb)
+    return _english(new, old, a, b, va, vb)
+
+
+def _said(text: str, chinese: bool) -> str:
+    """The statement without what only says why ("after the review", ``因合规审查，``)."""
+    if chinese:
+        return _ZH_REASON.sub("", text.strip())
+    return _REASON_TAIL.sub("", _REASON_LEAD.sub("", _DISCOURSE.sub("", text.strip())))
+
+
+def _predicate(values: Iterable[Value], claim: Claim, text: str) -> list[Value]:
+    """The values a statement gives, not those naming its subject ("Release 4.2 ...",
+    ``周六的聚会``)."""
+    subject = claim.subject or frozenset()
+    out = []
+    for value in values:
+        if claim.chinese:
+            if text[value.end : value.end + 1] == "的":
+                continue
+        elif value.text in subject or any(t in subject for t in value.text.split()):
+            continue
+        out.append(value)
+    return out
+
+
+def _by_kind(values: Iterable[Value]) -> dict[tuple[str, str], set[str]]:
+    out: dict[tuple[str, str], set[str]] = {}
+    for value in values:
+        out.setdefault((value.kind, value.unit), set()).add(value.text)
+    return out
+
+
+def _changed(va: list[Value], vb: list[Value]) -> tuple[list[Value], bool] | None:
+    """The new values that replace old ones of the same kind and unit, and whether the new
+    statement adds no value of a kind the old one lacks; ``None`` when no value changed or
+    another value of a kind both give differs too."""
+    new, old = _by_kind(va), _by_kind(vb)
+    shared = set(new) & set(old)
+    changed = {k for k in shared if new[k] != old[k] and new[k] - old[k]}
+    if not changed:
+        return None
+    if len({k[0] for k in changed}) > 1 and not {k[0] for k in changed} <= {"date", "time"}:
+        return None  # two slots changed at once: another thing
+    only_new = set(new) - set(old)
+    return [v for v in va if (v.kind, v.unit) in changed], not only_new
+
+
+# -- English -----------------------------------------------------------------------------
+
+
+def _words(text: str) -> list[str]:
+    lowered = text.casefold().replace("\u2019", "'")
+    out = []
+    for word in _WORD.findall(lowered):
+        word = word.strip("'").rstrip(".")
+        if word and word not in _STOP_EN and not word[0].isdigit() and len(word) > 1:
+            out.append(_stem(word))
+    return out
+
+
+def _subject(claim: Claim) -> frozenset[str] | None:
+    if claim.subject is None:
+        return None
+    return frozenset(claim.subject - _ATTRIBUTE_NOUNS - {_stem(w) for w in _ATTRIBUTE_NOUNS})
+
+
+def _same_subject(a: Claim, b: Claim) -> bool:
+    """The same subject, strictly: neither has a word the other lacks anywhere."""
+    sa, sb = _subject(a), _subject(b)
+    if sa is None or sb is None or not sa or not sb:
+        return False
+    if sa == sb:
+        return True
+    return sa - sb <= b.frame | b.values and sb - sa <= a.frame | a.values and bool(sa & sb)
+
+
+def _acted_on(a: Claim, b: Claim, said: frozenset[str]) -> bool:
+    """The new statement's agent acts on the old one's subject ("We pushed the launch
+    event out ...", "They raised our rate limit ..."): the old subject is its object."""
+    sa, sb = _subject(a), _subject(b)
+    if not sb or sb == {"@speaker"}:
+        return False
+    if sa is not None and sa & sb - {"@speaker"}:
+        return False
+    return sb <= (a.frame | a.values | said) - (sa or frozenset())
+
+
+def _content(claim: Claim, values: list[Value], other: Claim) -> frozenset[str]:
+    """The attribute words of a claim: its frame less subject, light verbs, attribute
+    nouns, the units of its values and class marks."""
+    units = {v.unit for v in values} | {_stem(v.unit) for v in values if v.unit}
+    drop = (claim.subject or frozenset()) | (other.subject or frozenset())
+    return frozenset(
+        u
+        for u in claim.frame
+        if not u.startswith("@")
+        and u not in drop
+        and u not in _LIGHT
+        and u not in units
+        and u not in _ATTRIBUTE_NOUNS
+        and _stem(u) not in _ATTRIBUTE_NOUNS
+        and not u.isdigit()
+    )
+
+
+def _target(text: str, value: Value, skip: frozenset[str]) -> bool:
+    """Whether ``value`` is given as where something changed to: "to", "until", "till",
+    "into" before it (words of the old statement between them allowed: "to serve 6"),
+    or "for" before a date or time ("rebooked for 2 July")."""
+    before = text.casefold()[: value.start].split()
+    while before and _stem(before[-1].strip(".,")) in skip:
+        before.pop()
+    while before and before[-1] in ("the", "a", "an", "about", "around", "roughly", "only"):
+        before.pop()
+    if not before:
+        return False
+    lead = before[-1]
+    return lead in CHANGE_TARGET or (lead == "for" and value.kind in ("date", "time"))
+
+
+def _english(new: str, old: str, a: Claim, b: Claim, va: list[Value], vb: list[Value]) -> Verdict | None:
+    said = frozenset(_words(new))
+    same = _same_subject(a, b)
+    acted = not same and _acted_on(a, b, said)
+    if not (same or acted):
+        return None
+    # The names the old statement gives must stay: "a meeting with Priya" / "with Tom".
+    other_names = b.values - a.values - {v.text for v in vb}
+    content_a, content_b = _content(a, va, b), _content(b, vb, a)
+    whole_a = a.frame | a.values | (a.subject or frozenset()) | said
+    kept = content_b <= {_stem(w) for w in whole_a} | whole_a
+    change = _changed(va, vb)
+    if change is not None and not (other_names - _value_words(vb)):
+        values, no_qualifier = change
+        value = values[0]
+        extras = content_a - content_b - b.frame
+        targeted = any(_target(new, v, b.frame) for v in values)
+        cued = a.final or a.change or a.current
+        if same and kept and not extras and no_qualifier:
+            return f"{value.kind} changed to {value.text}", True
+        if (same and (kept or targeted) or acted) and targeted and (no_qualifier or cued):
+            return f"{value.kind} changed to {value.text}", False
+        if same and kept and cued and no_qualifier:
+            return f"{value.kind} changed to {value.text} ({a.cue})", False
+    if (same or acted) and vb and _delta(new, va) and (kept or a.final):
+        return "changed by " + _delta(new, va), False
+    return _named(new, old, a, b, same) or (_replaced_word(new, old, a) if same else None)
+
+
+def _value_words(values: list[Value]) -> set[str]:
+    return {t for v in values for t in v.text.split()}
+
+
+def _delta(text: str, values: list[Value]) -> str:
+    """An amount of change in ``text`` ("by 30%", "by half", ``了一半``), or ``""``."""
+    lowered = text.casefold()
+    for value in values:
+        if value.kind in ("percent", "quantity", "number", "money") and _DELTA_EN.search(
+            lowered[: value.start]
+        ):
+            return value.text
+    found = re.search(r"\b(?:by|in) (?:half|a third|a quarter|two thirds)\b", lowered)
+    return found.group(0) if found else ""
+
+
+def _named(new: str, old: str, a: Claim, b: Claim, same: bool) -> Verdict | None:
+    """The old value named as what the new statement ended or replaced."""
+    sa, sb = a.subject or frozenset(), b.subject or frozenset()
+    if not (same or sa == sb):
+        return None
+    lowered = new.casefold()
+    for name in sorted(b.values - sb, key=len, reverse=True):
+        if len(name) < 2 or name.isdigit():
+            continue
+        quoted = re.escape(name)
+        if re.search(rf"\b{_ENDED_EN}\s+{_OWNER}{quoted}\b", lowered):
+            return f"ended {name!r}", False
+        replaced = re.search(rf"\b{_REPLACED_EN}\s+(?:in\s+)?{_OWNER}{quoted}\b.*?\b(?:for|with|to)\b", lowered)
+        if replaced and a.values - b.values:
+            return f"replaced {name!r}", False
+    return None
+
+
+def _replaced_word(new: str, old: str, a: Claim) -> Verdict | None:
+    """One word of the same words replaced, with a word saying it changed ("again",
+    "now", "no longer", a state-change participle)."""
+    said, before = _words(new), _words(old)
+    if len(before) > 6 or len(said) > 8 or not before:
+        return None
+    blocks = [op for op in difflib.SequenceMatcher(a=before, b=said).get_opcodes() if op[0] != "equal"]
+    if len(blocks) != 1 or blocks[0][0] != "replace":
+        return None
+    tag, i1, i2, j1, j2 = blocks[0]
+    if i2 - i1 > 2 or j2 - j1 > 3 or i1 == 0:
+        return None  # the subject itself replaced: another thing
+    lowered = new.casefold()
+    if _RESULT_EN.search(lowered) or (_AGAIN_EN.search(lowered) and (a.current or a.change or a.final or "again" in lowered)):
+        return f"{' '.join(before[i1:i2])!r} is now {' '.join(said[j1:j2])!r}", False
+    return None
+
+
+# -- Chinese -----------------------------------------------------------------------------
+
+
+def _zh_content(text: str, values: list[Value]) -> str:
+    """The characters that say which attribute: values, cues and function characters out."""
+    chars = list(text)
+    for value in values:
+        for n in range(value.start, value.end):
+            chars[n] = " "
+    said = "".join(chars)
+    for pattern in (_FINAL_ZH, _CHANGE_ZH, _CURRENT_ZH):
+        said = pattern.sub(" ", said)
+    said = _ZH_SPEAKER.sub("", said.strip())
+    return "".join(_ZH_FUNCTION.sub(" ", said).split())
+
+
+def _zh_target(text: str, value: Value) -> bool:
+    before = text[max(0, value.start - 4) : value.start]
+    return bool(re.search(r"(?:到了?|至|为|成|到每\w?|为每\w?)$", before)) or value.lead in CHANGE_TARGET
+
+
+def _chinese(new: str, old: str, a: Claim, b: Claim, va: list[Value], vb: list[Value]) -> Verdict | None:
+    content_a = _zh_content(new, read_values(new))
+    content_b = _zh_content(old, read_values(old))
+    if not content_a or not content_b:
+        return None
+    matcher = difflib.SequenceMatcher(a=content_b, b=content_a, autojunk=False)
+    blocks = matcher.get_opcodes()
+    kept = sum(i2 - i1 for tag, i1, i2, _, _ in blocks if tag == "equal")
+    # A modifier before the shared words is another subject: 返程航班 / 航班.
+    prefixed = bool(blocks) and blocks[0][0] in ("insert", "replace") and blocks[0][4] - blocks[0][3] >= 1
+    if prefixed and blocks[0][0] == "replace":
+        return None
+    if prefixed and not re.match(r"^(?:开发商|公司|老板|领导|他们|对方|学校|医院)?说?$", content_a[: blocks[0][4]]):
+        return None
+    cued = a.final or a.change or a.current
+    change = _changed(va, vb)
+    if change is not None:
+        values, no_qualifier = change
+        value = values[0]
+        whole = kept >= len(content_b) - 0 and kept >= 2
+        targeted = any(_zh_target(new, v) for v in values)
+        extra = len(content_a) - kept
+        if whole and not extra and no_qualifier:
+            return f"{value.kind} changed to {value.text}", True
+        if whole and (targeted or cued) and (no_qualifier or cued):
+            return f"{value.kind} changed to {value.text}", False
+    if vb and kept >= len(content_b) and kept >= 2:
+        for value in va:
+            if value.kind == "percent" and _ZH_DELTA_LEAD.search(new[: value.start]):
+                return "changed by " + value.text, False
+    # One block of the same characters replaced, said to be a change (现在, 换, 已经...了).
+    changes = [op for op in blocks if op[0] != "equal"]
+    if len(changes) == 1 and changes[0][0] == "replace" and kept >= 2 and blocks[0][0] == "equal":
+        _, i1, i2, j1, j2 = changes[0]
+        if i2 - i1 <= 4 and j2 - j1 <= 5 and (cued or _DONE_ZH.search(new)):
+            return f"{content_b[i1:i2]!r} is now {content_a[j1:j2]!r}", False
+    return None
