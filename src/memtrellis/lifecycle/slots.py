@@ -30,8 +30,8 @@ Examples:
     >>> from memtrellis.lifecycle.claims import read_claim
     >>> def change(old, new):
     ...     return slot_change(new, old, read_claim(new), read_claim(old))
-    >>> change("Mum's hip operation is on the 20th.", "Mum's hip operation was put off until the 27th.")
-    ('date changed to the 27th', True)
+    >>> change("Mum's operation is on the 20th.", "Mum's operation was put off until the 27th.")
+    ('date changed to the 27th', False)
     >>> change("Bus fares are 2 pounds.", "Train fares are 6 pounds.") is None
     True
 """
@@ -49,6 +49,7 @@ from memtrellis.lifecycle.claims import (
     _FINAL_ZH,
     _REASON_LEAD,
     _REASON_TAIL,
+    _SPEAKER,
     _STOP_EN,
     _WORD,
     _ZH_FUNCTION,
@@ -98,6 +99,10 @@ _RESULT_EN = re.compile(
     r"activated|deactivated|archived|restored|lifted|revoked|withdrawn|dissolved|merged)\b"
 )
 _AGAIN_EN = re.compile(r"\b(?:again|instead|anymore|any more|no longer|now|these days)\b")
+_SPEAKER_ONLY = frozenset({"@speaker"})
+_NEGATION_EN = re.compile(r"\b(?:not|never|no|none|nobody|nothing|cannot)\b|n't\b")
+_COPULA = re.compile(r"\b(?:is|are|was|were|'s|'re|am|'m)\b")
+_RETURN_EN = re.compile(r"\b(?:again|no longer|anymore|any more)\b")
 _DONE_ZH = re.compile(r"已经?[^，。！？]*了|已[\u4e00-\u9fff]")
 _DELTA_EN = re.compile(r"\bby\s*$|\bin\s*$")  # "cut by 30%", "cut in half"
 _ZH_DELTA_LEAD = re.compile(r"[了掉]\s*$")
@@ -109,7 +114,7 @@ def slot_change(new: str, old: str, a: Claim, b: Claim) -> Verdict | None:
 
     Returns why and whether it is sure, or ``None`` when the structure says no change.
     """
-    if a.additive or (a.negated != b.negated):
+    if a.additive or _negated(new, a) != _negated(old, b):
         return None
     new, old = _said(new, a.chinese), _said(old, b.chinese)
     if (_MODAL_ZH if a.chinese else _MODAL_EN).search(new.casefold().strip()):
@@ -123,6 +128,11 @@ def slot_change(new: str, old: str, a: Claim, b: Claim) -> Verdict | None:
     if a.chinese:
         return _chinese(new, old, a, b, va, vb)
     return _english(new, old, a, b, va, vb)
+
+
+def _negated(text: str, claim: Claim) -> bool:
+    """Negative polarity: a negation word (the claims' antonyms aside: "put off" is none)."""
+    return claim.negated if claim.chinese else bool(_NEGATION_EN.search(text.casefold()))
 
 
 def _said(text: str, chinese: bool) -> str:
@@ -154,10 +164,10 @@ def _by_kind(values: Iterable[Value]) -> dict[tuple[str, str], set[str]]:
     return out
 
 
-def _changed(va: list[Value], vb: list[Value]) -> tuple[list[Value], bool] | None:
-    """The new values that replace old ones of the same kind and unit, and whether the new
-    statement adds no value of a kind the old one lacks; ``None`` when no value changed or
-    another value of a kind both give differs too."""
+def _changed(va: list[Value], vb: list[Value]) -> tuple[list[Value], bool, bool] | None:
+    """The new values that replace old ones of the same kind and unit, whether the new
+    statement adds no value of a kind the old one lacks (a qualifier: "on Saturdays") and
+    whether it drops none; ``None`` when no value changed or two kinds changed at once."""
     new, old = _by_kind(va), _by_kind(vb)
     shared = set(new) & set(old)
     changed = {k for k in shared if new[k] != old[k] and new[k] - old[k]}
@@ -165,8 +175,8 @@ def _changed(va: list[Value], vb: list[Value]) -> tuple[list[Value], bool] | Non
         return None
     if len({k[0] for k in changed}) > 1 and not {k[0] for k in changed} <= {"date", "time"}:
         return None  # two slots changed at once: another thing
-    only_new = set(new) - set(old)
-    return [v for v in va if (v.kind, v.unit) in changed], not only_new
+    only_new, only_old = set(new) - set(old), set(old) - set(new)
+    return [v for v in va if (v.kind, v.unit) in changed], not only_new, not only_old
 
 
 # -- English -----------------------------------------------------------------------------
@@ -177,15 +187,19 @@ def _words(text: str) -> list[str]:
     out = []
     for word in _WORD.findall(lowered):
         word = word.strip("'").rstrip(".")
-        if word and word not in _STOP_EN and not word[0].isdigit() and len(word) > 1:
+        if word in _SPEAKER:
+            out.append("@speaker")
+        elif word and word not in _STOP_EN and not word[0].isdigit() and len(word) > 1:
             out.append(_stem(word))
     return out
 
 
 def _subject(claim: Claim) -> frozenset[str] | None:
+    """A claim's subject as words ("contact ines" is two), attribute nouns left out."""
     if claim.subject is None:
         return None
-    return frozenset(claim.subject - _ATTRIBUTE_NOUNS - {_stem(w) for w in _ATTRIBUTE_NOUNS})
+    words = {w for unit in claim.subject for w in unit.split()}
+    return frozenset(words - _ATTRIBUTE_NOUNS - {_stem(w) for w in _ATTRIBUTE_NOUNS})
 
 
 def _same_subject(a: Claim, b: Claim) -> bool:
@@ -202,7 +216,7 @@ def _acted_on(a: Claim, b: Claim, said: frozenset[str]) -> bool:
     """The new statement's agent acts on the old one's subject ("We pushed the launch
     event out ...", "They raised our rate limit ..."): the old subject is its object."""
     sa, sb = _subject(a), _subject(b)
-    if not sb or sb == {"@speaker"}:
+    if not sb or sb == _SPEAKER_ONLY:
         return False
     if sa is not None and sa & sb - {"@speaker"}:
         return False
@@ -242,7 +256,9 @@ def _target(text: str, value: Value, skip: frozenset[str]) -> bool:
     return lead in CHANGE_TARGET or (lead == "for" and value.kind in ("date", "time"))
 
 
-def _english(new: str, old: str, a: Claim, b: Claim, va: list[Value], vb: list[Value]) -> Verdict | None:
+def _english(
+    new: str, old: str, a: Claim, b: Claim, va: list[Value], vb: list[Value]
+) -> Verdict | None:
     said = frozenset(_words(new))
     same = _same_subject(a, b)
     acted = not same and _acted_on(a, b, said)
@@ -255,20 +271,43 @@ def _english(new: str, old: str, a: Claim, b: Claim, va: list[Value], vb: list[V
     kept = content_b <= {_stem(w) for w in whole_a} | whole_a
     change = _changed(va, vb)
     if change is not None and not (other_names - _value_words(vb)):
-        values, no_qualifier = change
+        values, no_qualifier, none_dropped = change
         value = values[0]
         extras = content_a - content_b - b.frame
         targeted = any(_target(new, v, b.frame) for v in values)
         cued = a.final or a.change or a.current
-        if same and kept and not extras and no_qualifier:
+        # The speaker is no slot ("We meet on Friday" / "We pushed the dinner back to ..."),
+        # and a bare number says nothing of what it counts ("Sara is 34" / "... a raise to
+        # 66,000 a year"): their attribute words must all be kept, and no word added.
+        thing = _subject(b) != _SPEAKER_ONLY
+        # A bare number keeps its word before it ("serves 4" / "to serve 6").
+        bare = all(v.kind == "number" for v in values) and not _same_lead(new, old, values, vb)
+        if bare and extras:
+            pass
+        elif same and kept and not extras and no_qualifier and (none_dropped or cued):
             return f"{value.kind} changed to {value.text}", True
-        if (same and (kept or targeted) or acted) and targeted and (no_qualifier or cued):
+        elif (
+            ((same and (kept or (targeted and thing))) or acted)
+            and targeted
+            and (no_qualifier or cued)
+        ):
             return f"{value.kind} changed to {value.text}", False
-        if same and kept and cued and no_qualifier:
+        elif same and kept and cued and no_qualifier:
             return f"{value.kind} changed to {value.text} ({a.cue})", False
     if (same or acted) and vb and _delta(new, va) and (kept or a.final):
         return "changed by " + _delta(new, va), False
-    return _named(new, old, a, b, same) or (_replaced_word(new, old, a) if same else None)
+    return _named(new, old, a, b, same) or (_replaced_word(new, old, a, b) if same else None)
+
+
+def _same_lead(new: str, old: str, values: list[Value], before: list[Value]) -> bool:
+    """Whether a new value and the old one of its kind follow the same content word."""
+
+    def word(text: str, value: Value) -> str:
+        words = [w for w in _words(text[: value.start]) if w != "@speaker"]
+        return words[-1] if words else ""
+
+    leads = {word(old, v) for v in before if v.kind in {n.kind for n in values}}
+    return any(word(new, v) in leads - {""} for v in values)
 
 
 def _value_words(values: list[Value]) -> set[str]:
@@ -293,32 +332,48 @@ def _named(new: str, old: str, a: Claim, b: Claim, same: bool) -> Verdict | None
     if not (same or sa == sb):
         return None
     lowered = new.casefold()
-    for name in sorted(b.values - sb, key=len, reverse=True):
+    for name in sorted((b.values & a.values) - sb, key=len, reverse=True):
         if len(name) < 2 or name.isdigit():
             continue
         quoted = re.escape(name)
         if re.search(rf"\b{_ENDED_EN}\s+{_OWNER}{quoted}\b", lowered):
             return f"ended {name!r}", False
-        replaced = re.search(rf"\b{_REPLACED_EN}\s+(?:in\s+)?{_OWNER}{quoted}\b.*?\b(?:for|with|to)\b", lowered)
+        replaced = re.search(
+            rf"\b{_REPLACED_EN}\s+(?:in\s+)?{_OWNER}{quoted}\b.*?\b(?:for|with|to)\b", lowered
+        )
         if replaced and a.values - b.values:
             return f"replaced {name!r}", False
     return None
 
 
-def _replaced_word(new: str, old: str, a: Claim) -> Verdict | None:
+def _replaced_word(new: str, old: str, a: Claim, b: Claim) -> Verdict | None:
     """One word of the same words replaced, with a word saying it changed ("again",
     "now", "no longer", a state-change participle)."""
     said, before = _words(new), _words(old)
-    if len(before) > 6 or len(said) > 8 or not before:
-        return None
-    blocks = [op for op in difflib.SequenceMatcher(a=before, b=said).get_opcodes() if op[0] != "equal"]
+    if len(before) > 6 or len(said) > 8 or not before or read_values(old):
+        return None  # a value is compared as a value, not as a word
+    blocks = [
+        op for op in difflib.SequenceMatcher(a=before, b=said).get_opcodes() if op[0] != "equal"
+    ]
     if len(blocks) != 1 or blocks[0][0] != "replace":
         return None
-    tag, i1, i2, j1, j2 = blocks[0]
+    _, i1, i2, j1, j2 = blocks[0]
     if i2 - i1 > 2 or j2 - j1 > 3 or i1 == 0:
         return None  # the subject itself replaced: another thing
     lowered = new.casefold()
-    if _RESULT_EN.search(lowered) or (_AGAIN_EN.search(lowered) and (a.current or a.change or a.final or "again" in lowered)):
+    subject = (b.subject or frozenset()) | {_stem(w) for w in b.subject or ()}
+    # Only the subject kept ("The project is on hold." / "... is active again."): a state
+    # of a thing, said in both with the copula, and said to have changed.
+    only_subject = all(w in subject for w in before[:i1] + before[i2:])
+    if only_subject and not (
+        _COPULA.search(old.casefold())
+        and (_RESULT_EN.search(lowered) or _RETURN_EN.search(lowered))
+        and "@speaker" not in subject
+    ):
+        return None
+    if _RESULT_EN.search(lowered) or (
+        _AGAIN_EN.search(lowered) and (a.current or a.change or a.final or "again" in lowered)
+    ):
         return f"{' '.join(before[i1:i2])!r} is now {' '.join(said[j1:j2])!r}", False
     return None
 
@@ -326,7 +381,7 @@ def _replaced_word(new: str, old: str, a: Claim) -> Verdict | None:
 # -- Chinese -----------------------------------------------------------------------------
 
 
-def _zh_content(text: str, values: list[Value]) -> str:
+def _zh_content(text: str, values: Iterable[Value]) -> str:
     """The characters that say which attribute: values, cues and function characters out."""
     chars = list(text)
     for value in values:
@@ -341,10 +396,15 @@ def _zh_content(text: str, values: list[Value]) -> str:
 
 def _zh_target(text: str, value: Value) -> bool:
     before = text[max(0, value.start - 4) : value.start]
-    return bool(re.search(r"(?:到了?|至|为|成|到每\w?|为每\w?)$", before)) or value.lead in CHANGE_TARGET
+    return (
+        bool(re.search(r"(?:到了?|至|为|成|到每\w?|为每\w?)$", before))
+        or value.lead in CHANGE_TARGET
+    )
 
 
-def _chinese(new: str, old: str, a: Claim, b: Claim, va: list[Value], vb: list[Value]) -> Verdict | None:
+def _chinese(
+    new: str, old: str, a: Claim, b: Claim, va: list[Value], vb: list[Value]
+) -> Verdict | None:
     content_a = _zh_content(new, read_values(new))
     content_b = _zh_content(old, read_values(old))
     if not content_a or not content_b:
@@ -353,20 +413,24 @@ def _chinese(new: str, old: str, a: Claim, b: Claim, va: list[Value], vb: list[V
     blocks = matcher.get_opcodes()
     kept = sum(i2 - i1 for tag, i1, i2, _, _ in blocks if tag == "equal")
     # A modifier before the shared words is another subject: 返程航班 / 航班.
-    prefixed = bool(blocks) and blocks[0][0] in ("insert", "replace") and blocks[0][4] - blocks[0][3] >= 1
+    prefixed = (
+        bool(blocks) and blocks[0][0] in ("insert", "replace") and blocks[0][4] - blocks[0][3] >= 1
+    )
     if prefixed and blocks[0][0] == "replace":
         return None
-    if prefixed and not re.match(r"^(?:开发商|公司|老板|领导|他们|对方|学校|医院)?说?$", content_a[: blocks[0][4]]):
+    if prefixed and not re.match(
+        r"^(?:开发商|公司|老板|领导|他们|对方|学校|医院)?说?$", content_a[: blocks[0][4]]
+    ):
         return None
     cued = a.final or a.change or a.current
     change = _changed(va, vb)
     if change is not None:
-        values, no_qualifier = change
+        values, no_qualifier, none_dropped = change
         value = values[0]
-        whole = kept >= len(content_b) - 0 and kept >= 2
+        whole = kept >= len(content_b) and kept >= 2
         targeted = any(_zh_target(new, v) for v in values)
         extra = len(content_a) - kept
-        if whole and not extra and no_qualifier:
+        if whole and not extra and no_qualifier and (none_dropped or cued):
             return f"{value.kind} changed to {value.text}", True
         if whole and (targeted or cued) and (no_qualifier or cued):
             return f"{value.kind} changed to {value.text}", False
@@ -376,8 +440,25 @@ def _chinese(new: str, old: str, a: Claim, b: Claim, va: list[Value], vb: list[V
                 return "changed by " + value.text, False
     # One block of the same characters replaced, said to be a change (现在, 换, 已经...了).
     changes = [op for op in blocks if op[0] != "equal"]
-    if len(changes) == 1 and changes[0][0] == "replace" and kept >= 2 and blocks[0][0] == "equal":
+    if len(changes) == 1 and changes[0][0] == "replace" and kept >= 2:
         _, i1, i2, j1, j2 = changes[0]
-        if i2 - i1 <= 4 and j2 - j1 <= 5 and (cued or _DONE_ZH.search(new)):
+        # In the predicate: after the whole topic (``这个账号是正常的``), or between kept
+        # words (``在华为做测试`` / ``在小米做测试``); not the topic's own words
+        # (``项目上线日期`` / ``项目预算``).
+        topic = _ZH_FUNCTION.sub("", b.topic or "")
+        speaker = b.subject == _SPEAKER_ONLY and a.subject == _SPEAKER_ONLY
+        inside = (i1 > 0 or speaker) and i2 < len(content_b)
+        after_topic = (
+            bool(topic)
+            and i1 >= len(topic)
+            and content_b.startswith(topic)
+            and bool(re.search(rf"{re.escape(b.topic or '')}\s*(?:是|为)", old))
+        )
+        if (
+            (inside or after_topic)
+            and i2 - i1 <= 4
+            and j2 - j1 <= 5
+            and (cued or _DONE_ZH.search(new))
+        ):
             return f"{content_b[i1:i2]!r} is now {content_a[j1:j2]!r}", False
     return None

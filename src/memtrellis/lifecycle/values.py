@@ -16,8 +16,8 @@ Examples:
     [('time', '', '9:45'), ('date', '', 'next week')]
     >>> [(v.kind, v.unit, v.text, v.lead) for v in read_values("The budget was cut to $2,000.")]
     [('money', 'dollar', '2000', 'to')]
-    >>> [(v.kind, v.unit, v.text) for v in read_values("我们班现在有48个学生。")]
-    [('quantity', '学生', '48')]
+    >>> [(v.kind, v.unit, v.text) for v in read_values("我的体重现在是65公斤。")]
+    [('quantity', '公斤', '65')]
 """
 
 from __future__ import annotations
@@ -111,9 +111,7 @@ _EN: list[tuple[str, re.Pattern[str]]] = [
     ),
     (
         "money",
-        re.compile(
-            rf"[$€£¥]\s?{_NUM}{_MAGNITUDE}|\b{_NUM}{_MAGNITUDE}\s?(?:{_CURRENCY_WORD})\b"
-        ),
+        re.compile(rf"[$€£¥]\s?{_NUM}{_MAGNITUDE}|\b{_NUM}{_MAGNITUDE}\s?(?:{_CURRENCY_WORD})\b"),
     ),
     ("percent", re.compile(rf"\b{_NUM}\s?(?:%|percent\b|per cent\b)")),
     (
@@ -135,9 +133,7 @@ _EN: list[tuple[str, re.Pattern[str]]] = [
     ),
     (
         "label",
-        re.compile(
-            rf"\b{_ORDINAL}\s+(floor|gate|platform|round|vote|place|row|grade|year|term)\b"
-        ),
+        re.compile(rf"\b{_ORDINAL}\s+(floor|gate|platform|round|vote|place|row|grade|year|term)\b"),
     ),
 ]
 _NUMBER_EN = re.compile(
@@ -244,8 +240,14 @@ def _read_english(text: str) -> tuple[Value, ...]:
             value = _norm(said)
             if kind == "money":
                 sign = next((c for c in said if c in _CURRENCY_SIGN), "")
-                word = re.search(_CURRENCY_WORD, said)
-                unit = _CURRENCY_SIGN[sign] if sign else stem_unit(word.group(0)) if word else ""
+                named_currency = re.search(_CURRENCY_WORD, said)
+                unit = (
+                    _CURRENCY_SIGN[sign]
+                    if sign
+                    else stem_unit(named_currency.group(0))
+                    if named_currency
+                    else ""
+                )
                 value = _amount(said)
             elif kind == "label":
                 unit = stem_unit(match.group(1))
@@ -330,7 +332,12 @@ _ZH: list[tuple[str, re.Pattern[str]]] = [
         "money",
         re.compile(rf"{_ZH_DIGIT}(?:万|千|亿)?(?:元|块钱|块|美元|欧元|英镑|人民币)"),
     ),
-    ("percent", re.compile(r"\d+(?:\.\d+)?%|百分之[零一二三四五六七八九十百]+|[一二三四五六七八九]成|一半|半数")),
+    (
+        "percent",
+        re.compile(
+            r"\d+(?:\.\d+)?%|百分之[零一二三四五六七八九十百]+|[一二三四五六七八九]成|一半|半数"
+        ),
+    ),
     (
         "quantity",
         re.compile(
@@ -383,5 +390,7 @@ def _read_chinese(text: str) -> tuple[Value, ...]:
                 continue
             lead = _ZH_LEAD.search(text[max(0, start - 3) : start])
             taken.append((start, end))
-            found.append(Value(kind, unit, said.casefold(), start, end, lead.group(1) if lead else ""))
+            found.append(
+                Value(kind, unit, said.casefold(), start, end, lead.group(1) if lead else "")
+            )
     return tuple(sorted(found, key=lambda v: v.start))
