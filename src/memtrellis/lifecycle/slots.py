@@ -47,9 +47,11 @@ from memtrellis.lifecycle.claims import (
     _CURRENT_ZH,
     _DISCOURSE,
     _FINAL_ZH,
+    _PAST_IRREGULAR,
     _REASON_LEAD,
     _REASON_TAIL,
     _SPEAKER,
+    _STATE_PARTICIPLES,
     _STOP_EN,
     _WORD,
     _ZH_FUNCTION,
@@ -99,10 +101,16 @@ _RESULT_EN = re.compile(
     r"activated|deactivated|archived|restored|lifted|revoked|withdrawn|dissolved|merged)\b"
 )
 _AGAIN_EN = re.compile(r"\b(?:again|instead|anymore|any more|no longer|now|these days)\b")
+_AUXILIARIES = frozenset(
+    "is are was were be been being get gets got getting has have had 's 're".split()  # noqa: SIM905
+)
 _SPEAKER_ONLY = frozenset({"@speaker"})
 _NEGATION_EN = re.compile(r"\b(?:not|never|no|none|nobody|nothing|cannot)\b|n't\b")
 _COPULA = re.compile(r"\b(?:is|are|was|were|'s|'re|am|'m)\b")
 _RETURN_EN = re.compile(r"\b(?:again|no longer|anymore|any more)\b")
+# "a" with its classifier (一台, 一家), modal verbs (可以, 能): not what a slot is about.
+_ZH_ARTICLE = re.compile(r"[一这那][个名位台只条本张辆家次间套件部块层所座支双对]|可以|能够|能|会")
+_ZH_NOT = re.compile(r"[不没沒未无無非别]")
 _DONE_ZH = re.compile(r"已经?[^，。！？]*了|已[\u4e00-\u9fff]")
 _DELTA_EN = re.compile(r"\bby\s*$|\bin\s*$")  # "cut by 30%", "cut in half"
 _ZH_DELTA_LEAD = re.compile(r"[了掉]\s*$")
@@ -114,20 +122,35 @@ def slot_change(new: str, old: str, a: Claim, b: Claim) -> Verdict | None:
 
     Returns why and whether it is sure, or ``None`` when the structure says no change.
     """
-    if a.additive or _negated(new, a) != _negated(old, b):
+    if a.additive or (_negated(new, a) != _negated(old, b) and not a.chinese):
         return None
     new, old = _said(new, a.chinese), _said(old, b.chinese)
-    if (_MODAL_ZH if a.chinese else _MODAL_EN).search(new.casefold().strip()):
+    said = new if a.chinese else re.sub(r"\bMay\b", "", new)  # the month, not "may"
+    if (_MODAL_ZH if a.chinese else _MODAL_EN).search(said.casefold().strip()):
         return None
     va, vb = _predicate(read_values(new), a, new), _predicate(read_values(old), b, old)
     cued = a.final or a.change or a.current
-    if a.event and b.event and not cued:
+    if _event(new, a) and _event(old, b) and not cued:
         return None  # "visited Rome in 2019" / "visited Paris in 2021": two events
     if a.chinese != b.chinese:
         return None
     if a.chinese:
         return _chinese(new, old, a, b, va, vb)
     return _english(new, old, a, b, va, vb)
+
+
+def _event(text: str, claim: Claim) -> bool:
+    """A past action ("visited Rome", "raised 12,000 pounds"), not a state said with a
+    participle ("is unresolved", "was fixed", "got cancelled")."""
+    if claim.chinese or not claim.event:
+        return claim.event
+    words = re.findall(r"[a-z']+", text.casefold())
+    for before, word in zip(["", *words], words, strict=False):
+        if before in _AUXILIARIES or word in _STATE_PARTICIPLES:
+            continue
+        if word.endswith("ed") or word in _PAST_IRREGULAR:
+            return True
+    return False
 
 
 def _negated(text: str, claim: Claim) -> bool:
@@ -391,6 +414,7 @@ def _zh_content(text: str, values: Iterable[Value]) -> str:
     for pattern in (_FINAL_ZH, _CHANGE_ZH, _CURRENT_ZH):
         said = pattern.sub(" ", said)
     said = _ZH_SPEAKER.sub("", said.strip())
+    said = _ZH_ARTICLE.sub(" ", said)
     return "".join(_ZH_FUNCTION.sub(" ", said).split())
 
 
@@ -413,8 +437,13 @@ def _chinese(
     blocks = matcher.get_opcodes()
     kept = sum(i2 - i1 for tag, i1, i2, _, _ in blocks if tag == "equal")
     # A modifier before the shared words is another subject: 返程航班 / 航班.
+    # (The speaker's own statements start at the predicate: ``我...`` is left out.)
+    speaker = a.subject == _SPEAKER_ONLY and b.subject == _SPEAKER_ONLY
     prefixed = (
-        bool(blocks) and blocks[0][0] in ("insert", "replace") and blocks[0][4] - blocks[0][3] >= 1
+        not speaker
+        and bool(blocks)
+        and blocks[0][0] in ("insert", "replace")
+        and blocks[0][4] - blocks[0][3] >= 1
     )
     if prefixed and blocks[0][0] == "replace":
         return None
@@ -423,6 +452,13 @@ def _chinese(
     ):
         return None
     cued = a.final or a.change or a.current
+    if a.negated != b.negated:
+        # The same words, the polarity turned, said to be a change (``不...了``, ``不再``,
+        # ``已经...了``): "这条路可以通行" / "这条路不能通行了".
+        plain_a, plain_b = (_ZH_NOT.sub("", c) for c in (content_a, content_b))
+        if plain_a == plain_b and (cued or _DONE_ZH.search(new)):
+            return "negated now", False
+        return None
     change = _changed(va, vb)
     if change is not None:
         values, no_qualifier, none_dropped = change
