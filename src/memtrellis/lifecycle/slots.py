@@ -53,9 +53,11 @@ from memtrellis.lifecycle.claims import (
     _SPEAKER,
     _STATE_PARTICIPLES,
     _STOP_EN,
+    _VALUE_WORDS,
     _WORD,
     _ZH_FUNCTION,
     _ZH_REASON,
+    SINGLE_VALUED,
     Claim,
     _stem,
 )
@@ -103,6 +105,12 @@ _RESULT_EN = re.compile(
 _AGAIN_EN = re.compile(r"\b(?:again|instead|anymore|any more|no longer|now|these days)\b")
 _AUXILIARIES = frozenset(
     "is are was were be been being get gets got getting has have had 's 're".split()  # noqa: SIM905
+)
+# Final cues that end a thing itself (an event, a plan, a service), not something a person
+# does: "The festival has been called off" ends the festival.
+_CALLED_OFF = re.compile(
+    r"cancel|called off|call off|scrapped|abandoned|postpone|delayed|shut down|closed down|"
+    r"discontinued|withdrawn|suspended|axed"
 )
 _SPEAKER_ONLY = frozenset({"@speaker"})
 _NEGATION_EN = re.compile(r"\b(?:not|never|no|none|nobody|nothing|cannot)\b|n't\b")
@@ -319,7 +327,49 @@ def _english(
             return f"{value.kind} changed to {value.text} ({a.cue})", False
     if (same or acted) and vb and _delta(new, va) and (kept or a.final):
         return "changed by " + _delta(new, va), False
+    # Which slot a name fills needs words: the old subject as a thing ("Our HQ"), a kept
+    # attribute word, or a one-value attribute both name ("lives" / "moved"); the speaker
+    # alone says nothing ("I moved to Porto" / "I switched to an iPhone").
+    slot = (
+        _subject(b) != _SPEAKER_ONLY
+        or bool(content_b)
+        or bool(a.classes & b.classes & SINGLE_VALUED)
+    )
+    if (same or acted) and kept and slot and (a.change or a.final or a.current):
+        verdict = _new_name(new, a, b, said)
+        if verdict is not None:
+            return verdict
+    if same and _CALLED_OFF.search(a.cue) and _subject(b) and not content_a - content_b:
+        # The thing itself ended, nothing else said: "The festival has been called off."
+        return f"final cue {a.cue!r} about {' '.join(sorted(_subject(b) or ()))}", False
     return _named(new, old, a, b, same) or (_replaced_word(new, old, a, b) if same else None)
+
+
+def _names(claim: Claim, text: str) -> set[str]:
+    """The names a claim gives besides its subject, labels ("iPhone 15") among them."""
+    subject = claim.subject or frozenset()
+    names = {
+        v for v in claim.values if v not in subject and not any(c.isdigit() for c in v)
+    } - _VALUE_WORDS
+    names |= {f"{v.unit} {v.text}" for v in read_values(text) if v.kind == "label"}
+    return names
+
+
+def _new_name(new: str, a: Claim, b: Claim, said: frozenset[str]) -> Verdict | None:
+    """A change cue giving another name as its target ("We relocated HQ to Denver", "I
+    switched to an iPhone 15", "Irene handed the project lead role to Victor")."""
+    old_names, new_names = _names(b, ""), _names(a, new)
+    if not old_names or not new_names - old_names:
+        return None
+    if not old_names - new_names - (a.subject or frozenset()) and not (
+        old_names & (a.subject or frozenset())
+    ):
+        return None  # the old value is still said: "moved to Lyon" of "lives in Lyon"
+    lowered = new.casefold()
+    for name in sorted(new_names - old_names, key=len, reverse=True):
+        if re.search(rf"\b(?:to|into|with|for)\s+{_OWNER}(?:an?\s+)?{re.escape(name)}\b", lowered):
+            return f"changed to {name!r}", False
+    return None
 
 
 def _same_lead(new: str, old: str, values: list[Value], before: list[Value]) -> bool:
@@ -355,7 +405,9 @@ def _named(new: str, old: str, a: Claim, b: Claim, same: bool) -> Verdict | None
     if not (same or sa == sb):
         return None
     lowered = new.casefold()
-    for name in sorted((b.values & a.values) - sb, key=len, reverse=True):
+    # A name the new statement shortens is that name ("my Kindle" of "a Kindle Paperwhite").
+    named = {n for n in a.values for m in b.values - sb if n == m or m.startswith(n + " ")}
+    for name in sorted(named, key=len, reverse=True):
         if len(name) < 2 or name.isdigit():
             continue
         quoted = re.escape(name)
