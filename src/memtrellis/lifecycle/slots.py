@@ -38,6 +38,7 @@ Examples:
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import re
 from collections.abc import Iterable
@@ -82,7 +83,8 @@ _LIGHT = frozenset(
 # Modality: nothing has changed yet ("might move", "plans to", ``可能``).
 _MODAL_EN = re.compile(
     r"\b(?:might|may|could|would|should|if|maybe|perhaps|probably|hope|hopes|want|wants|"
-    r"plan(?:s|ning)? to|thinking|considering|wondering|unless|whether)\b|\?$"
+    r"plan(?:s|ning)?|planned to|thinking|considering|wondering|unless|whether|"
+    r"looking forward|going to|gonna|hoping|intend(?:s|ing)?)\b|\?$"
 )
 _MODAL_ZH = re.compile(r"可能|也许|或许|打算|计划|考虑|如果|要是|想要|希望|[吗？?]")
 # What was ended or given up, when the old value is its object ("sold my Honda").
@@ -111,6 +113,9 @@ _AUXILIARIES = frozenset(
 _CALLED_OFF = re.compile(
     r"cancel|called off|call off|scrapped|abandoned|postpone|delayed|shut down|closed down|"
     r"discontinued|withdrawn|suspended|axed"
+)
+_OWNED_NAME = re.compile(
+    r"(?:our|my|the|his|her|their|your)\s+([\w .'-]+?)\s+(?:is|are|was|were|has|have)\b"
 )
 _SPEAKER_ONLY = frozenset({"@speaker"})
 _NEGATION_EN = re.compile(r"\b(?:not|never|no|none|nobody|nothing|cannot)\b|n't\b")
@@ -233,6 +238,18 @@ def _subject(claim: Claim) -> frozenset[str] | None:
     return frozenset(words - _ATTRIBUTE_NOUNS - {_stem(w) for w in _ATTRIBUTE_NOUNS})
 
 
+def _owned(claim: Claim, text: str) -> Claim:
+    """A claim whose subject is a name after a possessive ("Our HQ is ..."): that name,
+    which the claims read as a value."""
+    if claim.subject is not None:
+        return claim
+    found = _OWNED_NAME.match(text.casefold())
+    if found is None or found.group(1) not in claim.values:
+        return claim
+    name = found.group(1)
+    return dataclasses.replace(claim, subject=frozenset({name}), values=claim.values - {name})
+
+
 def _same_subject(a: Claim, b: Claim) -> bool:
     """The same subject, strictly: neither has a word the other lacks anywhere."""
     sa, sb = _subject(a), _subject(b)
@@ -254,14 +271,20 @@ def _acted_on(a: Claim, b: Claim, said: frozenset[str]) -> bool:
     return sb <= (a.frame | a.values | said) - (sa or frozenset())
 
 
-def _content(claim: Claim, values: list[Value], other: Claim) -> frozenset[str]:
+def _content(
+    claim: Claim, values: list[Value], other: Claim, text: str = "", *, cues: bool = True
+) -> frozenset[str]:
     """The attribute words of a claim: its frame less subject, light verbs, attribute
-    nouns, the units of its values and class marks."""
+    nouns, the units and words of its values ("this year") and class marks."""
     units = {v.unit for v in values} | {_stem(v.unit) for v in values if v.unit}
+    units |= {w for v in read_values(text) for w in _words(text[v.start : v.end])}
     drop = (claim.subject or frozenset()) | (other.subject or frozenset())
+    drop |= {_stem(w) for name in claim.values | drop for w in name.split()}
+    # The frame, and the words the claims took as cues ("pushed the dinner back"): what a
+    # cue acts on says which slot too.
     return frozenset(
         u
-        for u in claim.frame
+        for u in claim.frame | (set(_words(text)) if cues else set())
         if not u.startswith("@")
         and u not in drop
         and u not in _LIGHT
@@ -290,6 +313,7 @@ def _target(text: str, value: Value, skip: frozenset[str]) -> bool:
 def _english(
     new: str, old: str, a: Claim, b: Claim, va: list[Value], vb: list[Value]
 ) -> Verdict | None:
+    a, b = _owned(a, new), _owned(b, old)
     said = frozenset(_words(new))
     same = _same_subject(a, b)
     acted = not same and _acted_on(a, b, said)
@@ -297,7 +321,7 @@ def _english(
         return None
     # The names the old statement gives must stay: "a meeting with Priya" / "with Tom".
     other_names = b.values - a.values - {v.text for v in vb}
-    content_a, content_b = _content(a, va, b), _content(b, vb, a)
+    content_a, content_b = _content(a, va, b, new), _content(b, vb, a, old)
     whole_a = a.frame | a.values | (a.subject or frozenset()) | said
     kept = content_b <= {_stem(w) for w in whole_a} | whole_a
     change = _changed(va, vb)
@@ -311,6 +335,8 @@ def _english(
         # and a bare number says nothing of what it counts ("Sara is 34" / "... a raise to
         # 66,000 a year"): their attribute words must all be kept, and no word added.
         thing = _subject(b) != _SPEAKER_ONLY
+        if not thing and not content_b:
+            return None  # "We ..." / "I ...": no word says which slot
         # A bare number keeps its word before it ("serves 4" / "to serve 6").
         bare = all(v.kind == "number" for v in values) and not _same_lead(new, old, values, vb)
         if bare and extras:
@@ -318,7 +344,7 @@ def _english(
         elif same and kept and not extras and no_qualifier and (none_dropped or cued):
             return f"{value.kind} changed to {value.text}", True
         elif (
-            ((same and (kept or (targeted and thing))) or acted)
+            ((same and (kept or (targeted and thing and len(content_b) <= 2))) or acted)
             and targeted
             and (no_qualifier or cued)
         ):
@@ -339,7 +365,8 @@ def _english(
         verdict = _new_name(new, a, b, said)
         if verdict is not None:
             return verdict
-    if same and _CALLED_OFF.search(a.cue) and _subject(b) and not content_a - content_b:
+    said_a = _content(a, va, b, new, cues=False)
+    if same and _CALLED_OFF.search(a.cue) and _subject(b) and not said_a - content_b:
         # The thing itself ended, nothing else said: "The festival has been called off."
         return f"final cue {a.cue!r} about {' '.join(sorted(_subject(b) or ()))}", False
     return _named(new, old, a, b, same) or (_replaced_word(new, old, a, b) if same else None)
@@ -445,6 +472,11 @@ def _replaced_word(new: str, old: str, a: Claim, b: Claim) -> Verdict | None:
         and (_RESULT_EN.search(lowered) or _RETURN_EN.search(lowered))
         and "@speaker" not in subject
     ):
+        return None
+    # More of the same words kept than replaced ("I'm glad everyone had fun" / "I'm
+    # learning German now - tough but fun" keeps one word of four).
+    kept_words = [w for w in before[:i1] + before[i2:] if w not in subject]
+    if not only_subject and len(kept_words) < max(i2 - i1, j2 - j1):
         return None
     if _RESULT_EN.search(lowered) or (
         _AGAIN_EN.search(lowered) and (a.current or a.change or a.final or "again" in lowered)
