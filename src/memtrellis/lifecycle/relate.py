@@ -45,7 +45,7 @@ from enum import Enum
 from memtrellis.lifecycle.claims import SINGLE_VALUED, VALUE_CLASSES, Claim, read_claim
 from memtrellis.lifecycle.config import LifecycleConfig
 from memtrellis.lifecycle.keys import is_derived
-from memtrellis.lifecycle.slots import slot_change
+from memtrellis.lifecycle.slots import several_slots, slot_change
 from memtrellis.store.graph import normalize_subject
 from memtrellis.store.keyword import tokenize
 from memtrellis.types import MemoryItem
@@ -233,7 +233,7 @@ def relate(
         if verdict is not None:
             return verdict
         return Relation(RelationKind.UNRELATED, "no shared subject", sure=a.chinese == b.chinese)
-    verdict = _change(a, b) or _change_in_sentences(new, old)
+    verdict = _change(a, b, new.text, old.text) or _change_in_sentences(new, old)
     if verdict is None or not verdict.supersedes:
         verdict = _slot(new, old, a, b) or verdict
     if verdict is not None:
@@ -307,14 +307,15 @@ def _change_in_sentences(new: MemoryItem, old: MemoryItem) -> Relation | None:
         for earlier, old_names in old_sentences:
             b = read_claim(earlier, old_names)
             if a.chinese == b.chinese and _same_subject(a, b):
-                verdict = _change(a, b)
+                verdict = _change(a, b, said, earlier)
                 if verdict is not None and verdict.supersedes:
                     return Relation(verdict.kind, f"{verdict.reason} (in {earlier[:40]!r})")
     return None
 
 
-def _change(a: Claim, b: Claim) -> Relation | None:
-    """A supersession or contradiction of claim ``b`` (old) by ``a`` (new), or ``None``."""
+def _change(a: Claim, b: Claim, new: str = "", old: str = "") -> Relation | None:
+    """A supersession or contradiction of claim ``b`` (old) by ``a`` (new), or ``None``;
+    ``new`` and ``old`` are their texts."""
     most = MAX_CLAIM_UNITS_ZH if a.chinese else MAX_CLAIM_UNITS
     if (
         max(
@@ -354,7 +355,9 @@ def _change(a: Claim, b: Claim) -> Relation | None:
     # holds now, so only of a one-value attribute ("Kai is dating Robin now").
     if reworded and ((a.change and (attribute or overlap >= 0.5)) or (a.current and attribute)):
         return Relation(RelationKind.CONTRADICTS, f"change cue {a.cue!r} with a new word")
-    if same_frame and swapped and not (a.event and b.event):
+    # Not when more than one slot changed or the new one adds a qualifier ("a meeting with
+    # Priya on Monday" / "with Tom on Tuesday"; "closes at 6 pm" / "at 8 pm on Saturdays").
+    if same_frame and swapped and not (a.event and b.event) and not several_slots(new, old, a, b):
         values = sorted(a.values ^ b.values)[:4]
         return Relation(RelationKind.CONTRADICTS, f"changed value {values}", sure=True)
     shared = a.classes & b.classes & SINGLE_VALUED

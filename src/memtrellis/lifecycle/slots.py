@@ -64,7 +64,7 @@ from memtrellis.lifecycle.claims import (
 )
 from memtrellis.lifecycle.values import CHANGE_TARGET, Value, read_values
 
-__all__ = ["slot_change"]
+__all__ = ["several_slots", "slot_change"]
 
 #: A verdict: why, and whether the rules see no room for doubt.
 Verdict = tuple[str, bool]
@@ -169,6 +169,36 @@ def _event(text: str, claim: Claim) -> bool:
 def _negated(text: str, claim: Claim) -> bool:
     """Negative polarity: a negation word (the claims' antonyms aside: "put off" is none)."""
     return claim.negated if claim.chinese else bool(_NEGATION_EN.search(text.casefold()))
+
+
+def several_slots(new: str, old: str, a: Claim, b: Claim) -> bool:
+    """Whether ``new`` gives values of more than one slot than ``old`` (claims ``a`` and
+    ``b``): a value of a kind the old one lacks (a qualifier: "on Saturdays"), two kinds
+    changed at once, or another name beside another value ("with Tom on Tuesday").
+
+    Examples:
+        >>> from memtrellis.lifecycle.claims import read_claim
+        >>> def several(old, new):
+        ...     return several_slots(new, old, read_claim(new), read_claim(old))
+        >>> several("The bakery closes at 6 pm.", "The bakery closes at 8 pm on Saturdays.")
+        True
+        >>> several("The bakery closes at 6 pm.", "The bakery closes at 7 pm.")
+        False
+    """
+    va, vb = read_values(new), read_values(old)
+    new_kinds, old_kinds = _by_kind(va), _by_kind(vb)
+    if set(new_kinds) - set(old_kinds):
+        return True
+    changed = {k for k in set(new_kinds) & set(old_kinds) if new_kinds[k] != old_kinds[k]}
+    if len({k[0] for k in changed}) > 1 and not {k[0] for k in changed} <= {"date", "time"}:
+        return True
+    typed = (
+        {w for v in (*va, *vb) for w in v.text.split()}
+        | {w for v in (*va, *vb) for w in new[v.start : v.end].casefold().split()}
+        | {w for v in (*va, *vb) for w in old[v.start : v.end].casefold().split()}
+    )
+    names_a, names_b = a.values - typed, b.values - typed
+    return bool(changed) and bool(names_a ^ names_b)
 
 
 def _said(text: str, chinese: bool) -> str:
