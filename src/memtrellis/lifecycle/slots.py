@@ -44,10 +44,7 @@ import re
 from collections.abc import Iterable
 
 from memtrellis.lifecycle.claims import (
-    _CHANGE_ZH,
-    _CURRENT_ZH,
     _DISCOURSE,
-    _FINAL_ZH,
     _PAST_IRREGULAR,
     _REASON_LEAD,
     _REASON_TAIL,
@@ -56,18 +53,22 @@ from memtrellis.lifecycle.claims import (
     _STOP_EN,
     _VALUE_WORDS,
     _WORD,
-    _ZH_FUNCTION,
     _ZH_REASON,
     SINGLE_VALUED,
     Claim,
     _stem,
 )
-from memtrellis.lifecycle.values import CHANGE_TARGET, Value, read_values
+from memtrellis.lifecycle.slots_zh import Verdict, chinese_change
+from memtrellis.lifecycle.values import (
+    CHANGE_TARGET,
+    Value,
+    by_kind,
+    changed_values,
+    read_values,
+)
 
 __all__ = ["several_slots", "slot_change"]
 
-#: A verdict: why, and whether the rules see no room for doubt.
-Verdict = tuple[str, bool]
 
 # Words that name which attribute a value is of rather than whose: "the launch date" is
 # "the launch", "a new email address" an email.
@@ -121,13 +122,7 @@ _SPEAKER_ONLY = frozenset({"@speaker"})
 _NEGATION_EN = re.compile(r"\b(?:not|never|no|none|nobody|nothing|cannot)\b|n't\b")
 _COPULA = re.compile(r"\b(?:is|are|was|were|'s|'re|am|'m)\b")
 _RETURN_EN = re.compile(r"\b(?:again|no longer|anymore|any more)\b")
-# "a" with its classifier (一台, 一家), modal verbs (可以, 能): not what a slot is about.
-_ZH_ARTICLE = re.compile(r"[一这那][个名位台只条本张辆家次间套件部块层所座支双对]|可以|能够|能|会")
-_ZH_NOT = re.compile(r"[不没沒未无無非别]")
-_DONE_ZH = re.compile(r"已经?[^，。！？]*了|已[\u4e00-\u9fff]")
-_DELTA_EN = re.compile(r"\bby\s*$|\bin\s*$")  # "cut by 30%", "cut in half"
-_ZH_DELTA_LEAD = re.compile(r"[了掉]\s*$")
-_ZH_SPEAKER = re.compile(r"^(?:我们|我家|我的|我)")
+_DELTA_EN = re.compile(r"\bby\s*$|\bin\s*$")
 
 
 def slot_change(new: str, old: str, a: Claim, b: Claim) -> Verdict | None:
@@ -148,7 +143,7 @@ def slot_change(new: str, old: str, a: Claim, b: Claim) -> Verdict | None:
     if a.chinese != b.chinese:
         return None
     if a.chinese:
-        return _chinese(new, old, a, b, va, vb)
+        return chinese_change(new, old, a, b, va, vb)
     return _english(new, old, a, b, va, vb)
 
 
@@ -186,7 +181,7 @@ def several_slots(new: str, old: str, a: Claim, b: Claim) -> bool:
         False
     """
     va, vb = read_values(new), read_values(old)
-    new_kinds, old_kinds = _by_kind(va), _by_kind(vb)
+    new_kinds, old_kinds = by_kind(va), by_kind(vb)
     if set(new_kinds) - set(old_kinds):
         return True
     changed = {k for k in set(new_kinds) & set(old_kinds) if new_kinds[k] != old_kinds[k]}
@@ -221,28 +216,6 @@ def _predicate(values: Iterable[Value], claim: Claim, text: str) -> list[Value]:
             continue
         out.append(value)
     return out
-
-
-def _by_kind(values: Iterable[Value]) -> dict[tuple[str, str], set[str]]:
-    out: dict[tuple[str, str], set[str]] = {}
-    for value in values:
-        out.setdefault((value.kind, value.unit), set()).add(value.text)
-    return out
-
-
-def _changed(va: list[Value], vb: list[Value]) -> tuple[list[Value], bool, bool] | None:
-    """The new values that replace old ones of the same kind and unit, whether the new
-    statement adds no value of a kind the old one lacks (a qualifier: "on Saturdays") and
-    whether it drops none; ``None`` when no value changed or two kinds changed at once."""
-    new, old = _by_kind(va), _by_kind(vb)
-    shared = set(new) & set(old)
-    changed = {k for k in shared if new[k] != old[k] and new[k] - old[k]}
-    if not changed:
-        return None
-    if len({k[0] for k in changed}) > 1 and not {k[0] for k in changed} <= {"date", "time"}:
-        return None  # two slots changed at once: another thing
-    only_new, only_old = set(new) - set(old), set(old) - set(new)
-    return [v for v in va if (v.kind, v.unit) in changed], not only_new, not only_old
 
 
 # -- English -----------------------------------------------------------------------------
@@ -354,7 +327,7 @@ def _english(
     content_a, content_b = _content(a, va, b, new), _content(b, vb, a, old)
     whole_a = a.frame | a.values | (a.subject or frozenset()) | said
     kept = content_b <= {_stem(w) for w in whole_a} | whole_a
-    change = _changed(va, vb)
+    change = changed_values(va, vb)
     if change is not None and not (other_names - _value_words(vb)):
         values, no_qualifier, none_dropped = change
         value = values[0]
@@ -512,103 +485,4 @@ def _replaced_word(new: str, old: str, a: Claim, b: Claim) -> Verdict | None:
         _AGAIN_EN.search(lowered) and (a.current or a.change or a.final or "again" in lowered)
     ):
         return f"{' '.join(before[i1:i2])!r} is now {' '.join(said[j1:j2])!r}", False
-    return None
-
-
-# -- Chinese -----------------------------------------------------------------------------
-
-
-def _zh_content(text: str, values: Iterable[Value]) -> str:
-    """The characters that say which attribute: values, cues and function characters out."""
-    chars = list(text)
-    for value in values:
-        for n in range(value.start, value.end):
-            chars[n] = " "
-    said = "".join(chars)
-    for pattern in (_FINAL_ZH, _CHANGE_ZH, _CURRENT_ZH):
-        said = pattern.sub(" ", said)
-    said = _ZH_SPEAKER.sub("", said.strip())
-    said = _ZH_ARTICLE.sub(" ", said)
-    return "".join(_ZH_FUNCTION.sub(" ", said).split())
-
-
-def _zh_target(text: str, value: Value) -> bool:
-    before = text[max(0, value.start - 4) : value.start]
-    return (
-        bool(re.search(r"(?:到了?|至|为|成|到每\w?|为每\w?)$", before))
-        or value.lead in CHANGE_TARGET
-    )
-
-
-def _chinese(
-    new: str, old: str, a: Claim, b: Claim, va: list[Value], vb: list[Value]
-) -> Verdict | None:
-    content_a = _zh_content(new, read_values(new))
-    content_b = _zh_content(old, read_values(old))
-    if not content_a or not content_b:
-        return None
-    matcher = difflib.SequenceMatcher(a=content_b, b=content_a, autojunk=False)
-    blocks = matcher.get_opcodes()
-    kept = sum(i2 - i1 for tag, i1, i2, _, _ in blocks if tag == "equal")
-    # A modifier before the shared words is another subject: 返程航班 / 航班.
-    # (The speaker's own statements start at the predicate: ``我...`` is left out.)
-    speaker = a.subject == _SPEAKER_ONLY and b.subject == _SPEAKER_ONLY
-    prefixed = (
-        not speaker
-        and bool(blocks)
-        and blocks[0][0] in ("insert", "replace")
-        and blocks[0][4] - blocks[0][3] >= 1
-    )
-    if prefixed and blocks[0][0] == "replace":
-        return None
-    if prefixed and not re.match(
-        r"^(?:开发商|公司|老板|领导|他们|对方|学校|医院)?说?$", content_a[: blocks[0][4]]
-    ):
-        return None
-    cued = a.final or a.change or a.current
-    if a.negated != b.negated:
-        # The same words, the polarity turned, said to be a change (``不...了``, ``不再``,
-        # ``已经...了``): "这条路可以通行" / "这条路不能通行了".
-        plain_a, plain_b = (_ZH_NOT.sub("", c) for c in (content_a, content_b))
-        if plain_a == plain_b and (cued or _DONE_ZH.search(new)):
-            return "negated now", False
-        return None
-    change = _changed(va, vb)
-    if change is not None:
-        values, no_qualifier, none_dropped = change
-        value = values[0]
-        whole = kept >= len(content_b) and kept >= 2
-        targeted = any(_zh_target(new, v) for v in values)
-        extra = len(content_a) - kept
-        if whole and not extra and no_qualifier and (none_dropped or cued):
-            return f"{value.kind} changed to {value.text}", True
-        if whole and (targeted or cued) and (no_qualifier or cued):
-            return f"{value.kind} changed to {value.text}", False
-    if vb and kept >= len(content_b) and kept >= 2:
-        for value in va:
-            if value.kind == "percent" and _ZH_DELTA_LEAD.search(new[: value.start]):
-                return "changed by " + value.text, False
-    # One block of the same characters replaced, said to be a change (现在, 换, 已经...了).
-    changes = [op for op in blocks if op[0] != "equal"]
-    if len(changes) == 1 and changes[0][0] == "replace" and kept >= 2:
-        _, i1, i2, j1, j2 = changes[0]
-        # In the predicate: after the whole topic (``这个账号是正常的``), or between kept
-        # words (``在华为做测试`` / ``在小米做测试``); not the topic's own words
-        # (``项目上线日期`` / ``项目预算``).
-        topic = _ZH_FUNCTION.sub("", b.topic or "")
-        speaker = b.subject == _SPEAKER_ONLY and a.subject == _SPEAKER_ONLY
-        inside = (i1 > 0 or speaker) and i2 < len(content_b)
-        after_topic = (
-            bool(topic)
-            and i1 >= len(topic)
-            and content_b.startswith(topic)
-            and bool(re.search(rf"{re.escape(b.topic or '')}\s*(?:是|为)", old))
-        )
-        if (
-            (inside or after_topic)
-            and i2 - i1 <= 4
-            and j2 - j1 <= 5
-            and (cued or _DONE_ZH.search(new))
-        ):
-            return f"{content_b[i1:i2]!r} is now {content_a[j1:j2]!r}", False
     return None

@@ -24,9 +24,10 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["CHANGE_TARGET", "Value", "read_values", "stem_unit"]
+__all__ = ["CHANGE_TARGET", "Value", "by_kind", "changed_values", "read_values", "stem_unit"]
 
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 
@@ -97,10 +98,13 @@ _CURRENCY_WORD = (
 )
 _MAGNITUDE = r"(?:\s?(?:k|m|bn|million|billion|thousand)\b)?"
 
+_EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+")
+_NUMERIC_DATE = re.compile(r"(?<!\d)(?:\d{4}-\d{1,2}-\d{1,2}|\d{1,2}/\d{1,2}/\d{2,4})(?!\d)")
+
 # English patterns, most specific first; a later one never takes an earlier one's span.
 _EN: list[tuple[str, re.Pattern[str]]] = [
-    ("email", re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")),
-    ("date", re.compile(r"\b\d{4}-\d{1,2}-\d{1,2}\b|\b\d{1,2}/\d{1,2}/\d{2,4}\b")),
+    ("email", _EMAIL),
+    ("date", _NUMERIC_DATE),
     ("phone", re.compile(r"(?<![\w.,])\+?\d[\d ()-]{5,}\d(?![\w.,]\d)")),
     (
         "time",
@@ -307,8 +311,8 @@ _ZH_MEASURES = (
     "GB|G|TB|T|MB|M|KB|K|kg|km|cm|ml|L"
 )
 _ZH: list[tuple[str, re.Pattern[str]]] = [
-    ("email", re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+")),
-    ("date", re.compile(r"\d{4}-\d{1,2}-\d{1,2}|\d{1,2}/\d{1,2}/\d{2,4}")),
+    ("email", _EMAIL),
+    ("date", _NUMERIC_DATE),
     ("phone", re.compile(r"\d{3,4}-\d{3,4}-?\d{3,4}|\d{7,}")),
     ("label", re.compile(rf"{_ZH_DIGIT}(号[楼线房室厅院门馆站口床]|楼|层|路|号线|年级|班)")),
     (
@@ -394,3 +398,40 @@ def _read_chinese(text: str) -> tuple[Value, ...]:
                 Value(kind, unit, said.casefold(), start, end, lead.group(1) if lead else "")
             )
     return tuple(sorted(found, key=lambda v: v.start))
+
+
+def by_kind(values: Iterable[Value]) -> dict[tuple[str, str], set[str]]:
+    """The values' texts by kind and unit.
+
+    Examples:
+        >>> kinds = by_kind(read_values("From 9:15 to 9:45."))
+        >>> {kind: sorted(texts) for kind, texts in kinds.items()}
+        {('time', ''): ['9:15', '9:45']}
+    """
+    out: dict[tuple[str, str], set[str]] = {}
+    for value in values:
+        out.setdefault((value.kind, value.unit), set()).add(value.text)
+    return out
+
+
+def changed_values(va: list[Value], vb: list[Value]) -> tuple[list[Value], bool, bool] | None:
+    """The new values (of ``va``) that replace old ones (of ``vb``) of the same kind and
+    unit, whether the new statement adds no value of a kind the old one lacks (a
+    qualifier: "on Saturdays") and whether it drops none; ``None`` when no value changed
+    or two kinds changed at once.
+
+    Examples:
+        >>> new, old = read_values("Standup moves to 9:45."), read_values("Standup is at 9:15.")
+        >>> values, no_qualifier, none_dropped = changed_values(list(new), list(old))
+        >>> [v.text for v in values], no_qualifier, none_dropped
+        (['9:45'], True, True)
+    """
+    new, old = by_kind(va), by_kind(vb)
+    shared = set(new) & set(old)
+    changed = {k for k in shared if new[k] != old[k] and new[k] - old[k]}
+    if not changed:
+        return None
+    if len({k[0] for k in changed}) > 1 and not {k[0] for k in changed} <= {"date", "time"}:
+        return None  # two slots changed at once: another thing
+    only_new, only_old = set(new) - set(old), set(old) - set(new)
+    return [v for v in va if (v.kind, v.unit) in changed], not only_new, not only_old
