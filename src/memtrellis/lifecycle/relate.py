@@ -11,7 +11,10 @@ one slot changing its value:
   ``换了``, ``现在``) about the same thing or the same single-valued attribute (where
   one lives, works, one's phone), with a value or word replaced;
 * the same frame with another value ("The budget is $50,000" / "The budget is $80,000")
-  or the other polarity ("The shop accepts cash" / "The shop doesn't accept cash").
+  or the other polarity ("The shop accepts cash" / "The shop doesn't accept cash");
+* where those find nothing, the slot model (`memtrellis.lifecycle.slots`): the same
+  subject and attribute words with a typed value of the same kind and unit replaced, or
+  given as the target of any verb ("put off until the 27th"), whatever the cue words.
 
 A statement of more than `MAX_CLAIM_UNITS` content words besides its subject holds
 several claims: only the same words with a value replaced supersede it. Cues after an
