@@ -53,6 +53,8 @@ WORKERS = os.environ.get("MEMTRELLIS_TEST_WORKERS", "2")
 INSTALL_TEST = "tests/test_install.py"
 # Its environment: pytest alone (the test drives pip and venv, and imports no memtrellis).
 INSTALL_ENV = ROOT / ".nox" / "install-test"
+# The one incremental cache of the four mypy runs (see typecheck).
+MYPY_CACHE = ROOT / ".mypy_cache"
 
 
 def _bin(env: Path) -> Path:
@@ -180,12 +182,17 @@ def typecheck(session: nox.Session) -> None:
     if "tests" in _sessions_selected(session):
         _start_install_test(session)  # beside the shared install and mypy (one core each)
     python, env = _shared_env(session)
-    session.run(python, "-m", "mypy", "src", env=env)
-    session.run(python, "-m", "mypy", f"{LANGCHAIN}/src", env=env)
+    # Four runs, each under its package's own settings, and one cache: every run type-checks
+    # the core and pydantic again (the integrations import them), so the later runs reuse
+    # what the first one cached instead of doing it anew (mypy rechecks a cached module whose
+    # options differ). Measured: 150 CPU-s with a cache per run, 78 with one.
+    mypy = [python, "-m", "mypy", f"--cache-dir={MYPY_CACHE}"]
+    session.run(*mypy, "src", env=env)
+    session.run(*mypy, f"{LANGCHAIN}/src", env=env)
     with session.chdir(LLAMA_INDEX):  # its own settings: a namespace package
-        session.run(python, "-m", "mypy", env=env)
+        session.run(*mypy, env=env)
     with session.chdir(AGENTS):
-        session.run(python, "-m", "mypy", env=env)
+        session.run(*mypy, env=env)
 
 
 @nox.session
