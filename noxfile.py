@@ -35,6 +35,10 @@ LLAMA_INDEX_DEV = f"{LLAMA_INDEX}[dev]"
 # framework, so one install, one test run and one mypy run for all of them (about 40 MB).
 AGENTS = "integrations/agents"
 AGENTS_DEV = f"{AGENTS}[dev]"
+# The integrations' suites run at once, each in one process, after the core's: each is
+# small enough that a second worker's start and collection (~10 CPU-s each, the xdist
+# controller's too) cost more than it saves, and together they keep both cores busy.
+SUITES = [LANGCHAIN, LLAMA_INDEX, AGENTS]
 LINTED = ["src", "tests", "benchmarks", "integrations", "tools", "noxfile.py"]
 # The environment `typecheck` and `tests` share, and what decides when it is rebuilt.
 SHARED = ROOT / ".nox" / "dev"
@@ -157,11 +161,40 @@ def _start_install_test(session: nox.Session) -> subprocess.Popen[bytes]:
     return _install_test
 
 
+def _run_together(
+    session: nox.Session, commands: dict[str, list[str]], env: dict[str, str]
+) -> None:
+    """Run the commands at once, each writing to a log of its own; print each log in turn
+    and fail if any of them failed."""
+    logs = ROOT / ".nox" / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    running: dict[str, tuple[subprocess.Popen[bytes], Path]] = {}
+    try:
+        for name, command in commands.items():
+            log = logs / f"{name.replace('/', '-')}.log"
+            session.log(f"{' '.join(command)} (log: {log.relative_to(ROOT)})")
+            with log.open("wb") as out:
+                process = subprocess.Popen(
+                    command, cwd=ROOT, env={**os.environ, **env}, stdout=out, stderr=out
+                )
+            running[name] = process, log
+        failed = [name for name, (process, _) in running.items() if process.wait() != 0]
+    finally:
+        for process, _ in running.values():
+            if process.poll() is None:  # interrupted: leave nothing running
+                process.terminate()
+                process.wait()
+    for name, (_, log) in running.items():
+        session.log(f"{name}:\n{log.read_text(errors='replace')}")
+    if failed:
+        session.error(f"failed: {', '.join(failed)}")
+
+
 @nox.session(venv_backend="none")
 def tests(session: nox.Session) -> None:
     """The whole test suite, including a real `chroma run` server on loopback, then the
-    LangChain, LlamaIndex and agent-framework integrations' suites (each with its own
-    pytest configuration).
+    LangChain, LlamaIndex and agent-framework integrations' suites together (each with its
+    own pytest configuration, see SUITES).
 
     The install test (tests/test_install.py: the README's install command into a fresh venv)
     waits on the package index rather than the CPU, so it runs beside the other checks."""
@@ -169,9 +202,8 @@ def tests(session: nox.Session) -> None:
     python, env = _shared_env(session)
     try:
         session.run(*_pytest(python, f"--ignore={INSTALL_TEST}", *session.posargs), env=env)
-        session.run(*_pytest(python, LANGCHAIN, *session.posargs), env=env)
-        session.run(*_pytest(python, LLAMA_INDEX, *session.posargs), env=env)
-        session.run(*_pytest(python, AGENTS, *session.posargs), env=env)
+        suites = {name: _pytest(python, name, *session.posargs, workers="0") for name in SUITES}
+        _run_together(session, suites, env)
     finally:
         returncode = install.wait()
         shutil.rmtree(INSTALL_ENV / "tmp", ignore_errors=True)
