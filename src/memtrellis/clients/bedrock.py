@@ -3,8 +3,10 @@
 * ``converse`` and ``converse_stream``: the memory context is one more text block at the
   end of ``system`` (a list of system content blocks, made when there is none).
 * Messages are read from their content blocks: ``text`` blocks, ``toolUse`` blocks (an
-  assistant's tool call, as `memtrellis.clients.payload.tool_call_text`) and
-  ``toolResult`` blocks (a user message made only of them is a tool's output).
+  assistant's tool call, as `memtrellis.clients.payload.tool_call_text`),
+  ``toolResult`` blocks (a user message made only of them is a tool's output) and
+  ``image``, ``document``, ``video`` and ``audio`` blocks (the message's attachments,
+  from their ``bytes``, ``s3Location`` or a document's text: `memtrellis.attachments`).
 * ``converse_stream`` returns a dict whose ``stream`` is botocore's ``EventStream``; it is
   handed back wrapped (`memtrellis.clients.streams`), so the turn is captured when the
   stream is used up or closed.
@@ -31,6 +33,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from memtrellis.attachments import is_attachment_part
 from memtrellis.clients.calls import Api
 from memtrellis.clients.endpoints import endpoint_provider
 from memtrellis.clients.payload import Reply, TextCollector, field_of, tool_call_text, with_calls
@@ -79,7 +82,11 @@ def _message(message: Any) -> dict[str, Any] | None:
     results = [r for b in blocks if (r := field_of(b, "toolResult")) is not None]
     if results and not texts and not calls:  # a tool's output, sent back as a user turn
         return {"role": "tool", "content": "\n".join(_result_text(r) for r in results)}
-    return {"role": role, "content": with_calls("\n".join(texts), calls)}
+    found: dict[str, Any] = {"role": role, "content": with_calls("\n".join(texts), calls)}
+    attached = [b for b in blocks if is_attachment_part(b)]
+    if attached:  # image, document, video and audio blocks: read by memtrellis.attachments
+        found["attachments"] = attached
+    return found
 
 
 def bedrock_conversation(kwargs: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from memtrellis.attachments import is_attachment_part
+from memtrellis.attachments import content_text, is_attachment_part
 from memtrellis.context.place import INSTRUCTION_ROLES, check_messages, strip_content
 from memtrellis.errors import InvalidInputError
 
@@ -66,17 +66,12 @@ def new_turn(
         attached = list(message.get("attachments") or ())
         if isinstance(content, list):  # multimodal parts: the text and the attachments
             attached = [*(p for p in content if is_attachment_part(p)), *attached]
-            content = "\n".join(_part_texts(content))
+            content = content_text(content)
         if not isinstance(content, str) or not (content.strip() or attached):
             continue
         kept = {key: message[key] for key in _KEPT if message.get(key)}
         turn.append({**kept, "content": content, **({"attachments": attached} if attached else {})})
     return turn
-
-
-def _part_texts(parts: list[Any]) -> list[str]:
-    texts = [p if isinstance(p, str) else p.get("text") for p in parts if not is_attachment_part(p)]
-    return [t for t in texts if isinstance(t, str) and t]
 
 
 def last_user_text(messages: Sequence[Mapping[str, Any]]) -> str | None:
