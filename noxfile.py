@@ -14,6 +14,9 @@ import os
 import shutil
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import nox
@@ -121,6 +124,29 @@ def _pytest(python: str, *args: str, workers: str = WORKERS) -> list[str]:
     return [python, "-m", "pytest", "-q", "-ra", "-p", "no:cacheprovider", *parallel, *args]
 
 
+def _children_cpu() -> float:
+    """CPU seconds of this process's finished (waited-for) children, 0 where unknown."""
+    if sys.platform == "win32":
+        return 0.0
+    import resource
+
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+@contextmanager
+def _stage(session: nox.Session, name: str) -> Iterator[None]:
+    """Log the stage's wall time and the CPU time of the processes it waited for: what a
+    check costs on a shared machine, where wall time follows the load."""
+    started, cpu = time.monotonic(), _children_cpu()
+    try:
+        yield
+    finally:
+        wall, cpu = time.monotonic() - started, _children_cpu() - cpu
+        load = ", ".join(f"{x:.1f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
+        session.log(f"{name}: {wall:.0f} s wall, {cpu:.0f} CPU-s (load average {load})")
+
+
 _install_test: subprocess.Popen[bytes] | None = None
 
 
@@ -201,11 +227,14 @@ def tests(session: nox.Session) -> None:
     install = _start_install_test(session)
     python, env = _shared_env(session)
     try:
-        session.run(*_pytest(python, f"--ignore={INSTALL_TEST}", *session.posargs), env=env)
+        with _stage(session, "the core's suite"):
+            session.run(*_pytest(python, f"--ignore={INSTALL_TEST}", *session.posargs), env=env)
         suites = {name: _pytest(python, name, *session.posargs, workers="0") for name in SUITES}
-        _run_together(session, suites, env)
+        with _stage(session, "the integrations' suites"):
+            _run_together(session, suites, env)
     finally:
-        returncode = install.wait()
+        with _stage(session, f"waiting for {INSTALL_TEST} (its CPU time since it started)"):
+            returncode = install.wait()
         shutil.rmtree(INSTALL_ENV / "tmp", ignore_errors=True)
         log = (INSTALL_ENV / "test_install.log").read_text()
         session.log(f"{INSTALL_TEST} (beside the other checks):\n{log}")
@@ -227,18 +256,20 @@ def typecheck(session: nox.Session) -> None:
     the environment `tests` uses)."""
     if "tests" in _sessions_selected(session):
         _start_install_test(session)  # beside the shared install and mypy (one core each)
-    python, env = _shared_env(session)
+    with _stage(session, "the shared environment"):
+        python, env = _shared_env(session)
     # Four runs, each under its package's own settings, and one cache: every run type-checks
     # the core and pydantic again (the integrations import them), so the later runs reuse
     # what the first one cached instead of doing it anew (mypy rechecks a cached module whose
     # options differ). Measured: 150 CPU-s with a cache per run, 78 with one.
     mypy = [python, "-m", "mypy", f"--cache-dir={MYPY_CACHE}"]
-    session.run(*mypy, "src", env=env)
-    session.run(*mypy, f"{LANGCHAIN}/src", env=env)
-    with session.chdir(LLAMA_INDEX):  # its own settings: a namespace package
-        session.run(*mypy, env=env)
-    with session.chdir(AGENTS):
-        session.run(*mypy, env=env)
+    with _stage(session, "mypy"):
+        session.run(*mypy, "src", env=env)
+        session.run(*mypy, f"{LANGCHAIN}/src", env=env)
+        with session.chdir(LLAMA_INDEX):  # its own settings: a namespace package
+            session.run(*mypy, env=env)
+        with session.chdir(AGENTS):
+            session.run(*mypy, env=env)
 
 
 # CrewAI 1.15 (its only release that takes Chroma 1.5) pins mcp<2, openai<3,
