@@ -14,6 +14,9 @@ import os
 import shutil
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import nox
@@ -35,6 +38,10 @@ LLAMA_INDEX_DEV = f"{LLAMA_INDEX}[dev]"
 # framework, so one install, one test run and one mypy run for all of them (about 40 MB).
 AGENTS = "integrations/agents"
 AGENTS_DEV = f"{AGENTS}[dev]"
+# The integrations' suites run at once, each in one process, after the core's: each is
+# small enough that a second worker's start and collection (~10 CPU-s each, the xdist
+# controller's too) cost more than it saves, and together they keep both cores busy.
+SUITES = [LANGCHAIN, LLAMA_INDEX, AGENTS]
 LINTED = ["src", "tests", "benchmarks", "integrations", "tools", "noxfile.py"]
 # The environment `typecheck` and `tests` share, and what decides when it is rebuilt.
 SHARED = ROOT / ".nox" / "dev"
@@ -53,10 +60,55 @@ WORKERS = os.environ.get("MEMTRELLIS_TEST_WORKERS", "2")
 INSTALL_TEST = "tests/test_install.py"
 # Its environment: pytest alone (the test drives pip and venv, and imports no memtrellis).
 INSTALL_ENV = ROOT / ".nox" / "install-test"
+# pip installs without compiling the ~800 MB it installs to bytecode (a third of the
+# test's CPU time): the test checks what is installed and that it imports and runs, which
+# Python does from source just the same.
+INSTALL_TEST_ENV = {
+    "MEMTRELLIS_INSTALL_TESTS": "1",
+    "ANONYMIZED_TELEMETRY": "False",
+    "PIP_NO_COMPILE": "1",
+}
+# CrewAI 1.15 (its only release that takes Chroma 1.5) pins mcp<2, openai<3,
+# pydantic<2.13, json-repair and regex, against the dev environment's service and sdk
+# extras: its integration is installed and checked in an environment of its own, the core
+# without extras beside the agents package's crewai-dev extra, resolved by uv alone. The
+# full check installs it in the background from its start (beside the shared install and
+# mypy) and runs its mypy and tests beside the integrations' suites; `nox -s crewai` runs
+# them alone.
+CREWAI_ENV = ROOT / ".nox" / "crewai"
+CREWAI_PACKAGES = ["-e", ".", "-e", f"{AGENTS}[crewai-dev]"]
+CREWAI_MODULE = f"{AGENTS}/src/memtrellis_agents/crewai.py"
+CREWAI_OFFLINE = {
+    "CREWAI_DISABLE_TELEMETRY": "true",
+    "CREWAI_DISABLE_TRACKING": "true",
+    "OTEL_SDK_DISABLED": "true",
+}
+# The one incremental cache of the four mypy runs (see typecheck).
+MYPY_CACHE = ROOT / ".mypy_cache"
+# Python writes its bytecode cache (and pytest its assertion-rewritten modules) in the
+# checks, even where the environment says not to (PYTHONDONTWRITEBYTECODE=1, as on this
+# project's machines): else every pytest worker and every child process a test starts
+# compiles each module it imports anew, and pytest rewrites the asserts of ~750 modules
+# (the tests' and its plugins') in each process. Python takes an empty value as unset.
+BYTECODE = {"PYTHONDONTWRITEBYTECODE": ""}
 
 
 def _bin(env: Path) -> Path:
     return env / ("Scripts" if sys.platform == "win32" else "bin")
+
+
+def _python(env: Path) -> Path:
+    return _bin(env) / ("python.exe" if sys.platform == "win32" else "python")
+
+
+def _variables(env: Path) -> dict[str, str]:
+    """What runs a command in the environment `env` (first on PATH), writing bytecode."""
+    path = f"{_bin(env)}{os.pathsep}{os.environ.get('PATH', '')}"
+    return {"PATH": path, "VIRTUAL_ENV": str(env), "ANONYMIZED_TELEMETRY": "False", **BYTECODE}
+
+
+# CrewAI's checks run in its environment, offline
+CREWAI_VARIABLES = {**_variables(CREWAI_ENV), **CREWAI_OFFLINE}
 
 
 def _shared_env(session: nox.Session) -> tuple[str, dict[str, str]]:
@@ -68,7 +120,7 @@ def _shared_env(session: nox.Session) -> tuple[str, dict[str, str]]:
     for name in PYPROJECTS:
         digest.update((ROOT / name).read_bytes())
     stamp = SHARED / "memtrellis-installed.sha256"
-    python = _bin(SHARED) / ("python.exe" if sys.platform == "win32" else "python")
+    python = _python(SHARED)
     if not (python.exists() and stamp.exists() and stamp.read_text() == digest.hexdigest()):
         if not python.exists():
             session.run(sys.executable, "-m", "virtualenv", "-q", str(SHARED))
@@ -76,9 +128,7 @@ def _shared_env(session: nox.Session) -> tuple[str, dict[str, str]]:
         stamp.write_text(digest.hexdigest())
     else:
         session.log(f"Reusing {SHARED.relative_to(ROOT)} (its pyproject.toml files are unchanged)")
-    path = f"{_bin(SHARED)}{os.pathsep}{os.environ.get('PATH', '')}"
-    env = {"PATH": path, "VIRTUAL_ENV": str(SHARED), "ANONYMIZED_TELEMETRY": "False"}
-    return str(python), env
+    return str(python), _variables(SHARED)
 
 
 def _install_shared(session: nox.Session, python: str) -> None:
@@ -101,6 +151,29 @@ def _pytest(python: str, *args: str, workers: str = WORKERS) -> list[str]:
     return [python, "-m", "pytest", "-q", "-ra", "-p", "no:cacheprovider", *parallel, *args]
 
 
+def _children_cpu() -> float:
+    """CPU seconds of this process's finished (waited-for) children, 0 where unknown."""
+    if sys.platform == "win32":
+        return 0.0
+    import resource
+
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+@contextmanager
+def _stage(session: nox.Session, name: str) -> Iterator[None]:
+    """Log the stage's wall time and the CPU time of the processes it waited for: what a
+    check costs on a shared machine, where wall time follows the load."""
+    started, cpu = time.monotonic(), _children_cpu()
+    try:
+        yield
+    finally:
+        wall, cpu = time.monotonic() - started, _children_cpu() - cpu
+        load = ", ".join(f"{x:.1f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
+        session.log(f"{name}: {wall:.0f} s wall, {cpu:.0f} CPU-s (load average {load})")
+
+
 _install_test: subprocess.Popen[bytes] | None = None
 
 
@@ -119,7 +192,7 @@ def _start_install_test(session: nox.Session) -> subprocess.Popen[bytes]:
     in `typecheck` when `tests` is to follow, else in `tests`."""
     global _install_test
     if _install_test is None:
-        python = _bin(INSTALL_ENV) / ("python.exe" if sys.platform == "win32" else "python")
+        python = _python(INSTALL_ENV)
         if not python.exists():
             session.run(sys.executable, "-m", "virtualenv", "-q", str(INSTALL_ENV))
             session.run(str(python), "-m", "pip", "install", "-q", "pytest", "pytest-timeout")
@@ -133,7 +206,7 @@ def _start_install_test(session: nox.Session) -> subprocess.Popen[bytes]:
         _install_test = subprocess.Popen(
             command,
             cwd=ROOT,
-            env={**os.environ, "MEMTRELLIS_INSTALL_TESTS": "1", "ANONYMIZED_TELEMETRY": "False"},
+            env={**os.environ, **INSTALL_TEST_ENV},
             stdout=log,
             stderr=subprocess.STDOUT,
         )
@@ -141,23 +214,110 @@ def _start_install_test(session: nox.Session) -> subprocess.Popen[bytes]:
     return _install_test
 
 
+_crewai_install: subprocess.Popen[bytes] | None = None
+
+
+def _start_crewai_install(session: nox.Session) -> subprocess.Popen[bytes]:
+    """Install (or bring up to date) CrewAI's environment in the background, once per run
+    of nox: uv fetches and links while mypy or the core's suite use the cores."""
+    global _crewai_install
+    if _crewai_install is None:
+        if not _python(CREWAI_ENV).exists():
+            session.run(sys.executable, "-m", "virtualenv", "-q", str(CREWAI_ENV))
+        session.run(sys.executable, "-m", "pip", "install", "-q", "uv>=0.5", silent=True)
+        python = str(_python(CREWAI_ENV))
+        command = [sys.executable, "-m", "uv", "pip", "install", "-q", "--python", python]
+        with (CREWAI_ENV / "install.log").open("wb") as log:
+            _crewai_install = subprocess.Popen(
+                [*command, *CREWAI_PACKAGES], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT
+            )
+    return _crewai_install
+
+
+def _crewai_checks(session: nox.Session) -> list[list[str]]:
+    """Wait for CrewAI's environment; its checks, to run in turn with `CREWAI_VARIABLES`:
+    mypy --strict over the integration's module (its cache in the environment: its pydantic
+    is not the shared environment's) and the module's tests and doctests."""
+    if _start_crewai_install(session).wait() != 0:
+        log = (CREWAI_ENV / "install.log").read_text(errors="replace")
+        session.error(f"CrewAI's environment could not be installed:\n{log}")
+    python = str(_python(CREWAI_ENV))
+    config = [f"--config-file={AGENTS}/pyproject.toml", f"--cache-dir={CREWAI_ENV / 'mypy'}"]
+    mypy = [python, "-m", "mypy", "--strict", *config, CREWAI_MODULE]
+    tests = [f"{AGENTS}/tests/test_crewai.py", CREWAI_MODULE, *session.posargs]
+    return [mypy, _pytest(python, *tests, workers="0")]
+
+
+def _run_together(
+    session: nox.Session, jobs: dict[str, tuple[list[list[str]], dict[str, str]]]
+) -> None:
+    """Run the jobs at once, each its commands in turn (stopping at one that fails) with
+    its variables, writing to a log of its own; print each log in turn and fail if any of
+    them failed."""
+    logs = ROOT / ".nox" / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    paths = {name: logs / f"{name.replace('/', '-')}.log" for name in jobs}
+    for path in paths.values():
+        path.write_bytes(b"")
+    waiting = {name: list(commands) for name, (commands, _) in jobs.items()}
+    running: dict[str, subprocess.Popen[bytes]] = {}
+    failed: list[str] = []
+    try:
+        while waiting or running:
+            for name in [n for n in waiting if n not in running]:
+                command = waiting[name].pop(0)
+                if not waiting[name]:
+                    del waiting[name]
+                session.log(f"{' '.join(command)} (log: {paths[name].relative_to(ROOT)})")
+                with paths[name].open("ab") as out:
+                    env = {**os.environ, **jobs[name][1]}
+                    running[name] = subprocess.Popen(
+                        command, cwd=ROOT, env=env, stdout=out, stderr=out
+                    )
+            for name, process in list(running.items()):
+                if process.poll() is not None:
+                    del running[name]
+                    if process.returncode != 0:
+                        failed.append(name)
+                        waiting.pop(name, None)
+            if running:
+                time.sleep(0.2)
+    finally:
+        for process in running.values():  # interrupted: leave nothing running
+            process.terminate()
+            process.wait()
+    for name, path in paths.items():
+        session.log(f"{name}:\n{path.read_text(errors='replace')}")
+    if failed:
+        session.error(f"failed: {', '.join(failed)}")
+
+
 @nox.session(venv_backend="none")
 def tests(session: nox.Session) -> None:
     """The whole test suite, including a real `chroma run` server on loopback, then the
-    LangChain, LlamaIndex and agent-framework integrations' suites (each with its own
-    pytest configuration).
+    LangChain, LlamaIndex and agent-framework integrations' suites together (each with its
+    own pytest configuration, see SUITES), and beside them CrewAI's mypy --strict and tests
+    in its own environment (see `crewai`).
 
     The install test (tests/test_install.py: the README's install command into a fresh venv)
-    waits on the package index rather than the CPU, so it runs beside the other checks."""
+    waits on the package index rather than the CPU, so it runs beside the other checks, and
+    CrewAI's environment is installed in the background from the start."""
     install = _start_install_test(session)
+    _start_crewai_install(session)
     python, env = _shared_env(session)
     try:
-        session.run(*_pytest(python, f"--ignore={INSTALL_TEST}", *session.posargs), env=env)
-        session.run(*_pytest(python, LANGCHAIN, *session.posargs), env=env)
-        session.run(*_pytest(python, LLAMA_INDEX, *session.posargs), env=env)
-        session.run(*_pytest(python, AGENTS, *session.posargs), env=env)
+        with _stage(session, "the core's suite"):
+            session.run(*_pytest(python, f"--ignore={INSTALL_TEST}", *session.posargs), env=env)
+        suites = {
+            name: ([_pytest(python, name, *session.posargs, workers="0")], env) for name in SUITES
+        }
+        with _stage(session, "waiting for CrewAI's environment (its install's CPU time)"):
+            suites["crewai"] = _crewai_checks(session), CREWAI_VARIABLES
+        with _stage(session, "the integrations' suites and CrewAI's checks"):
+            _run_together(session, suites)
     finally:
-        returncode = install.wait()
+        with _stage(session, f"waiting for {INSTALL_TEST} (its CPU time since it started)"):
+            returncode = install.wait()
         shutil.rmtree(INSTALL_ENV / "tmp", ignore_errors=True)
         log = (INSTALL_ENV / "test_install.log").read_text()
         session.log(f"{INSTALL_TEST} (beside the other checks):\n{log}")
@@ -178,44 +338,32 @@ def typecheck(session: nox.Session) -> None:
     """mypy --strict over src/ and the LangChain, LlamaIndex and agent-framework packages (in
     the environment `tests` uses)."""
     if "tests" in _sessions_selected(session):
-        _start_install_test(session)  # beside the shared install and mypy (one core each)
-    python, env = _shared_env(session)
-    session.run(python, "-m", "mypy", "src", env=env)
-    session.run(python, "-m", "mypy", f"{LANGCHAIN}/src", env=env)
-    with session.chdir(LLAMA_INDEX):  # its own settings: a namespace package
-        session.run(python, "-m", "mypy", env=env)
-    with session.chdir(AGENTS):
-        session.run(python, "-m", "mypy", env=env)
-
-
-# CrewAI 1.15 (its only release that takes Chroma 1.5) pins mcp<2, openai<3,
-# pydantic<2.13, json-repair and regex, against the dev environment's service and sdk
-# extras: its integration is installed and checked in an environment of its own, the core
-# without extras beside the agents package's crewai-dev extra, resolved by uv alone.
-CREWAI_ENV = ROOT / ".nox" / "crewai"
-CREWAI_OFFLINE = {
-    "CREWAI_DISABLE_TELEMETRY": "true",
-    "CREWAI_DISABLE_TRACKING": "true",
-    "OTEL_SDK_DISABLED": "true",
-    "ANONYMIZED_TELEMETRY": "False",
-}
+        # beside the shared install and mypy (pip waits on the index, uv on the disk)
+        _start_install_test(session)
+        _start_crewai_install(session)
+    with _stage(session, "the shared environment"):
+        python, env = _shared_env(session)
+    # Four runs, each under its package's own settings, and one cache: every run type-checks
+    # the core and pydantic again (the integrations import them), so the later runs reuse
+    # what the first one cached instead of doing it anew (mypy rechecks a cached module whose
+    # options differ). Measured: 150 CPU-s with a cache per run, 78 with one.
+    mypy = [python, "-m", "mypy", f"--cache-dir={MYPY_CACHE}"]
+    with _stage(session, "mypy"):
+        session.run(*mypy, "src", env=env)
+        session.run(*mypy, f"{LANGCHAIN}/src", env=env)
+        with session.chdir(LLAMA_INDEX):  # its own settings: a namespace package
+            session.run(*mypy, env=env)
+        with session.chdir(AGENTS):
+            session.run(*mypy, env=env)
 
 
 @nox.session(venv_backend="none")
 def crewai(session: nox.Session) -> None:
     """memtrellis_agents.crewai on the real CrewAI, in its own environment: mypy --strict
-    and its tests (a Crew with a scripted LLM, offline)."""
-    python = str(_bin(CREWAI_ENV) / ("python.exe" if sys.platform == "win32" else "python"))
-    if not Path(python).exists():
-        session.run(sys.executable, "-m", "virtualenv", "-q", str(CREWAI_ENV))
-    session.run(sys.executable, "-m", "pip", "install", "-q", "uv>=0.5", silent=True)
-    packages = ["-e", ".", "-e", f"{AGENTS}[crewai-dev]"]
-    session.run(sys.executable, "-m", "uv", "pip", "install", "-q", "--python", python, *packages)
-    module = "src/memtrellis_agents/crewai.py"
-    with session.chdir(AGENTS):
-        session.run(python, "-m", "mypy", "--strict", module, env=CREWAI_OFFLINE)
-        tests = _pytest(python, "tests/test_crewai.py", module, workers="0")
-        session.run(*tests, env=CREWAI_OFFLINE)
+    and its tests (a Crew with a scripted LLM, offline), as `tests` runs them beside the
+    other integrations. `nox -s crewai -- -k register` passes arguments to pytest."""
+    for command in _crewai_checks(session):
+        session.run(*command, env=CREWAI_VARIABLES)
 
 
 @nox.session

@@ -1,13 +1,21 @@
-"""benchmarks/scale.py at a toy size, so that the script cannot rot (no timings asserted)."""
+"""benchmarks/scale.py at a toy size, so that the script cannot rot (no timings asserted).
+
+The script's parent part runs in this process (``scale.main``); every build, row and
+capture still runs in a fresh ``scale.py --child`` process as in a real run. Each Python
+process the script starts pays ~2.7 CPU-s of imports (Chroma, memtrellis), which is most
+of what these runs cost: the parent's own start is saved, as are the argument checks'
+processes, and the interleaved recall asks 3 questions, not 200.
+"""
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import json
-import os
-import subprocess
 import sys
+import tempfile
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -17,21 +25,48 @@ from memtrellis.testing import HashingEmbedder
 
 SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "scale.py"
 TINY = ["--per-entity", "20", "--adds", "2", "--queries", "3", "--store-capture", "2"]
-TINY += ["--build-workers", "0", "--warmup", "1"]
+TINY += ["--build-workers", "0", "--warmup", "1", "--interleaved", "3"]
 
 
-def run(*args: str, tmpdir: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = os.environ.copy()
-    if tmpdir is not None:
-        env["TMPDIR"] = str(tmpdir)
-    return subprocess.run(
-        [sys.executable, str(SCRIPT), *TINY, *args],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        env=env,
-        check=False,
-    )
+@pytest.fixture(scope="module")
+def scale() -> ModuleType:
+    """benchmarks/scale.py as a module (its helpers import each other by name)."""
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        return importlib.import_module("scale")
+    finally:
+        sys.path.remove(str(SCRIPT.parent))
+
+
+def run(
+    scale: ModuleType,
+    capsys: pytest.CaptureFixture[str],
+    *args: str,
+    monkeypatch: pytest.MonkeyPatch | None = None,
+    tmpdir: Path | None = None,
+) -> str:
+    """``scale.py`` with the tiny settings and ``args``; what it printed."""
+    if tmpdir is not None:  # this process's temp directory and its children's
+        assert monkeypatch is not None
+        monkeypatch.setenv("TMPDIR", str(tmpdir))
+        monkeypatch.setattr(tempfile, "tempdir", str(tmpdir))
+    capsys.readouterr()
+    scale.main([*TINY, *args])
+    return capsys.readouterr().out
+
+
+def refused(scale: ModuleType, capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    """The script refuses ``args`` as a usage error (exit 2); what it told stderr."""
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_:
+        scale.main([*TINY, *args])
+    assert exit_.value.code == 2
+    return capsys.readouterr().err
+
+
+# A hang guard, not a speed bound: each of these tests starts 9 fresh Python processes (a
+# build, a row, ... each), which a loaded two-core machine may take minutes to get through.
+SLOW_RUN = pytest.mark.timeout(600)
 
 
 def figures(path: Path) -> dict[str, Any]:
@@ -39,9 +74,14 @@ def figures(path: Path) -> dict[str, Any]:
     return data
 
 
-def test_builds_measures_and_reuses_its_cache(tmp_path: Path) -> None:
+@SLOW_RUN
+def test_builds_measures_and_reuses_its_cache(
+    scale: ModuleType, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     cache, out = tmp_path / "cache", tmp_path / "scale.json"
     first = run(
+        scale,
+        capsys,
         "--sizes",
         "40,60",
         "--capture-turns",
@@ -55,7 +95,6 @@ def test_builds_measures_and_reuses_its_cache(tmp_path: Path) -> None:
         "--plot",
         str(tmp_path / "scale.png"),
     )
-    assert first.returncode == 0, first.stdout + first.stderr
     data = figures(out)
     rows = data["rows"]
     assert [(r["memories"], r["entities"]) for r in rows] == [(40, 2), (60, 3)]
@@ -68,15 +107,29 @@ def test_builds_measures_and_reuses_its_cache(tmp_path: Path) -> None:
     # the 60 store started as a copy of the 40 one and wrote only the entity it lacked
     assert rows[1]["build"]["extended_from"] == 40
     assert rows[1]["build"]["written"] == 20
+    # both sizes asked the same questions in one process
+    interleaved = rows[1]["interleaved"]
+    assert interleaved["queries"] == 3 and set(interleaved["sizes"]) == {"40", "60"}
+    assert interleaved["recall_p50_ratio"] > 0
     [_, larger] = data["ratios"]
     assert {c["label"] for c in larger["targets"]} >= {"open", "RSS", "add p50", "close"}
     assert data["capture"]["turns"] == 3
     assert data["capture"]["stored"] == 3
     assert (tmp_path / "scale.png").stat().st_size > 0
-    assert "against 40 memories" in first.stdout
+    assert "against 40 memories" in first
 
-    again = run("--sizes", "60", "--capture-turns", "0", "--cache", str(cache), "--json", str(out))
-    assert again.returncode == 0, again.stdout + again.stderr
+    run(
+        scale,
+        capsys,
+        "--sizes",
+        "60",
+        "--capture-turns",
+        "0",
+        "--cache",
+        str(cache),
+        "--json",
+        str(out),
+    )
     [row] = figures(out)["rows"]
     assert row["build"]["cached"]
     # what the rows wrote into the cached store was deleted again
@@ -89,10 +142,17 @@ def test_builds_measures_and_reuses_its_cache(tmp_path: Path) -> None:
         memory.close()
 
 
-def test_public_builder(tmp_path: Path) -> None:
+def test_public_builder(
+    scale: ModuleType,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
     out, scratch = tmp_path / "scale.json", tmp_path / "tmp"
     scratch.mkdir()
-    done = run(
+    run(
+        scale,
+        capsys,
         "--sizes",
         "20",
         "--builder",
@@ -101,9 +161,9 @@ def test_public_builder(tmp_path: Path) -> None:
         "0",
         "--json",
         str(out),
+        monkeypatch=monkeypatch,
         tmpdir=scratch,
     )
-    assert done.returncode == 0, done.stdout + done.stderr
     [row] = figures(out)["rows"]
     assert row["build"]["written"] == 20
     assert not list(scratch.iterdir())  # without --cache the built store is removed
@@ -112,8 +172,12 @@ def test_public_builder(tmp_path: Path) -> None:
 @pytest.mark.skipif(
     "postgres_url" in inspect.signature(Memory).parameters, reason="Memory has a PostgreSQL mode"
 )
-def test_postgres_flag_errors_clearly_without_that_mode() -> None:
-    done = run(
+def test_postgres_flag_errors_clearly_without_that_mode(
+    scale: ModuleType, capsys: pytest.CaptureFixture[str]
+) -> None:
+    error = refused(
+        scale,
+        capsys,
         "--sizes",
         "20",
         "--postgres-url",
@@ -121,16 +185,25 @@ def test_postgres_flag_errors_clearly_without_that_mode() -> None:
         "--chroma-url",
         "http://127.0.0.1:9",
     )
-    assert done.returncode == 2
-    assert "postgres_url" in done.stderr
+    assert "postgres_url" in error
 
 
+@SLOW_RUN
 @pytest.mark.server
 @pytest.mark.postgres
-def test_postgres_mode_rows(tmp_path: Path, postgres_url: str, chroma_server: str) -> None:
+def test_postgres_mode_rows(
+    scale: ModuleType,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    postgres_url: str,
+    chroma_server: str,
+) -> None:
     out, scratch = tmp_path / "scale.json", tmp_path / "tmp"
     scratch.mkdir()
     done = run(
+        scale,
+        capsys,
         "--sizes",
         "20,40",
         "--postgres-url",
@@ -143,9 +216,9 @@ def test_postgres_mode_rows(tmp_path: Path, postgres_url: str, chroma_server: st
         "3",
         "--json",
         str(out),
+        monkeypatch=monkeypatch,
         tmpdir=scratch,
     )
-    assert done.returncode == 0, done.stdout + done.stderr
     data = figures(out)
     assert data["postgres"] == "given servers"
     assert "postgres_url" not in data["settings"]  # a URL may hold a password
@@ -156,8 +229,9 @@ def test_postgres_mode_rows(tmp_path: Path, postgres_url: str, chroma_server: st
         assert row["visibility"]["writes"] == 3
         assert row["add_warmup_p50_ms"] > 0 and row["recall_warmup_p50_ms"] > 0
         assert row["visible_p99_ms"] >= row["visible_p50_ms"] >= 0
+    assert set(rows[1]["interleaved"]["sizes"]) == {"20", "40"}
     assert "visible_p50_ms" in data["ratios"][1]
-    assert "commit to visibility" in done.stdout
+    assert "commit to visibility" in done
     assert not list(scratch.iterdir())  # both processes' directories are removed
     # the 40 store's entities are its own, beside the 20 store's, in the one database
     memory = Memory(
@@ -175,10 +249,11 @@ def test_postgres_mode_rows(tmp_path: Path, postgres_url: str, chroma_server: st
         memory.close()
 
 
-def test_postgres_options_are_checked() -> None:
-    done = run("--sizes", "20", "--postgres-url", "postgresql://nobody@localhost/none")
-    assert done.returncode == 2
-    assert "--chroma-url" in done.stderr
-    done = run("--postgres", "--cache", "x")
-    assert done.returncode == 2
-    assert "--cache" in done.stderr
+def test_postgres_options_are_checked(
+    scale: ModuleType, capsys: pytest.CaptureFixture[str]
+) -> None:
+    error = refused(
+        scale, capsys, "--sizes", "20", "--postgres-url", "postgresql://nobody@localhost/none"
+    )
+    assert "--chroma-url" in error
+    assert "--cache" in refused(scale, capsys, "--postgres", "--cache", "x")
