@@ -53,7 +53,7 @@ from memtrellis.testing import ScriptedLLM
 from memtrellis.types import MemoryItem, MemoryType, Scope
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
-PARTS = ("tuning", "tuning2", "tuning3", "tuning4")
+PARTS = ("tuning", "tuning2", "tuning3", "tuning4", "tuning5")
 LABELS = ("duplicate", "supersedes", "contradicts", "extends", "unrelated")
 #: What the scripted judge answers for each label.
 JUDGE_ANSWER = {

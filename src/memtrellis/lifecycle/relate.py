@@ -48,6 +48,7 @@ from enum import Enum
 from memtrellis.lifecycle.claims import SINGLE_VALUED, VALUE_CLASSES, Claim, read_claim
 from memtrellis.lifecycle.config import LifecycleConfig
 from memtrellis.lifecycle.keys import is_derived
+from memtrellis.lifecycle.overlap import shared_topic
 from memtrellis.lifecycle.slots import several_slots, slot_change
 from memtrellis.store.graph import normalize_subject
 from memtrellis.store.keyword import tokenize
@@ -235,7 +236,11 @@ def relate(
         verdict = _change_in_sentences(new, old) or _slot(new, old, a, b)
         if verdict is not None:
             return verdict
-        return Relation(RelationKind.UNRELATED, "no shared subject", sure=a.chinese == b.chinese)
+        # Sure only when nothing shared could make them one slot: else the judge decides.
+        common = shared_topic(new.text, old.text, a, b, new.entities, old.entities)
+        if common is None:
+            return Relation(RelationKind.UNRELATED, "nothing shared", sure=True)
+        return Relation(RelationKind.UNRELATED, f"no shared subject ({common} shared)")
     verdict = _change(a, b, new.text, old.text) or _change_in_sentences(new, old)
     if verdict is None or not verdict.supersedes:
         verdict = _slot(new, old, a, b) or verdict
