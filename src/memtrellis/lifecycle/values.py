@@ -201,6 +201,22 @@ def _amount(text: str) -> str:
     return value + (magnitude.group(1)[0] if magnitude else "")
 
 
+_DAY_MONTH = re.compile(
+    rf"^(?:the\s+)?(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTHS})(?:,?\s+(\d{{4}}))?$"
+    rf"|^({_MONTHS})\s+(\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s+(\d{{4}}))?$"
+)
+
+
+def _day_of_month(said: str) -> str:
+    """A day of a month in one spelling: "10 June", "June 10th", "the 10th of June" are
+    all ``jun 10`` (with the year after it when one is given)."""
+    found = _DAY_MONTH.match(said)
+    if found is None:
+        return said
+    day, month, year = found.group(1, 2, 3) if found.group(1) else found.group(5, 4, 6)
+    return f"{month[:3]} {int(day)}" + (f" {year}" if year else "")
+
+
 def read_values(text: str) -> tuple[Value, ...]:
     """The typed values of ``text``, in order (Chinese when it is mostly CJK)."""
     return _read(text)
@@ -260,6 +276,8 @@ def _read_english(text: str) -> tuple[Value, ...]:
                 value = _amount(said)
             elif kind == "time":
                 value = re.sub(r"[\s.]", "", value)
+            elif kind == "date":
+                value = _day_of_month(value)
             taken.append((start, end))
             found.append(Value(kind, unit, value, start, end, _lead(lowered, start)))
     for match in _NUMBER_EN.finditer(lowered):
