@@ -98,7 +98,9 @@ _CURRENCY_WORD = (
 )
 _MAGNITUDE = r"(?:\s?(?:k|m|bn|million|billion|thousand)\b)?"
 
-_EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+")
+# Starts only where a run of address characters starts: tried at every character of a
+# long run without "@", the search would take quadratic time.
+_EMAIL = re.compile(r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+")
 _NUMERIC_DATE = re.compile(r"(?<!\d)(?:\d{4}-\d{1,2}-\d{1,2}|\d{1,2}/\d{1,2}/\d{2,4})(?!\d)")
 
 # English patterns, most specific first; a later one never takes an earlier one's span.
