@@ -90,8 +90,9 @@ class Relation:
         supersedes: For ``CONTRADICTS``: the new memory replaces the old one (a change);
             ``False`` when both cannot hold but nothing says which holds now: both stay
             current, linked by a ``contradicts`` edge.
-        sure: The rules see no room for doubt (the same words, another subject, one
-            value replaced in the same words); a judge matters where this is ``False``.
+        sure: The rules see no room for doubt (the same words, a key's new value, one
+            value replaced in the same words, nothing shared that could make one slot);
+            the relation judge is asked only where this is ``False``.
 
     Examples:
         >>> Relation(RelationKind.SUPPORTS, "same claim, other words").kind.value
