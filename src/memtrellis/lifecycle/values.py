@@ -288,8 +288,8 @@ def _read_english(text: str) -> tuple[Value, ...]:
             elif kind == "date":
                 value = _day_of_month(value)
             elif kind == "quantity":
-                number = re.match(r"\d+(?:\.\d+)?|an?\b", said)
-                amount = number.group(0) if number else ""
+                leading = re.match(r"\d+(?:\.\d+)?|an?\b", said)
+                amount = leading.group(0) if leading else ""
                 unit = stem_unit(said[len(amount) :].strip())
                 value = "1" if amount in ("a", "an") else amount
             taken.append((start, end))
