@@ -1,7 +1,7 @@
 """Relation rules on the labelled statement pairs: per-label precision and recall.
 
-The pairs are ``tests/data/relation_pairs_tuning*.json``: four parts, each written as a
-held-out part and then used to change the rules, so all four are tuning data now (see
+The pairs are ``tests/data/relation_pairs_tuning*.json``: five parts, each written as a
+held-out part and then used to change the rules, so all five are tuning data now (see
 ``tests/data/README.md``); ``--pairs FILE`` runs a part kept outside the repository (a
 blind held-out part) the same way. Each pair is an old and a new statement of one
 entity, labelled ``duplicate``, ``supersedes``, ``contradicts``, ``extends`` or
@@ -17,8 +17,9 @@ superseding contradiction, ``contradicts`` for one that keeps both, and ``suppor
 
 **Rules + judge**: the real relation judge (``LLMRelationJudge``, its prompt and its
 reply parser) over a scripted chat model that answers from the pair's label, asked
-only where the rules defer (their verdict is not ``sure``): it shows what an LLM judge
-that is always right adds to the rules, and where the rules alone decide. The judge's
+only where the rules defer (their verdict is not ``sure``), as the lifecycle asks it:
+it shows what an LLM judge that is always right adds to the rules, and where the rules
+alone decide. The judge's
 labels: ``contradicts`` (supersedes), ``conflicts`` (kept both), ``duplicate``,
 ``extends``, ``unrelated``.
 
@@ -27,7 +28,7 @@ Targets (issue 22): a superseding change is caught at least 90% of the time (rec
 1% of the time.
 
     python benchmarks/relations.py                      # MiniLM, every part
-    python benchmarks/relations.py --parts --pairs /path/to/relation_pairs_heldout2.json
+    python benchmarks/relations.py --parts --pairs /path/to/relation_pairs_heldout3.json
     python benchmarks/relations.py --embedder hashing --errors
     python benchmarks/relations.py --json benchmarks/results/relations.json --markdown
 """
@@ -53,7 +54,7 @@ from memtrellis.testing import ScriptedLLM
 from memtrellis.types import MemoryItem, MemoryType, Scope
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
-PARTS = ("tuning", "tuning2", "tuning3", "tuning4")
+PARTS = ("tuning", "tuning2", "tuning3", "tuning4", "tuning5")
 LABELS = ("duplicate", "supersedes", "contradicts", "extends", "unrelated")
 #: What the scripted judge answers for each label.
 JUDGE_ANSWER = {
@@ -66,7 +67,7 @@ JUDGE_ANSWER = {
 
 
 def load_pairs(part: str | Path) -> list[dict[str, str]]:
-    """The pairs of one part (``tuning`` ... ``tuning4``, or the path of a pair file)."""
+    """The pairs of one part (``tuning`` ... ``tuning5``, or the path of a pair file)."""
     path = part if isinstance(part, Path) else DATA / f"relation_pairs_{part}.json"
     data = json.loads(path.read_text(encoding="utf-8"))
     return list(data["pairs"])

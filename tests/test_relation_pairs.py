@@ -20,10 +20,16 @@ from memtrellis.testing import HashingEmbedder, ScriptedLLM, store_of
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"
-PARTS = ("tuning", "tuning2", "tuning3", "tuning4")
+PARTS = ("tuning", "tuning2", "tuning3", "tuning4", "tuning5")
 #: Supersessions the rules catch on each part (hashing embedder), held as floors: each
 #: part was held out once and then used to change the rules (tests/data/README.md).
-CAUGHT = {"tuning": 0.98, "tuning2": 0.96, "tuning3": 0.95, "tuning4": 0.92}
+#: tuning5 was written by someone who never saw the rules; its floor is what the rules as
+#: frozen for the blind part heldout3 (0b7efb9) reach (38 of 92).
+CAUGHT = {"tuning": 0.98, "tuning2": 0.96, "tuning3": 0.95, "tuning4": 0.92, "tuning5": 0.41}
+#: Non-change pairs the rules supersede, held as ceilings: tuning5's one is a duplicate
+#: said with another spelling of the date ("expires at the end of 2025" / "runs until
+#: Dec 31, 2025"); no extends or unrelated pair is superseded on any part.
+WRONG = {"tuning": 0, "tuning2": 0, "tuning3": 0, "tuning4": 0, "tuning5": 1}
 LABELS = {"duplicate", "supersedes", "contradicts", "extends", "unrelated"}
 CATEGORIES = {
     "postponement",
@@ -104,8 +110,9 @@ def test_the_rules_meet_the_targets_on_every_part(
     result = figures[part]
     assert result["supersedes_caught"] >= CAUGHT[part]
     assert result["compatible_superseded_count"][0] == 0
-    assert result["any_wrongly_superseded_count"][0] == 0
-    assert result["per_label"]["supersedes"]["precision"] == 1.0
+    assert result["any_wrongly_superseded_count"][0] <= WRONG[part]
+    if not WRONG[part]:
+        assert result["per_label"]["supersedes"]["precision"] == 1.0
 
 
 @pytest.mark.parametrize("part", PARTS)

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 from memtrellis.store.graph import normalize_subject
 
-__all__ = ["SINGLE_VALUED", "VALUE_CLASSES", "Claim", "read_claim"]
+__all__ = ["SINGLE_VALUED", "VALUE_CLASSES", "Claim", "class_of", "read_claim"]
 
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 
@@ -204,6 +204,13 @@ _STOP_EN = frozenset(
     recently finally already again also too now who which what where when how one ones
     going gonna lot lots a.m p.m im ive""".split()  # noqa: SIM905 - reads as text
 )
+# Words that name which attribute a value is of rather than whose: "the launch date" is
+# "the launch", "a new email address" an email, "the subscription price" the subscription.
+_ATTRIBUTE_NOUNS = frozenset(
+    """date day time hour number phone mobile email e-mail address contact reach call mail
+    amount total figure count value price cost fee rate deadline target level size limit
+    status""".split()  # noqa: SIM905 - reads as text
+)
 # Tokens after which the subject phrase stops: auxiliaries, modals, adverbs of the verb.
 _VERBISH = frozenset(
     """is are was were am be been 'm 're 's has have had will would can could should shall
@@ -250,6 +257,40 @@ _DISCOURSE = re.compile(
     r"^(?:correction|update|note|fyi|btw|actually|heads up|ok|okay|so|well|oh)\b[:,!.]?\s*",
     re.IGNORECASE,
 )
+# "Label: what is said" or "Thing: value": a short phrase before a colon.
+_LABELLED = re.compile(r"^([^:.!?;]{1,48}?)\s*:\s+(?=\S)(.*)$", re.DOTALL)
+_CLAUSE_WORD = re.compile(
+    r"\b(?:is|are|was|were|am|has|have|had|will|can|got|gets|i|we|they|he|she|it|you|"
+    r"\w+ed)\b|\w'(?:s|re|m|ve)\b",
+    re.IGNORECASE,
+)
+
+
+def unlabel(text: str) -> str:
+    """A statement without its lead-in: a discourse word ("Actually, ...", "Update: ..."),
+    a label before a colon when it is no clause itself and a clause follows ("Hiring
+    freeze: the target was lowered ..."); a colon before a bare value is read as "is"
+    ("Payroll cutover: Nov 1.").
+
+    Examples:
+        >>> unlabel("Hiring freeze: the 2025 headcount target was lowered to 45.")
+        'the 2025 headcount target was lowered to 45.'
+        >>> unlabel("Contract renewal deadline: 30 April.")
+        'Contract renewal deadline is 30 April.'
+    """
+    said = _DISCOURSE.sub("", text.strip())
+    found = _LABELLED.match(said)
+    if found is None or len(found.group(1).split()) > 6:
+        return said
+    head, rest = found.groups()
+    if _CLAUSE_WORD.search(head) or _FINAL_EN.search(head) or _CHANGE_EN.search(head):
+        return said  # a clause of its own: "We reversed the decision: ..."
+    first = re.split(r"[,;]", rest, maxsplit=1)[0]
+    if _CLAUSE_WORD.search(first):
+        return rest
+    return f"{head} is {rest}"
+
+
 _ZH_REASON = re.compile(
     r"^(?:因为|由于|因)[^，,。]*[，,]|[，,](?:因为|由于)[^。]*$|(?:因为|由于)[^，,。改推延调]{1,6}(?=[改推延调])"
 )
@@ -324,6 +365,9 @@ def _stem(word: str) -> str:
     return word[:-1] if word.endswith("e") and len(word) > 3 else word
 
 
+_ATTRIBUTE_STEMS = _ATTRIBUTE_NOUNS | {_stem(w) for w in _ATTRIBUTE_NOUNS}
+
+
 def _cue_spans(
     text: str, patterns: Iterable[re.Pattern[str]], mark: str = "", *, guard: bool = False
 ) -> tuple[str, list[bool]]:
@@ -365,7 +409,7 @@ def _read(text: str, entities: tuple[str, ...]) -> Claim:
 
 def _read_english(text: str, names: list[str]) -> Claim:
     stripped = text.strip()
-    said = _DISCOURSE.sub("", stripped)
+    said = unlabel(stripped)
     correction = said != stripped and stripped[:10].casefold().startswith("correction")
     said = _REASON_TAIL.sub("", _REASON_LEAD.sub("", said))
     lowered = said.casefold().replace("\u2019", "'")
@@ -413,6 +457,13 @@ def _read_english(text: str, names: list[str]) -> Claim:
             continue
         if word.startswith(_NAME):
             continue
+        if (
+            word == "s"
+            and position
+            and tokens[position - 1].startswith(_NAME)
+            and _possessive(tokens[position + 1 : position + 2])
+        ):
+            continue  # "Felix's company moved": the subject goes on
         if _NUMBER.fullmatch(word) or word in _VALUE_WORDS:
             value = word.replace(",", "").lstrip("$\u20ac\u00a3\u00a5")
             if in_subject and subject is not None and position + 1 < len(tokens):
@@ -425,6 +476,8 @@ def _read_english(text: str, names: list[str]) -> Claim:
             word = _ANTONYMS_EN[word]
         if in_subject and position > 0 and _verbish(word, tokens[position - 1]):
             in_subject = False
+        elif in_subject and position == 1 and lead and tokens[0].startswith(_NAME):
+            in_subject = False  # a name and its verb: "Amir became ...", "Rita works ..."
         elif position == 0 and not lead and (word in _IMPERATIVES or word in _VERB_CLASS_WORDS):
             subject, in_subject = None, False  # "Reach me at ...": no subject named
         if word in _PAST_IRREGULAR or (
@@ -483,6 +536,38 @@ _VERB_CLASS_WORDS = frozenset(
 
 # Verbs a text may open with, naming no subject ("Reach me at ...", "Contact Ines at ...").
 _IMPERATIVES = frozenset("reach contact call text email message ping find".split())  # noqa: SIM905
+
+
+# Words after a name's "'s" that make it "is" or "has" ("Dana's out sick", "Kai's a
+# nurse", "Ana's been promoted"), not a possessive ("Felix's company").
+_AFTER_IS = frozenset(
+    """a an the not no never out in at on off now just also still been got going here there
+    back away home over""".split()  # noqa: SIM905 - reads as text
+)
+
+
+def _possessive(after: list[str]) -> bool:
+    """Whether a name's "'s" before ``after`` (the next token, if any) is a possessive."""
+    if not after:
+        return False
+    word = after[0]
+    return not (
+        word in _AFTER_IS
+        or word.endswith(("ed", "ing", "n't"))
+        or bool(_NUMBER.fullmatch(word))
+        or word in _VALUE_WORDS
+        or word in _PAST_IRREGULAR
+    )
+
+
+def class_of(word: str) -> frozenset[str]:
+    """The attribute classes a word names ("phone": ``contact``; ``residence`` of "moved").
+
+    Examples:
+        >>> sorted(class_of("phone")), sorted(class_of("Lives"))
+        (['contact'], ['residence'])
+    """
+    return frozenset(_CLASS_OF.get(_stem_key(word), ()))
 
 
 def _stem_key(word: str) -> str:

@@ -70,8 +70,8 @@ class LifecycleConfig(BaseModel):
             which a new entity name resolves to an existing entity of the same scope.
         aliases: Extra names for the same entity, ``{"bob": "robert"}`` (either way round).
         relation_judge_candidates: With an LLM configured, how many related memories the
-            relation judge compares a new memory with (``judge_candidates``, its old
-            name, still works and warns).
+            relation judge compares a new memory with: the closest ones the rules are not
+            sure of (``judge_candidates``, its old name, still works and warns).
 
     Examples:
         >>> from datetime import timedelta

@@ -233,8 +233,12 @@ class _Planner:
         judge, most = self.relation_judge, self.config.relation_judge_candidates
         if judge is None or not found or most == 0:
             return rules
-        # The closest candidates, whatever the rules said: the judge sees what words miss.
-        chosen = list(range(min(len(found), most)))
+        # The closest candidates the rules are not sure of (`Relation.sure`: nothing shared
+        # that could make one slot, the same words, a value replaced in the same words):
+        # the judge sees what words miss, and a memory the rules are sure of costs no call.
+        chosen = [n for n, rule in enumerate(rules) if not rule.sure][:most]
+        if not chosen:
+            return rules
         verdicts = judge(item, [found[n] for n in chosen])
         for n, verdict in zip(chosen, verdicts or [], strict=False):
             if verdict is not None:

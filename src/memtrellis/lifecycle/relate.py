@@ -45,9 +45,18 @@ import unicodedata
 from dataclasses import dataclass
 from enum import Enum
 
-from memtrellis.lifecycle.claims import SINGLE_VALUED, VALUE_CLASSES, Claim, read_claim
+from memtrellis.lifecycle.claims import (
+    _ATTRIBUTE_STEMS,
+    SINGLE_VALUED,
+    VALUE_CLASSES,
+    Claim,
+    _stem,
+    class_of,
+    read_claim,
+)
 from memtrellis.lifecycle.config import LifecycleConfig
 from memtrellis.lifecycle.keys import is_derived
+from memtrellis.lifecycle.overlap import shared_topic
 from memtrellis.lifecycle.slots import several_slots, slot_change
 from memtrellis.store.graph import normalize_subject
 from memtrellis.store.keyword import tokenize
@@ -81,8 +90,9 @@ class Relation:
         supersedes: For ``CONTRADICTS``: the new memory replaces the old one (a change);
             ``False`` when both cannot hold but nothing says which holds now: both stay
             current, linked by a ``contradicts`` edge.
-        sure: The rules see no room for doubt (the same words, another subject, one
-            value replaced in the same words); a judge matters where this is ``False``.
+        sure: The rules see no room for doubt (the same words, a key's new value, one
+            value replaced in the same words, nothing shared that could make one slot);
+            the relation judge is asked only where this is ``False``.
 
     Examples:
         >>> Relation(RelationKind.SUPPORTS, "same claim, other words").kind.value
@@ -163,8 +173,12 @@ def _same_subject(a: Claim, b: Claim) -> bool:
         known, vague = (a, b) if a.subject is not None else (b, a)
         assert known.subject is not None
         return known.subject <= vague.values | vague.frame or bool(_matched(a.frame, b.frame))
-    if a.subject <= b.subject or b.subject <= a.subject:
-        return True
+    if a.subject <= b.subject:
+        return True  # the new one names it as before, or shorter ("the defense")
+    if b.subject <= a.subject:
+        # A longer name is another thing unless the old statement says the words too:
+        # "Felix's company" is not "Felix", "the design team" not "our team".
+        return a.subject - b.subject <= b.frame | b.values | _ATTRIBUTE_STEMS
     if (a.final or a.change or a.current) and a.subject & b.subject - {"@speaker"}:
         return True  # "Beta opening delayed" / "The app's beta opens on 1 August"
     # "I changed my email" / "My email is ...": the speaker's own thing; "The airline
@@ -235,7 +249,11 @@ def relate(
         verdict = _change_in_sentences(new, old) or _slot(new, old, a, b)
         if verdict is not None:
             return verdict
-        return Relation(RelationKind.UNRELATED, "no shared subject", sure=a.chinese == b.chinese)
+        # Sure only when nothing shared could make them one slot: else the judge decides.
+        common = shared_topic(new.text, old.text, a, b, new.entities, old.entities)
+        if common is None:
+            return Relation(RelationKind.UNRELATED, "nothing shared", sure=True)
+        return Relation(RelationKind.UNRELATED, f"no shared subject ({common} shared)")
     verdict = _change(a, b, new.text, old.text) or _change_in_sentences(new, old)
     if verdict is None or not verdict.supersedes:
         verdict = _slot(new, old, a, b) or verdict
@@ -323,6 +341,66 @@ def _change_in_sentences(new: MemoryItem, old: MemoryItem) -> Relation | None:
     return None
 
 
+_OBJECT_LEAD = frozenset(
+    "the a an my our his her their its your this that these those some all".split()  # noqa: SIM905
+)
+_OBJECT_END = frozenset(
+    """to until till by on for in at from with after before because since so and but as
+    into onto over of than due""".split()  # noqa: SIM905 - reads as text
+)
+
+
+def cue_object(text: str, cue: str) -> frozenset[str]:
+    """The content words of what a cue's verb acts on, when an object follows it
+    ("raised **its prices** on pastries", "postponed **her vacation** to August"); empty
+    when none does (a passive, "was cancelled"; an intransitive, "went up").
+
+    Examples:
+        >>> sorted(cue_object("The café raised its prices on pastries.", "raised its"))
+        ['prices']
+        >>> cue_object("The fee was raised to 5 pounds.", "was raised")
+        frozenset()
+    """
+    lowered = text.casefold().replace("\u2019", "'")
+    at = lowered.find(cue.casefold()) if cue else -1
+    if at < 0:
+        return frozenset()
+    words = _WORDS.findall(lowered[at + len(cue) :])
+    cue_words = cue.casefold().split()
+    if cue_words and cue_words[-1] in _OBJECT_END:
+        return frozenset()  # "moved into ...", "pushed back to ...": the new value follows
+    if cue_words and cue_words[-1] in _OBJECT_LEAD:
+        words = [cue_words[-1], *words]  # the cue took the object's determiner ("raised its")
+    if not words or words[0] not in _OBJECT_LEAD:
+        return frozenset()
+    found: set[str] = set()
+    for word in words[1:]:
+        if word in _OBJECT_END or word.isdigit():
+            break
+        if word not in _OBJECT_LEAD and len(word) > 1:
+            found.add(word)
+    return frozenset(found)
+
+
+def _acts_on(new: str, cue: str, b: Claim) -> bool:
+    """Whether the new statement's cue acts on the old statement (claim ``b``): it has no
+    object of its own, or its object is something the old statement names."""
+    target = cue_object(new, cue)
+    if not target:
+        return True
+    said = b.frame | b.values | (b.subject or frozenset())
+    said |= {_stem(w) for unit in said for w in unit.split()}
+    for raw in target:
+        word = _stem(raw)
+        # The same word, or one of its family ("approval" / "approved"), or a word of an
+        # attribute the old statement names ("his phone number" / "reach Jonas at").
+        if any(w == word or (len(w) >= 5 and len(word) >= 5 and w[:5] == word[:5]) for w in said):
+            return True
+        if class_of(raw) & b.classes:
+            return True
+    return False
+
+
 def _change(a: Claim, b: Claim, new: str = "", old: str = "") -> Relation | None:
     """A supersession or contradiction of claim ``b`` (old) by ``a`` (new), or ``None``;
     ``new`` and ``old`` are their texts."""
@@ -347,6 +425,10 @@ def _change(a: Claim, b: Claim, new: str = "", old: str = "") -> Relation | None
     flipped = a.negated != b.negated
     # Empty frames ("I have a Galaxy S21" / "I'm going to Rome") say nothing of a slot.
     same_frame = a.frame == b.frame and bool(a.frame)
+    # A cue acting on an object acts on that: "The café raised its prices" ends nothing
+    # of "The café opens at 7am", "Helen postponed her vacation" nothing of her job.
+    if not a.chinese and not _acts_on(new, a.cue, b):
+        return None
     if a.final and (old_in_new >= 0.5 or new_in_old >= 0.67 or attribute):
         return Relation(
             RelationKind.CONTRADICTS, f"final cue {a.cue!r}: the old value no longer holds"

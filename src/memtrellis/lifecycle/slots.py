@@ -44,7 +44,7 @@ import re
 from collections.abc import Iterable
 
 from memtrellis.lifecycle.claims import (
-    _DISCOURSE,
+    _ATTRIBUTE_NOUNS,
     _PAST_IRREGULAR,
     _REASON_LEAD,
     _REASON_TAIL,
@@ -57,6 +57,7 @@ from memtrellis.lifecycle.claims import (
     SINGLE_VALUED,
     Claim,
     _stem,
+    unlabel,
 )
 from memtrellis.lifecycle.slots_zh import Verdict, chinese_change
 from memtrellis.lifecycle.values import (
@@ -70,12 +71,6 @@ from memtrellis.lifecycle.values import (
 __all__ = ["several_slots", "slot_change"]
 
 
-# Words that name which attribute a value is of rather than whose: "the launch date" is
-# "the launch", "a new email address" an email.
-_ATTRIBUTE_NOUNS = frozenset(
-    """date day time hour number phone mobile email e-mail address contact reach call mail
-    amount total figure count value""".split()  # noqa: SIM905 - reads as text
-)
 # Verbs that only carry a value ("is set for", "is scheduled for", "happens on").
 _LIGHT = frozenset(
     """set schedul plan book due held hold happen take place fix arrang expect slat
@@ -200,7 +195,7 @@ def _said(text: str, chinese: bool) -> str:
     """The statement without what only says why ("after the review", ``因合规审查，``)."""
     if chinese:
         return _ZH_REASON.sub("", text.strip())
-    return _REASON_TAIL.sub("", _REASON_LEAD.sub("", _DISCOURSE.sub("", text.strip())))
+    return _REASON_TAIL.sub("", _REASON_LEAD.sub("", unlabel(text)))
 
 
 def _predicate(values: Iterable[Value], claim: Claim, text: str) -> list[Value]:
@@ -328,7 +323,7 @@ def _english(
     whole_a = a.frame | a.values | (a.subject or frozenset()) | said
     kept = content_b <= {_stem(w) for w in whole_a} | whole_a
     change = changed_values(va, vb)
-    if change is not None and not (other_names - _value_words(vb)):
+    if change is not None and not (other_names - _value_words(vb, old)):
         values, no_qualifier, none_dropped = change
         value = values[0]
         extras = content_a - content_b - b.frame
@@ -413,8 +408,10 @@ def _same_lead(new: str, old: str, values: list[Value], before: list[Value]) -> 
     return any(word(new, v) in leads - {""} for v in values)
 
 
-def _value_words(values: list[Value]) -> set[str]:
-    return {t for v in values for t in v.text.split()}
+def _value_words(values: list[Value], text: str) -> set[str]:
+    """The words of the values as read and as said ("may 31" and "31 May")."""
+    said = {t.strip(",.") for v in values for t in text[v.start : v.end].casefold().split()}
+    return {t for v in values for t in v.text.split()} | said
 
 
 def _delta(text: str, values: list[Value]) -> str:

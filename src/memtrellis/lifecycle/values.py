@@ -141,6 +141,10 @@ _EN: list[tuple[str, re.Pattern[str]]] = [
         "label",
         re.compile(rf"\b{_ORDINAL}\s+(floor|gate|platform|round|vote|place|row|grade|year|term)\b"),
     ),
+    # A unit written onto its number ("20mg", "16GB", "5km"), a duration as an amount of
+    # change ("pushed by a week").
+    ("quantity", re.compile(r"\b\d+(?:\.\d+)?(?!st|nd|rd|th|am|pm|k\b|m\b|bn\b)[a-z]{1,3}\b")),
+    ("quantity", re.compile(r"(?<=\bby )an? (?:day|week|month|year|hour|minute|fortnight)\b")),
 ]
 _NUMBER_EN = re.compile(
     rf"\b(?:{_NUM}(?:k|m|bn)?|{'|'.join(_NUMBER_WORDS)})\b(?:[- ]years?[- ]old\b)?", re.IGNORECASE
@@ -152,6 +156,9 @@ _LABEL_NOUNS = frozenset(
     suite seat row table level grade chapter step lane road street block ward bay terminal
     channel model series season episode""".split()  # noqa: SIM905 - reads as text
 )
+# What may follow a number word that stands for a value ("We're at fifteen now."), not
+# for a count of something named before ("the two of us").
+_ALONE = re.compile(r"\s*(?:[.!;,]|now\b|$)")
 _WORD_AFTER = re.compile(r"\s*(?:-\s*)?([a-z][a-z-]*)")
 _WORD_BEFORE = re.compile(r"([a-z][a-z0-9-]*)\s*$")
 _LEAD_EN = re.compile(r"([a-z]+|[$€£¥])\W*$")
@@ -164,7 +171,7 @@ _NOT_UNITS = frozenset(
 # Words before a number that make a label of it ("room 204"), unless they are verbs or
 # function words ("is 37", "serves 4" read as a plain number).
 _NOT_LABELS = frozenset(
-    """is are was were be been am 's of to in on at by for from with and or the a an than
+    """is are was were be been am 's s re m of to in on at by for from with and or the a an than
     about around nearly almost over under just only now still per into until till up down
     by has have had cost costs weighs weigh serves serve takes take makes holds hold seats
     gets got turned turns expects reached reach raised cut dropped fell rose went""".split()  # noqa: SIM905
@@ -201,6 +208,22 @@ def _amount(text: str) -> str:
     value = number.group(0).replace(",", "")
     magnitude = re.search(r"(k|m|bn|million|billion|thousand)\b", text[number.end() :])
     return value + (magnitude.group(1)[0] if magnitude else "")
+
+
+_DAY_MONTH = re.compile(
+    rf"^(?:the\s+)?(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTHS})(?:,?\s+(\d{{4}}))?$"
+    rf"|^({_MONTHS})\s+(\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s+(\d{{4}}))?$"
+)
+
+
+def _day_of_month(said: str) -> str:
+    """A day of a month in one spelling: "10 June", "June 10th", "the 10th of June" are
+    all ``jun 10`` (with the year after it when one is given)."""
+    found = _DAY_MONTH.match(said)
+    if found is None:
+        return said
+    day, month, year = found.group(1, 2, 3) if found.group(1) else found.group(5, 4, 6)
+    return f"{month[:3]} {int(day)}" + (f" {year}" if year else "")
 
 
 def read_values(text: str) -> tuple[Value, ...]:
@@ -262,6 +285,13 @@ def _read_english(text: str) -> tuple[Value, ...]:
                 value = _amount(said)
             elif kind == "time":
                 value = re.sub(r"[\s.]", "", value)
+            elif kind == "date":
+                value = _day_of_month(value)
+            elif kind == "quantity":
+                leading = re.match(r"\d+(?:\.\d+)?|an?\b", said)
+                amount = leading.group(0) if leading else ""
+                unit = stem_unit(said[len(amount) :].strip())
+                value = "1" if amount in ("a", "an") else amount
             taken.append((start, end))
             found.append(Value(kind, unit, value, start, end, _lead(lowered, start)))
     for match in _NUMBER_EN.finditer(lowered):
@@ -294,7 +324,7 @@ def _read_english(text: str) -> tuple[Value, ...]:
         elif counted and after is not None:
             unit = stem_unit(after.group(1))  # "12 engineers", "64 GB", "two kids"
             found.append(Value("quantity", unit, number, start, end, _lead(lowered, start)))
-        elif said.isalpha():
+        elif said.isalpha() and not _ALONE.match(lowered, end):
             continue  # a number word alone ("the two of us"): not read
         else:
             lead = _lead(lowered, start)
