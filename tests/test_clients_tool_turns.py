@@ -1,0 +1,243 @@
+"""A whole tool loop through each patched client: the answer's memory carries the call
+(name, id, arguments) and the tool's result as sources (issue 23).
+
+Each test runs the real SDK over a mock transport (httpx's, botocore's hook): the first
+call's reply is a tool call, the app runs the tool and sends its result back in the
+SDK's own shape, the second call's reply answers from it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import anthropic
+import httpx2
+import openai
+import pytest
+
+from memtrellis import Memory, MemoryItem, SourceKind
+from memtrellis.context import tool_trail
+from provider_fakes import (
+    BedrockWire,
+    GoogleWire,
+    OllamaWire,
+    bedrock_client,
+    google_client,
+    ollama_client,
+)
+from sdk_fakes import ANTHROPIC_KEY, CLAUDE_MODEL, OPENAI_KEY, captured, chat_completion, message
+from sdk_fakes import response as responses_body
+
+ARGS = {"city": "Porto"}
+QUESTION = "What's the weather in Porto?"
+ANSWER = "It is 18 °C in Porto."
+CALL_TEXT = '[tool call] get_weather({"city": "Porto"})'
+
+
+def _answers(*bodies: Any) -> Iterator[httpx2.Response]:
+    yield from (httpx2.Response(200, json=body) for body in bodies)
+
+
+def _recording(*bodies: Any) -> tuple[httpx2.MockTransport, list[dict[str, Any]]]:
+    answers, sent = _answers(*bodies), []
+
+    def handle(request: httpx2.Request) -> httpx2.Response:
+        sent.append(json.loads(request.content))
+        return next(answers)
+
+    return httpx2.MockTransport(handle), sent
+
+
+def _loop_memories(memory: Memory, result_text: str, call_id: str | None) -> MemoryItem:
+    """The three memories of a tool loop; the answer's, with its tool sources checked."""
+    items = captured(memory)
+    assert [i.text for i in items] == [QUESTION, CALL_TEXT, ANSWER]
+    call_memory, answer = items[1], items[2]
+    assert [s.kind for s in call_memory.sources] == [SourceKind.CHAT, SourceKind.TOOL_CALL]
+    assert [s.kind for s in answer.sources] == [
+        SourceKind.CHAT,
+        SourceKind.TOOL_CALL,
+        SourceKind.TOOL_RESULT,
+    ]
+    call, result = answer.sources[1].tool, answer.sources[2].tool
+    assert call is not None and result is not None
+    assert (call.name, json.loads(call.arguments), call.call_id) == ("get_weather", ARGS, call_id)
+    assert (result.name, result.call_id) == ("get_weather", call_id)
+    assert result_text in answer.sources[2].content
+    assert tool_trail(answer.sources)[0].startswith('get_weather({"city": "Porto"}) → ')
+    return answer
+
+
+def _openai_call(call_id: str) -> dict[str, Any]:
+    body = chat_completion("")
+    body["choices"][0]["message"] = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": call_id,
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": json.dumps(ARGS)},
+            }
+        ],
+    }
+    body["choices"][0]["finish_reason"] = "tool_calls"
+    return body
+
+
+def test_openai_chat_completions(memory: Memory) -> None:
+    transport, sent = _recording(_openai_call("call_1"), chat_completion(ANSWER))
+    client = memory.register(
+        openai.OpenAI(api_key=OPENAI_KEY, http_client=httpx2.Client(transport=transport))
+    )
+    history: list[Any] = [{"role": "user", "content": QUESTION}]
+    first = client.chat.completions.create(model="gpt-4o-mini", messages=history)
+    history += [
+        first.choices[0].message,  # the SDK's own object, as apps append it
+        {"role": "tool", "tool_call_id": "call_1", "content": "18 °C, sunny"},
+    ]
+    client.chat.completions.create(model="gpt-4o-mini", messages=history)
+    assert sent[1]["messages"][-1]["tool_call_id"] == "call_1"  # sent on unchanged
+    _loop_memories(memory, "18 °C, sunny", "call_1")
+
+
+def test_openai_responses_function_call_items(memory: Memory) -> None:
+    item = {"type": "function_call", "id": "fc_1", "call_id": "call_9", "name": "get_weather",
+            "arguments": json.dumps(ARGS), "status": "completed"}  # fmt: skip
+    called = responses_body("")
+    called["output"] = [item]
+    transport, _ = _recording(called, responses_body(ANSWER))
+    client = memory.register(
+        openai.OpenAI(api_key=OPENAI_KEY, http_client=httpx2.Client(transport=transport))
+    )
+    first = client.responses.create(model="gpt-4.1-mini", input=QUESTION)
+    [call] = first.output
+    client.responses.create(
+        model="gpt-4.1-mini",
+        input=[
+            {"role": "user", "content": QUESTION},
+            call,  # the output item, passed back as input
+            {"type": "function_call_output", "call_id": "call_9", "output": "18 °C, sunny"},
+        ],
+    )
+    _loop_memories(memory, "18 °C, sunny", "call_9")
+
+
+def test_anthropic_tool_use_and_parallel_results(memory: Memory) -> None:
+    uses = [
+        {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": ARGS},
+        {"type": "tool_use", "id": "toolu_2", "name": "get_time", "input": {"tz": "WET"}},
+    ]
+    called = message("")
+    called["content"], called["stop_reason"] = uses, "tool_use"
+    transport, _ = _recording(called, message(ANSWER))
+    client = memory.register(
+        anthropic.Anthropic(api_key=ANTHROPIC_KEY, http_client=httpx2.Client(transport=transport))
+    )
+    history: list[Any] = [{"role": "user", "content": QUESTION}]
+    first = client.messages.create(model=CLAUDE_MODEL, max_tokens=200, messages=history)
+    results = [
+        {"type": "tool_result", "tool_use_id": "toolu_1", "content": "18 °C, sunny"},
+        {"type": "tool_result", "tool_use_id": "toolu_2", "content": "09:15", "is_error": False},
+    ]
+    history += [
+        {"role": "assistant", "content": first.content},
+        {"role": "user", "content": results},
+    ]
+    client.messages.create(model=CLAUDE_MODEL, max_tokens=200, messages=history)
+
+    items = captured(memory)
+    assert [i.text for i in items] == [
+        QUESTION,
+        f'{CALL_TEXT}\n[tool call] get_time({{"tz": "WET"}})',
+        ANSWER,
+    ]
+    answer = items[2]
+    assert [(s.kind.value, s.tool.call_id if s.tool else None) for s in answer.sources] == [
+        ("chat", None),
+        ("tool_call", "toolu_1"),
+        ("tool_call", "toolu_2"),
+        ("tool_result", "toolu_1"),
+        ("tool_result", "toolu_2"),
+    ]
+    assert tool_trail(answer.sources) == [
+        'get_weather({"city": "Porto"}) → 18 °C, sunny',
+        'get_time({"tz": "WET"}) → 09:15',
+    ]
+
+
+def test_google_function_call_and_function_response_parts(memory: Memory) -> None:
+    wire = GoogleWire({"call": "get_weather", "args": ARGS}, ANSWER)
+    client = memory.register(google_client(wire))
+    first = client.models.generate_content(model="gemini-3-flash", contents=QUESTION)
+    contents = [
+        {"role": "user", "parts": [{"text": QUESTION}]},
+        first.candidates[0].content,  # the SDK's Content with its function_call part
+        {
+            "role": "user",
+            "parts": [
+                {"function_response": {"name": "get_weather", "response": {"output": "18 °C"}}}
+            ],
+        },
+    ]
+    client.models.generate_content(model="gemini-3-flash", contents=contents)
+    # Gemini gives calls no id: the result names its function
+    _loop_memories(memory, '{"output": "18 °C"}', None)
+
+
+def test_bedrock_tool_use_and_tool_result_blocks(memory: Memory) -> None:
+    wire = BedrockWire({"call": "get_weather", "args": ARGS}, ANSWER)
+    client = memory.register(bedrock_client(wire))
+    messages: list[Any] = [{"role": "user", "content": [{"text": QUESTION}]}]
+    first = client.converse(modelId="anthropic.claude-v2", messages=messages)
+    result = {"toolUseId": "tooluse_1", "content": [{"text": "18 °C, sunny"}]}
+    messages += [
+        first["output"]["message"],
+        {"role": "user", "content": [{"toolResult": result}]},
+    ]
+    client.converse(modelId="anthropic.claude-v2", messages=messages)
+    _loop_memories(memory, "18 °C, sunny", "tooluse_1")
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_ollama_tool_calls_and_tool_messages(memory: Memory, stream: bool) -> None:
+    wire = OllamaWire({"call": "get_weather", "args": ARGS}, ANSWER)
+    client = memory.register(ollama_client(wire))
+    messages: list[Any] = [{"role": "user", "content": QUESTION}]
+
+    def chat() -> Any:
+        reply = client.chat(model="llama3.2", messages=messages, stream=stream)
+        if not stream:
+            return reply.message
+        chunks = list(reply)
+        return next(c.message for c in chunks if c.message.tool_calls or c.message.content)
+
+    called = chat()
+    messages += [called, {"role": "tool", "content": "18 °C, sunny", "tool_name": "get_weather"}]
+    chat()
+    _loop_memories(memory, "18 °C, sunny", None)  # Ollama calls carry no id
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning:pydantic")
+def test_litellm_completion(memory: Memory) -> None:
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    litellm = pytest.importorskip("litellm")
+    transport, _ = _recording(_openai_call("call_5"), chat_completion(ANSWER))
+    server = openai.OpenAI(
+        api_key=OPENAI_KEY,
+        base_url="http://localhost:8000/v1",
+        http_client=httpx2.Client(transport=transport),
+    )
+    memory.register(litellm)
+    history: list[Any] = [{"role": "user", "content": QUESTION}]
+    first = litellm.completion(model="openai/gpt-4o-mini", messages=history, client=server)
+    call = first.choices[0].message.tool_calls[0]
+    history += [
+        {"role": "assistant", "content": None, "tool_calls": [call.model_dump()]},
+        {"role": "tool", "tool_call_id": call.id, "content": "18 °C, sunny"},
+    ]
+    litellm.completion(model="openai/gpt-4o-mini", messages=history, client=server)
+    _loop_memories(memory, "18 °C, sunny", "call_5")
