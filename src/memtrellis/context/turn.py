@@ -77,7 +77,10 @@ def exchange_start(messages: Sequence[Mapping[str, Any]], start: int) -> int:
 
 
 def new_turn(
-    messages: Sequence[Mapping[str, Any]], reply: Mapping[str, Any] | None = None
+    messages: Sequence[Mapping[str, Any]],
+    reply: Mapping[str, Any] | None = None,
+    *,
+    whole: bool = False,
 ) -> list[dict[str, Any]]:
     """The messages a call added (after the last assistant message) and the reply.
 
@@ -87,7 +90,8 @@ def new_turn(
     ``tool_call_id`` when it had them. When the new messages hold a tool's result, the
     exchange's earlier messages come first with ``"context": true`` (`exchange_start`);
     memtrellis's own memory tools are left out
-    (`memtrellis.tool_calls.without_memory_tools`).
+    (`memtrellis.tool_calls.without_memory_tools`). ``whole=True``: every message is new
+    (a run captured once at its end, its tool calls and results included).
 
     Examples:
         >>> sent = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}]
@@ -99,7 +103,7 @@ def new_turn(
         check_messages([reply], "new_turn()")
     start = 0
     for index, message in enumerate(messages):
-        if message.get("role") == "assistant":
+        if message.get("role") == "assistant" and not whole:
             start = index + 1
     begin = exchange_start(messages, start)
     chosen = [

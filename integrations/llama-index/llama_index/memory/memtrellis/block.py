@@ -174,7 +174,7 @@ class MemtrellisMemoryBlock(RecallFields, BaseMemoryBlock[str]):
     async def _aput(self, messages: list[ChatMessage]) -> None:
         await self.aput(messages)
 
-    async def _capture(self, turn: list[dict[str, str]], session: object) -> None:
+    async def _capture(self, turn: list[dict[str, Any]], session: object) -> None:
         if not turn or handler_captures_into(self.memory):
             return
         binding = self._binding
