@@ -16,6 +16,7 @@ from typing import Any
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from memtrellis.context import exchange_start
+from memtrellis.tool_calls import without_memory_tools
 
 from llama_index.memory.memtrellis._messages import (
     attachments,
@@ -25,7 +26,7 @@ from llama_index.memory.memtrellis._messages import (
     tool_message,
 )
 
-__all__ = ["Transcripts", "conversation"]
+__all__ = ["Transcripts", "conversation", "to_capture", "with_exchange"]
 
 #: Sessions whose counters are kept; the least recently seen is forgotten beyond it.
 MAX_SESSIONS = 4096
@@ -80,6 +81,13 @@ def conversation(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
                 out.append({"role": "assistant", "content": text})
                 asked = None
     return out
+
+
+def to_capture(turn: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What of ``turn`` is captured: without memtrellis's own memory tools
+    (`memtrellis.tool_calls.without_memory_tools`), and nothing when only context is left."""
+    kept = without_memory_tools(turn)
+    return kept if any(not m.get("context") for m in kept) else []
 
 
 def with_exchange(seen: list[dict[str, Any]], start: int) -> list[dict[str, Any]]:

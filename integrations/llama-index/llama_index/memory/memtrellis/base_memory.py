@@ -16,7 +16,7 @@ from memtrellis.context import MemoryContext
 from llama_index.memory.memtrellis._messages import latest_query, place_context
 from llama_index.memory.memtrellis._react import ReactCheck
 from llama_index.memory.memtrellis._settings import TAGS, RecallFields, given
-from llama_index.memory.memtrellis._transcript import conversation
+from llama_index.memory.memtrellis._transcript import conversation, to_capture
 
 __all__ = ["MemtrellisMemory"]
 
@@ -233,7 +233,7 @@ class MemtrellisMemory(RecallFields, BaseMemory):
         return str(session) if session else None
 
     def _capture(self, turns: list[list[dict[str, Any]]]) -> None:
-        for turn in turns:
+        for turn in map(to_capture, turns):
             if not turn:
                 continue
             binding = self._binding
