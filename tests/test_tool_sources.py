@@ -13,7 +13,7 @@ from pathlib import Path
 
 from memtrellis import Memory, SourceKind, ToolUse
 from memtrellis.context import build_context, memory_line, new_turn, tool_trail
-from memtrellis.testing import HashingEmbedder
+from memtrellis.testing import HashingEmbedder, ScriptedLLM
 from memtrellis.tool_calls import mark_memory_tools
 
 ARGUMENTS = '{"city": "Porto"}'
@@ -141,3 +141,29 @@ def test_memtrellis_own_memory_tools_are_left_out_of_a_captured_turn() -> None:
         {"role": "user", "content": "I'm vegetarian", "context": True},
         {"role": "assistant", "content": "Noted."},
     ]
+
+
+def test_refine_gives_the_model_the_tool_messages_back(tmp_path: Path) -> None:
+    """``Memory.refine`` rebuilds the conversation from fast memories, the calls and
+    results of an answer's sources included, and the fine memory keeps them."""
+    sent: list[str] = []
+
+    def answer(messages: list[dict[str, str]]) -> str:
+        sent.append(messages[-1]["content"])
+        if "<trajectory>" in messages[-1]["content"]:
+            return '{"succeeded": false}'
+        memory = {"value": "Porto was 18 °C and sunny", "memory_type": "event",
+                  "source_ids": ["a2"]}  # fmt: skip
+        return json.dumps({"memories": [memory]})
+
+    llm = ScriptedLLM(answer)
+    with Memory(tmp_path, entity_id="ana", embedder=HashingEmbedder(), llm=llm) as memory:
+        memory.add(_history(), mode="fast")
+        report = memory.refine()
+        assert len(report.created) == 1 and len(report.superseded) == 1
+        lines = [line for line in sent[0].splitlines() if line.startswith("[")]
+        assert [line.split()[0] for line in lines] == ["[u1]", "[a1]", "[t1]", "[a2]"]
+        assert 'assistant: [tool call] get_weather({"city": "Porto"})' in lines[1]
+        [refined] = [m for m in memory.list() if m.text == "Porto was 18 °C and sunny"]
+        assert tool_trail(refined.sources) == ['get_weather({"city": "Porto"}) → 18 °C, sunny']
+        assert len(sent) == 2  # the trajectory was shown for a skill too (not one here)

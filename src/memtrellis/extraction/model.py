@@ -94,7 +94,7 @@ class Turn:
             kind=SourceKind.TOOL_RESULT if is_result else SourceKind.CHAT,
             message_id=self.message_id,
             role=self.role,
-            speaker=self.speaker,
+            speaker=None if is_result else self.speaker,  # a tool's name is its ToolUse's
             content=self.content if content is None else content,
             timestamp=self.timestamp,
             index=self.index,
@@ -118,7 +118,6 @@ class Turn:
                 kind=SourceKind.TOOL_CALL,
                 message_id=self.message_id,
                 role=self.role,
-                speaker=self.speaker,
                 content=call.text(),
                 timestamp=self.timestamp,
                 index=self.index,

@@ -48,7 +48,14 @@ def refine_groups(items: Iterable[MemoryItem], *, limit: int | None = None) -> l
         and item.superseded_by is None
         and one_voice(item.sources, item.text) is not None
     ]
-    candidates.sort(key=lambda i: (i.sources[0].timestamp or i.created_at, i.created_at, i.id))
+    candidates.sort(  # messages said at one time keep their order in the conversation
+        key=lambda i: (
+            i.sources[0].timestamp or i.created_at,
+            i.created_at,
+            i.sources[0].index or 0,
+            i.id,
+        )
+    )
     if limit is not None:
         candidates = candidates[:limit]
     groups: dict[tuple[str | None, str | None], RefineGroup] = {}
