@@ -143,7 +143,6 @@ class ExtractionConfig:
     max_messages: int = 10
     message_overlap: int = 2
     extract_tools: bool = False
-    skills: bool = True  # fine mode: a skill memory from each successful tool trajectory
     rewrite: bool = False  # LLM resolves pronouns and adds missing subjects
     judge: bool = False  # LLM drops memories its sources do not support
     llm_attempts: int = 3
@@ -161,6 +160,7 @@ class ExtractionConfig:
     burst_gap: float = BURST_GAP
     burst_max_tokens: int = BURST_MAX_TOKENS
     attachment_bytes: int = 0
+    skills: bool = True  # fine mode: a skill memory from each successful tool trajectory
 
     #: Whether the deprecated ``capture_*`` fields were given.
     legacy_capture: bool = field(default=False, init=False, repr=False, compare=False)
