@@ -14,6 +14,11 @@ stays scorable:
 * :func:`shuffle_sessions`: the sessions' dates are permuted (session 3 may now come
   first) and the sessions are ingested in their new order of time; turns keep their
   text, so the questions' own time words no longer line up with the timestamps.
+* :func:`with_chatter`: short reactions ("lol same", "omg yes!!", "wait what") are
+  slipped in after a share of the turns, by the other speaker (a reply) or by the same
+  one (a burst), as people react in a chat app. They are never evidence: their ids
+  (``R<n>:<dia_id>``) match no dia_id, so a recall that spends its top k or its budget
+  on them loses recall, and the turn an answer is next to is no longer its neighbour.
 
 Example:
     >>> import random
@@ -34,7 +39,15 @@ from typing import Any
 
 from _locomo import Conversation, Session
 
-__all__ = ["Mapped", "base_id", "shuffle_sessions", "split_into_bursts", "typo", "with_typos"]
+__all__ = [
+    "Mapped",
+    "base_id",
+    "shuffle_sessions",
+    "split_into_bursts",
+    "typo",
+    "with_chatter",
+    "with_typos",
+]
 
 _ROWS = ("qwertyuiop", "asdfghjkl", "zxcvbnm")
 
@@ -129,6 +142,74 @@ def shuffle_sessions(conv: Conversation, seed: int) -> Conversation:
         for s, when in zip(conv.sessions, dates, strict=True)
     ]
     sessions.sort(key=lambda s: s.date)
+    return replace(conv, sessions=sessions)
+
+
+#: Reactions with next to no content, as chat apps are full of (none names a topic).
+REACTIONS = (
+    "lol",
+    "lol same",
+    "haha",
+    "hahaha yes",
+    "omg",
+    "omg yes!!",
+    "wait what",
+    "no way",
+    "ikr",
+    "same",
+    "true",
+    "yeah",
+    "yep",
+    "ok",
+    "okk",
+    "hmm",
+    "aww",
+    "nice!",
+    "wow",
+    "damn",
+    "right??",
+    "for real",
+    "oh nice",
+    "love that",
+    "so cute",
+    "ha ok",
+    "brb",
+    "ya",
+    "totally",
+    "mhm",
+)
+
+
+def with_chatter(conv: Conversation, seed: int, rate: float = 0.4) -> Conversation:
+    """Reactions after ``rate`` of the turns, each time one of three shapes: the same
+    speaker adds one (it joins that speaker's burst), the other speaker reacts (it joins
+    their next message), or the two trade reactions ("omg" / "ikr"), which stand between
+    the turn and its reply as messages of their own."""
+    rng = random.Random(f"{seed}:{conv.sample_id}:chatter")
+    first, second = conv.speakers
+    sessions: list[Session] = []
+    count = 0
+    for session in conv.sessions:
+        messages: list[dict[str, Any]] = []
+        for message in session.messages:
+            messages.append(message)
+            if rng.random() >= rate:
+                continue
+            speaker = str(message.get("speaker", ""))
+            other = second if speaker == first else first
+            shape = rng.randrange(3)
+            voices = [speaker] if shape == 0 else [other] if shape == 1 else [other, speaker]
+            for voice in voices:
+                count += 1
+                messages.append(
+                    {
+                        **message,
+                        "content": rng.choice(REACTIONS),
+                        "id": f"R{count}:{message['id']}",
+                        "speaker": voice,
+                    }
+                )
+        sessions.append(replace(session, messages=messages))
     return replace(conv, sessions=sessions)
 
 

@@ -341,7 +341,8 @@ def stage_breakdown(memory: Any, user: str, queries: list[dict[str, str]]) -> di
         parts["embed_query"].append(ms)
         ms, _ = timed(partial(store.vectors.query, user, vector, fetch))
         parts["dense_fetch_100"].append(ms)
-        ms, _ = timed(partial(store.keywords.search, user, text, fetch * 2))
+        with store.reading(user) as shard:  # the shard's own keyword index
+            ms, _ = timed(partial(shard.keywords.search, user, text, fetch * 2))
         parts["bm25_search_200"].append(ms)
         for flag in (True, False):
             request = RecallRequest(
@@ -360,7 +361,7 @@ def stage_breakdown(memory: Any, user: str, queries: list[dict[str, str]]) -> di
             ms, (items, _, _, _) = timed(partial(hybrid_recall, store, request))
             parts["hybrid_recall_graph_on" if flag else "hybrid_recall_graph_off"].append(ms)
         ids = [r.memory.id for r in items]
-        ms, _ = timed(partial(store.touch, ids, utcnow()))
+        ms, _ = timed(partial(store.touch, user, ids, utcnow()))
         parts["touch"].append(ms)
     return {name: stats(values) for name, values in parts.items()}
 

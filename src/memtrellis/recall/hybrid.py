@@ -8,7 +8,8 @@
    tried first: with a small embedder it let weak dense ranks drown strong keyword hits
    and fell below BM25 alone on LoCoMo; scores keep how sure each search is.)
 4. Conversation context: each of the 20 best candidates lends 0.3 of its score to the
-   message before and after it (0.15 two messages away), along ``follows`` edges. An
+   message before and after it (0.15 two messages away), along ``follows`` edges,
+   passing over slight messages such as "lol" (`memtrellis.recall.neighbours`). An
    answer is often the turn next to the one that matches the question. (Letting every
    candidate lend was slower and worse: weak candidates summed into noise.)
 5. Graph hops. The subjects the question names (`memtrellis.recall.subjects`: the
@@ -20,9 +21,7 @@
    ``extends`` edges, and reach up to k memories that share a subject with them and that
    no search found; those score 0.2 of the seed's score. The strongest hop is recorded
    in ``graph_path`` and, step by step from where it started, in ``explanation.path``.
-   Boosting memories the searches had already found through a shared subject pushed
-   direct answers out of the top k on single-fact questions; a named subject or a
-   recorded relation is a stronger link.
+   (Boosting found memories through a shared subject pushed direct answers out.)
 6. Cues: a memory said by a speaker the query names ("What did Caroline say ...") or
    dated in the span it names ("last summer", "去年夏天") gains a share of its relevance
    (`memtrellis.recall.cues`); the explanation's ``boosts`` say which.
@@ -37,9 +36,8 @@
    best ``depth`` candidates after step 7 are reordered by a reranker, run outside the
    shard's lock; off by default (``docs/benchmarks.md``, "Embedders and reranking").
 
-On LoCoMo raw turns (fast mode, MiniLM) these steps took recall@10 from 48.9 (RRF) to
-72.0, against 51.4 for plain BM25 and 57.0 for BM25 without stop words
-(``benchmarks/locomo.py``); conversation context alone is worth about 10 points there.
+Measured on LoCoMo (``benchmarks/locomo.py``, ``benchmarks/recall_ab.py``): see
+``docs/benchmarks.md``.
 """
 
 from __future__ import annotations
@@ -53,6 +51,7 @@ from memtrellis.context.render import line_tokens
 from memtrellis.context.render import memory_line as context_line
 from memtrellis.lifecycle.confidence import effective_confidence, heat, weight_basis
 from memtrellis.lifecycle.config import LifecycleConfig
+from memtrellis.recall import neighbours
 from memtrellis.recall.cues import ANCHOR_SCAN, Voice, apply_cues, voice_of
 from memtrellis.recall.paths import route_path
 from memtrellis.recall.rerank import RerankStage
@@ -270,11 +269,16 @@ def _lend_context(
     floor: float,
     k: int,
     named: Sequence[NamedSubject] = (),
+    slight: Callable[[str], bool] | None = None,
 ) -> None:
-    """Steps 4 and 5: conversation neighbours and graph hops, added to ``scores``."""
+    """Steps 4 and 5: conversation neighbours and graph hops, added to ``scores``.
+
+    ``slight``: which memories the conversation walk passes over
+    (`memtrellis.recall.neighbours`)."""
     by_fused = sorted(scores.items(), key=lambda kv: (-kv[1].fused, kv[0]))
     for memory_id, entry in by_fused[:CONTEXT_LENDERS]:
-        for other, distance in graph.adjacent(memory_id, NEIGHBOUR_RADIUS):
+        walk = neighbours.conversation_neighbours(graph, memory_id, NEIGHBOUR_RADIUS, slight)
+        for other, distance in walk:
             if other in scores or visible(other):
                 share = NEIGHBOUR_SHARE * 0.5 ** (distance - 1)
                 target = scores.get(other) or scores.setdefault(other, _Score(fused=floor))
@@ -507,7 +511,12 @@ def hybrid_recall(
                 req.entity_id,
                 lambda term: shard.keywords.document_frequency(req.entity_id, term),
             )
-            _lend_context(graph, scores, visible, floor, req.k, named)
+            slight = (
+                neighbours.slight_test(shard.keywords, req.entity_id)
+                if neighbours.SKIP_SLIGHT
+                else None
+            )
+            _lend_context(graph, scores, visible, floor, req.k, named, slight)
         # Step 6: speaker and time named in the query (recall.cues).
         apply_cues(
             req.query,

@@ -14,13 +14,27 @@ import sys
 from array import array
 from bisect import bisect_left
 from collections import Counter
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from rapidfuzz.distance import OSA
 
 from memtrellis._deprecated import renamed
+from memtrellis.store.spelling import Spellings, edits_allowed
 
-__all__ = ["STOP_WORDS", "ZH_FUNCTION_CHARS", "KeywordIndex", "index_terms", "stem", "tokenize"]
+__all__ = [
+    "FUZZY",
+    "STOP_WORDS",
+    "ZH_FUNCTION_CHARS",
+    "KeywordIndex",
+    "index_terms",
+    "stem",
+    "tokenize",
+]
+
+#: Query words also match the entity's terms spelt one edit away (`memtrellis.store.spelling`).
+FUZZY = True
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _CJK_CHARS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af"
@@ -158,6 +172,37 @@ def index_terms(text: str) -> list[str]:
     return terms
 
 
+def _spellings(query: str) -> dict[str, tuple[str, ...]]:
+    """The query's Latin words by their index term (a stem may come from two words)."""
+    out: dict[str, tuple[str, ...]] = {}
+    for word in tokenize(query):
+        if word.isascii() and word.isalpha():
+            term = stem(word)
+            if word not in out.get(term, ()):
+                out[term] = (*out.get(term, ()), word)
+    return out
+
+
+def _variants(
+    spellings: Spellings, term: str, words: tuple[str, ...], unknown: bool
+) -> list[tuple[str, float]]:
+    """The entity's terms a query term (and the words it was cut from) may be misspelt
+    as, each with the share of the word it keeps (``1 - edits / length``)."""
+    if not words:
+        return []
+    out: dict[str, float] = {}
+    for word in dict.fromkeys((term, *words)):
+        for other in spellings.near(word, unknown=unknown):
+            if other == term:
+                continue
+            if word.startswith(other) and len(other) < len(word) - edits_allowed(word):
+                share = len(other) / len(word)  # a stem read under a garbled ending
+            else:
+                share = 1.0 - OSA.distance(word, other) / max(len(word), len(other))
+            out[other] = max(out.get(other, 0.0), share)
+    return list(out.items())
+
+
 _VOWEL = re.compile(r"[aeiouy]")
 
 
@@ -230,7 +275,16 @@ class _Shard:
     a term with tens of thousands of postings is a few vector operations.
     """
 
-    __slots__ = ("_arrays", "free", "ids", "lengths", "postings", "slot_of", "total_length")
+    __slots__ = (
+        "_arrays",
+        "free",
+        "ids",
+        "lengths",
+        "postings",
+        "slot_of",
+        "spellings",
+        "total_length",
+    )
 
     def __init__(self) -> None:
         self.postings: dict[str, array[int]] = {}
@@ -240,6 +294,7 @@ class _Shard:
         self.lengths = np.zeros(64, dtype=np.float32)
         self.total_length = 0
         self._arrays: dict[str, tuple[npt.NDArray[np.intp], npt.NDArray[np.float32]]] = {}
+        self.spellings = Spellings()
 
     def __len__(self) -> int:
         return len(self.slot_of)
@@ -258,6 +313,7 @@ class _Shard:
             posting = postings.get(term)
             if posting is None:
                 posting = postings[term] = array("q")
+                self.spellings.add(term)
             _posting_add(posting, slot, count)
             self._arrays.pop(term, None)
         self.lengths[slot] = len(terms)
@@ -272,6 +328,7 @@ class _Shard:
                 self._arrays.pop(term, None)
                 if not posting:
                     del self.postings[term]
+                    self.spellings.discard(term)
         self.total_length -= int(self.lengths[slot])
         self.lengths[slot] = 0
         self.ids[slot] = None
@@ -352,10 +409,44 @@ class KeywordIndex:
         posting = shard.postings.get(term) if shard is not None else None
         return len(posting) if posting else 0
 
-    def search(self, entity_id: str, query: str, n: int) -> list[tuple[str, float]]:
+    def terms_of(self, memory_id: str) -> tuple[str, ...]:
+        """The distinct index terms of one memory (empty when it is not indexed).
+
+        Examples:
+            >>> index = KeywordIndex()
+            >>> index.add("ana", "m1", "Ana drinks green tea")
+            >>> index.terms_of("m1")
+            ('ana', 'drink', 'green', 'tea')
+        """
+        known = self._terms.get(memory_id)
+        return known[1:] if known is not None else ()
+
+    def count(self, entity_id: str) -> int:
+        """How many memories of one entity are indexed."""
+        shard = self._shards.get(entity_id)
+        return len(shard) if shard is not None else 0
+
+    def search(
+        self, entity_id: str, query: str, n: int, *, fuzzy: bool | None = None
+    ) -> list[tuple[str, float]]:
         """Top ``n`` memories of one entity as ``(id, BM25 score)``, best first.
 
+        With ``fuzzy`` (default `FUZZY`), a query word also matches the entity's terms
+        spelt one edit away (two for long words; `memtrellis.store.spelling`): such a
+        term scores as the word would, at most its own idf, times how much of the word
+        it shares (``1 - edits / length``); a memory counts each query word once, by
+        its best spelling.
+
         Ties are broken by memory id, so the same index and query give the same list.
+
+        Examples:
+            >>> index = KeywordIndex()
+            >>> index.add("ana", "m1", "Ana loves her freind Bo")
+            >>> index.add("ana", "m2", "Ana moved to Porto")
+            >>> [memory_id for memory_id, _ in index.search("ana", "her friend", 5)]
+            ['m1']
+            >>> index.search("ana", "her friend", 5, fuzzy=False)
+            []
         """
         shard = self._shards.get(entity_id)
         if shard is None or not len(shard) or n <= 0:
@@ -363,17 +454,38 @@ class KeywordIndex:
         docs = len(shard)
         average = shard.total_length / docs or 1.0
         acc: npt.NDArray[np.float64] | None = None
+
+        def idf_of(df: int) -> float:
+            return math.log((docs - df + 0.5) / (df + 0.5) + 1.0)
+
+        def scored(found: tuple[npt.NDArray[np.intp], npt.NDArray[np.float32]], idf: float) -> Any:
+            slots, tfs = found
+            norm = self.k1 * (1.0 - self.b + self.b * shard.lengths[slots] / average)
+            return idf * tfs * (self.k1 + 1.0) / (tfs + norm)
+
+        spelt = _spellings(query) if (FUZZY if fuzzy is None else fuzzy) else {}
         for term in set(index_terms(query)):
             found = shard.arrays(term)
-            if found is None:
-                continue
-            slots, tfs = found
-            df = len(slots)
-            idf = math.log((docs - df + 0.5) / (df + 0.5) + 1.0)
-            norm = self.k1 * (1.0 - self.b + self.b * shard.lengths[slots] / average)
-            if acc is None:
+            idf = idf_of(len(found[0])) if found is not None else 0.0
+            variants = _variants(shard.spellings, term, spelt.get(term, ()), found is None)
+            if acc is None and (found is not None or variants):
                 acc = np.zeros(len(shard.ids), dtype=np.float64)
-            acc[slots] += idf * tfs * (self.k1 + 1.0) / (tfs + norm)  # slots are unique
+            if not variants:
+                if found is not None and acc is not None:
+                    acc[found[0]] += scored(found, idf)  # slots are unique
+                continue
+            best = np.zeros(len(shard.ids), dtype=np.float64)
+            if found is not None:
+                best[found[0]] = scored(found, idf)
+            for other, share in variants:
+                near = shard.arrays(other)
+                if near is None:
+                    continue
+                own = idf_of(len(near[0]))
+                value = share * scored(near, min(idf, own) if found is not None else own)
+                best[near[0]] = np.maximum(best[near[0]], value)
+            assert acc is not None
+            acc += best
         if acc is None:
             return []
         hit = np.flatnonzero(acc)

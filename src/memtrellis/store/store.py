@@ -37,17 +37,12 @@ from memtrellis.errors import (
     StoreLockedError,
     WriteConflictError,
 )
-from memtrellis.store._corrupt import FROM_GRAPH, damaged, embedder_flags
+from memtrellis.store._corrupt import damaged
 from memtrellis.store._files import holding
-from memtrellis.store.catalog import SqliteCatalog
+from memtrellis.store._opening import open_files, open_postgres
 from memtrellis.store.changes import Change, change_records, superseded_records
 from memtrellis.store.graph import MemoryGraph
-from memtrellis.store.manifest import (
-    EmbedderInfo,
-    Manifest,
-    read_manifest,
-    write_manifest,
-)
+from memtrellis.store.manifest import EmbedderInfo
 from memtrellis.store.shard import Expect, RecoveryReport, Shard, ShardSettings
 from memtrellis.store.shardfiles import FileShardStorage
 from memtrellis.store.storage import Catalog, EntityStats, ShardStorage
@@ -130,16 +125,14 @@ class Store:
         self._storage: Callable[[str], ShardStorage] = self._file_storage
         with self._store_locked(lock_timeout):
             if postgres_url is not None:
-                self.manifest, self.catalog = self._open_postgres(
-                    postgres_url, chroma_url, embedder
+                backend, self.manifest, self.catalog = open_postgres(
+                    path, postgres_url, chroma_url, embedder
                 )
+                self._backend, self._storage = backend, backend.storage
             else:
-                self.manifest = self._open_manifest(embedder, chroma_url, embed, lock_timeout)
-                catalog_path = path / "catalog.sqlite3"
-                if not catalog_path.exists() and (path / "shards").is_dir():
-                    # A new, empty catalog would hide every entity from listings and health.
-                    raise damaged(catalog_path, "is missing but the store holds shards", path)
-                self.catalog = SqliteCatalog(catalog_path, timeout=lock_timeout)
+                self.manifest, self.catalog = open_files(
+                    path, embedder, chroma_url, embed, lock_timeout
+                )
             self.vectors: Vectors
             if vector_process and chroma_url is None:
                 self.vectors = VectorProcess(path / "chroma")
@@ -165,73 +158,6 @@ class Store:
         """Deprecated: `recovery` (what opening recovered; a repair is ``repair_store``)."""
         renamed("Store.repair", "Store.recovery")
         return self.recovery
-
-    # -- opening ---------------------------------------------------------------------------
-    @property
-    def _manifest_path(self) -> Path:
-        return self.path / "manifest.json"
-
-    def _has_data(self) -> bool:
-        return any(
-            (self.path / name).exists()
-            for name in ("graph.json", "chroma", "shards", "catalog.sqlite3")
-        ) or any(self.path.glob("wal-*.jsonl"))
-
-    def _open_manifest(
-        self, embedder: EmbedderInfo, chroma_url: str | None, embed: EmbedFn, lock_timeout: float
-    ) -> Manifest:
-        flags = embedder_flags(embedder.model_id)
-        manifest = read_manifest(self._manifest_path, flags=flags)
-        if manifest is None:
-            if self._has_data():
-                # Starting a new store over old data would hide it: repair instead.
-                raise damaged(
-                    self._manifest_path, "is missing but the store holds data", self.path, *flags
-                )
-            manifest = Manifest(embedder=embedder)
-            write_manifest(self._manifest_path, manifest)
-            return manifest
-        manifest.check_embedder(embedder.model_id, embedder.dimension, self.path)
-        if chroma_url is None and not (self.path / "chroma").is_dir():
-            raise damaged(self.path / "chroma", "is missing", self.path, FROM_GRAPH)
-        from memtrellis.store.migrate import migrate_store, needs_migration
-
-        if needs_migration(self.path):  # a 0.1 store, or what a crashed migration left
-            report = migrate_store(
-                self.path,
-                embed=embed,
-                embedder=embedder,
-                chroma_url=chroma_url,
-                lock_timeout=lock_timeout,
-                lock_held=True,
-            )
-            if report.migrated:
-                log.warning("store %s: %s", self.path, report.summary())
-            manifest = read_manifest(self._manifest_path, flags=flags) or manifest
-        return manifest
-
-    def _open_postgres(
-        self, postgres_url: str, chroma_url: str | None, embedder: EmbedderInfo
-    ) -> tuple[Manifest, Catalog]:
-        # Several machines: shards, logs, catalog and locks in PostgreSQL, the vectors in a
-        # Chroma server; the local directory keeps only this machine's capture spool.
-        if chroma_url is None:
-            raise InvalidInputError(
-                "postgres_url needs chroma_url: the machines that share the graph in "
-                "PostgreSQL must share the vectors too (run `chroma run` and pass its URL)"
-            )
-        from memtrellis.store.postgres import PostgresBackend
-
-        backend = self._backend = PostgresBackend(postgres_url)
-        try:
-            proposed = Manifest(embedder=embedder).model_dump_json()
-            manifest = Manifest.model_validate_json(self._backend.manifest(proposed))
-            manifest.check_embedder(embedder.model_id, embedder.dimension, self.path)
-        except BaseException:
-            self._backend.close()
-            raise
-        self._storage = backend.storage
-        return manifest, backend.catalog()
 
     @contextmanager
     def _store_locked(self, timeout: float) -> Iterator[None]:
