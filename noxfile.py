@@ -188,6 +188,36 @@ def typecheck(session: nox.Session) -> None:
         session.run(python, "-m", "mypy", env=env)
 
 
+# CrewAI 1.15 (its only release that takes Chroma 1.5) pins mcp<2, openai<3,
+# pydantic<2.13, json-repair and regex, against the dev environment's service and sdk
+# extras: its integration is installed and checked in an environment of its own, the core
+# without extras beside the agents package's crewai-dev extra, resolved by uv alone.
+CREWAI_ENV = ROOT / ".nox" / "crewai"
+CREWAI_OFFLINE = {
+    "CREWAI_DISABLE_TELEMETRY": "true",
+    "CREWAI_DISABLE_TRACKING": "true",
+    "OTEL_SDK_DISABLED": "true",
+    "ANONYMIZED_TELEMETRY": "False",
+}
+
+
+@nox.session(venv_backend="none")
+def crewai(session: nox.Session) -> None:
+    """memtrellis_agents.crewai on the real CrewAI, in its own environment: mypy --strict
+    and its tests (a Crew with a scripted LLM, offline)."""
+    python = str(_bin(CREWAI_ENV) / ("python.exe" if sys.platform == "win32" else "python"))
+    if not Path(python).exists():
+        session.run(sys.executable, "-m", "virtualenv", "-q", str(CREWAI_ENV))
+    session.run(sys.executable, "-m", "pip", "install", "-q", "uv>=0.5", silent=True)
+    packages = ["-e", ".", "-e", f"{AGENTS}[crewai-dev]"]
+    session.run(sys.executable, "-m", "uv", "pip", "install", "-q", "--python", python, *packages)
+    module = "src/memtrellis_agents/crewai.py"
+    with session.chdir(AGENTS):
+        session.run(python, "-m", "mypy", "--strict", module, env=CREWAI_OFFLINE)
+        tests = _pytest(python, "tests/test_crewai.py", module, workers="0")
+        session.run(*tests, env=CREWAI_OFFLINE)
+
+
 @nox.session
 def bench(session: nox.Session) -> None:
     """Every benchmark; figures to benchmarks/results/ (LoCoMo needs ../shared/bench/)."""

@@ -1,10 +1,11 @@
 """Relation rules on the labelled statement pairs: per-label precision and recall.
 
-The pairs are ``tests/data/relation_pairs_tuning.json`` (written first, used while the
-rules were written) and ``tests/data/relation_pairs_heldout.json`` (written after the
-rules were frozen, never used to change them); see ``tests/data/README.md``. Each pair
-is an old and a new statement of one entity, labelled ``duplicate``, ``supersedes``,
-``contradicts``, ``extends`` or ``unrelated``.
+The pairs are ``tests/data/relation_pairs_tuning*.json``: four parts, each written as a
+held-out part and then used to change the rules, so all four are tuning data now (see
+``tests/data/README.md``); ``--pairs FILE`` runs a part kept outside the repository (a
+blind held-out part) the same way. Each pair is an old and a new statement of one
+entity, labelled ``duplicate``, ``supersedes``, ``contradicts``, ``extends`` or
+``unrelated``.
 
 Each pair is read as the lifecycle reads two plain-text facts: entities found in the
 text (``heuristic_entities``) and resolved against the old one's (``resolve_entities``),
@@ -25,7 +26,8 @@ Targets (issue 22): a superseding change is caught at least 90% of the time (rec
 ``supersedes``), and an ``extends`` or ``unrelated`` pair is wrongly superseded at most
 1% of the time.
 
-    python benchmarks/relations.py                      # MiniLM, both parts
+    python benchmarks/relations.py                      # MiniLM, every part
+    python benchmarks/relations.py --parts --pairs /path/to/relation_pairs_heldout2.json
     python benchmarks/relations.py --embedder hashing --errors
     python benchmarks/relations.py --json benchmarks/results/relations.json --markdown
 """
@@ -51,7 +53,7 @@ from memtrellis.testing import ScriptedLLM
 from memtrellis.types import MemoryItem, MemoryType, Scope
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
-PARTS = ("tuning", "tuning2", "tuning3", "heldout")
+PARTS = ("tuning", "tuning2", "tuning3", "tuning4")
 LABELS = ("duplicate", "supersedes", "contradicts", "extends", "unrelated")
 #: What the scripted judge answers for each label.
 JUDGE_ANSWER = {
@@ -63,9 +65,10 @@ JUDGE_ANSWER = {
 }
 
 
-def load_pairs(part: str) -> list[dict[str, str]]:
-    """The pairs of one part (``tuning`` or ``heldout``)."""
-    data = json.loads((DATA / f"relation_pairs_{part}.json").read_text(encoding="utf-8"))
+def load_pairs(part: str | Path) -> list[dict[str, str]]:
+    """The pairs of one part (``tuning`` ... ``tuning4``, or the path of a pair file)."""
+    path = part if isinstance(part, Path) else DATA / f"relation_pairs_{part}.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
     return list(data["pairs"])
 
 
@@ -187,7 +190,10 @@ def markdown(results: dict[str, dict[str, Any]]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--embedder", choices=("minilm", "hashing"), default="minilm")
-    parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS))
+    parser.add_argument("--parts", nargs="*", choices=PARTS, default=list(PARTS))
+    parser.add_argument(
+        "--pairs", type=Path, nargs="*", default=[], help="pair files outside tests/data too"
+    )
     parser.add_argument("--errors", action="store_true", help="print every wrong verdict")
     parser.add_argument("--markdown", action="store_true", help="print the Markdown tables")
     parser.add_argument("--json", type=Path, help="write the figures here")
@@ -201,8 +207,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         embed = default_embedder().embed_documents
     results: dict[str, dict[str, Any]] = {}
-    for part in args.parts:
+    for part in [*args.parts, *args.pairs]:
         pairs = load_pairs(part)
+        if isinstance(part, Path):
+            part = part.stem.removeprefix("relation_pairs_")
         sims = similarities(pairs, embed)
         for system, with_judge in (("rules", False), ("rules + judge", True)):
             figures = evaluate(pairs, sims, with_judge=with_judge)

@@ -13,7 +13,13 @@ from typing import Any
 import pytest
 
 from memtrellis import ExtractionConfig, Memory
-from memtrellis.attachments import Attachment, attachments_of, summarised
+from memtrellis.attachments import (
+    Attachment,
+    attachments_of,
+    content_text,
+    is_attachment_part,
+    summarised,
+)
 from memtrellis.errors import InvalidInputError
 from memtrellis.testing import HashingEmbedder
 
@@ -80,6 +86,60 @@ PDF = "application/pdf"
             {"type": "image", "url": "https://x.test/b.webp", "alt": "a beach at dusk"},
             {"kind": "image", "url": "https://x.test/b.webp", "caption": "a beach at dusk"},
         ),
+        (  # Google Gen AI: a Part's inline_data, raw bytes (a typed Part dumped) or base64
+            {"inline_data": {"data": PIXELS, "mime_type": "image/png", "display_name": "bike"}},
+            {"kind": "image", "mime_type": "image/png", "sha256": DIGEST, "name": "bike"},
+        ),
+        (
+            {"inlineData": {"data": B64, "mimeType": "audio/wav"}},
+            {"kind": "audio", "mime_type": "audio/wav", "sha256": DIGEST, "size": len(PIXELS)},
+        ),
+        (  # Google Gen AI: file_data by URI (Part.from_uri)
+            {"file_data": {"file_uri": "gs://bucket/lease.pdf", "mime_type": PDF}},
+            {"kind": "file", "url": "gs://bucket/lease.pdf", "mime_type": PDF, "sha256": None},
+        ),
+        (
+            {"fileData": {"fileUri": "https://x.test/files/v1", "mimeType": "video/mp4"}},
+            {"kind": "video", "url": "https://x.test/files/v1"},
+        ),
+        (  # Bedrock Converse: bytes, an S3 location, a document's text and context
+            {"image": {"format": "png", "source": {"bytes": PIXELS}}},
+            {"kind": "image", "mime_type": "image/png", "sha256": DIGEST, "url": None},
+        ),
+        (
+            {
+                "document": {
+                    "format": "pdf",
+                    "name": "lease",
+                    "context": "the signed lease of the flat",
+                    "source": {"s3Location": {"uri": "s3://docs/lease.pdf", "bucketOwner": "1"}},
+                }
+            },
+            {
+                "kind": "file",
+                "mime_type": PDF,
+                "url": "s3://docs/lease.pdf",
+                "name": "lease",
+                "caption": "the signed lease of the flat",
+            },
+        ),
+        (
+            {"document": {"format": "txt", "name": "notes", "source": {"text": "buy milk"}}},
+            {
+                "kind": "file",
+                "mime_type": "text/plain",
+                "sha256": hashlib.sha256(b"buy milk").hexdigest(),
+                "size": 8,
+            },
+        ),
+        (
+            {"video": {"format": "mov", "source": {"s3Location": {"uri": "s3://v/trip.mov"}}}},
+            {"kind": "video", "mime_type": "video/quicktime", "url": "s3://v/trip.mov"},
+        ),
+        (
+            {"audio": {"format": "mp3", "source": {"bytes": PIXELS}}},
+            {"kind": "audio", "mime_type": "audio/mpeg", "size": len(PIXELS)},
+        ),
     ],
 )
 def test_each_sdk_part_shape_is_read(part: dict[str, Any], expected: dict[str, Any]) -> None:
@@ -87,6 +147,64 @@ def test_each_sdk_part_shape_is_read(part: dict[str, Any], expected: dict[str, A
     for key, value in expected.items():
         assert getattr(found, key) == value, key
     assert found.data is None  # bytes are never kept by default
+
+
+@pytest.mark.parametrize(
+    "part",
+    [
+        {"text": "not an attachment"},  # a Google or Bedrock text part
+        {"toolUse": {"toolUseId": "t1", "name": "f", "input": {}}},
+        {"image": {"format": "png"}},  # a Bedrock-like block without a source
+        {"image": {"source": {}}, "document": {"source": {}}},  # two blocks in one: none
+        {"type": "text", "text": "hi", "inline_data": {"data": "aGk="}},  # typed: by its type
+    ],
+)
+def test_other_parts_are_no_attachments(part: dict[str, Any]) -> None:
+    assert attachments_of([part]) == () and not is_attachment_part(part)
+
+
+def test_raw_bytes_are_kept_only_when_asked_like_base64() -> None:
+    for part in (
+        {"inline_data": {"data": PIXELS, "mime_type": "image/png"}},
+        {"image": {"format": "png", "source": {"bytes": PIXELS}}},
+        {"type": "image", "data": PIXELS},  # an adapter's raw part (Ollama's images)
+    ):
+        [kept] = attachments_of([part], keep_bytes=len(PIXELS))
+        assert kept.data is not None and base64.b64decode(kept.data) == PIXELS, part
+        [hashed] = attachments_of([part])
+        assert (hashed.data, hashed.sha256, hashed.size) == (None, DIGEST, len(PIXELS)), part
+
+
+# -- the one reader of a message's text --------------------------------------------------
+MIXED: list[Any] = [
+    {"type": "text", "text": "Look at this:"},
+    {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{B64}"}, "caption": "x"},
+    "",
+    {"type": "tool_result", "content": [{"type": "text", "text": "18 C"}]},
+    {"inline_data": {"data": B64, "mime_type": "image/png"}},
+    {"text": "and this"},
+]
+
+
+def test_content_text_reads_text_parts_only() -> None:
+    assert content_text(MIXED) == "Look at this:\n18 C\nand this"
+    assert content_text("as it is ") == "as it is "
+    assert content_text(["a", " ", {"text": "b"}]) == "a\n \nb"  # as said
+    assert content_text(None) == content_text(b"bytes") == content_text(42) == ""
+
+
+def test_clients_extraction_and_turns_read_a_message_s_text_alike() -> None:
+    from memtrellis.clients.payload import text_of
+    from memtrellis.context import new_turn
+    from memtrellis.extraction.normalize import normalize
+
+    message = {"role": "user", "content": MIXED}
+    [turn] = new_turn([message])
+    [[normalised]] = normalize([message]).conversations
+    assert text_of(MIXED) == turn["content"] == content_text(MIXED)
+    # extraction's text names the attachments after the words (`mention`)
+    assert normalised.content.split("\n")[:3] == content_text(MIXED).split("\n")
+    assert normalised.content.endswith("[image: x]\n[image]")
 
 
 def test_bytes_are_kept_only_when_asked_and_within_the_cap() -> None:

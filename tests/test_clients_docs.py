@@ -43,6 +43,7 @@ def test_sdk_clients_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
         "[image: a red bicycle by the canal]",
         "https://example.com/bike.jpg",
         "['I like jazz.', 'Noted!']",
+        "True True",  # session history: the turn the caller did not send
         "system True",
         "carol 1",
     ]

@@ -20,7 +20,10 @@ from memtrellis.testing import HashingEmbedder, ScriptedLLM, store_of
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"
-PARTS = ("tuning", "tuning2", "tuning3", "heldout")
+PARTS = ("tuning", "tuning2", "tuning3", "tuning4")
+#: Supersessions the rules catch on each part (hashing embedder), held as floors: each
+#: part was held out once and then used to change the rules (tests/data/README.md).
+CAUGHT = {"tuning": 0.98, "tuning2": 0.96, "tuning3": 0.95, "tuning4": 0.92}
 LABELS = {"duplicate", "supersedes", "contradicts", "extends", "unrelated"}
 CATEGORIES = {
     "postponement",
@@ -94,27 +97,25 @@ def figures() -> dict[str, dict[str, Any]]:
     return out
 
 
-@pytest.mark.parametrize("part", ["tuning", "tuning2", "tuning3"])
-def test_the_rules_meet_the_targets_on_the_tuning_parts(
+@pytest.mark.parametrize("part", PARTS)
+def test_the_rules_meet_the_targets_on_every_part(
     figures: dict[str, dict[str, Any]], part: str
 ) -> None:
     result = figures[part]
-    assert result["supersedes_caught"] >= 0.90
-    wrong, safe = result["compatible_superseded_count"]
-    assert wrong <= 0.01 * safe
-    assert result["per_label"]["supersedes"]["precision"] >= 0.98
+    assert result["supersedes_caught"] >= CAUGHT[part]
+    assert result["compatible_superseded_count"][0] == 0
+    assert result["any_wrongly_superseded_count"][0] == 0
+    assert result["per_label"]["supersedes"]["precision"] == 1.0
 
 
-def test_the_rules_on_the_held_out_part(figures: dict[str, dict[str, Any]]) -> None:
-    """Written after the rules were frozen: the rules alone fall short of 90% on wordings
-    they were not written for (their lexicon), but never supersede a compatible or
-    unrelated pair; with a judge that is always right where they defer, they meet it."""
-    rules, judged = figures["heldout"], figures["heldout+judge"]
-    assert rules["supersedes_caught"] >= 0.6
-    assert rules["compatible_superseded_count"][0] == 0
-    assert rules["any_wrongly_superseded_count"][0] == 0
-    assert judged["supersedes_caught"] >= 0.9
+@pytest.mark.parametrize("part", PARTS)
+def test_a_judge_where_the_rules_defer_keeps_them_safe(
+    figures: dict[str, dict[str, Any]], part: str
+) -> None:
+    judged = figures[part + "+judge"]
+    assert judged["supersedes_caught"] >= 0.95
     assert judged["compatible_superseded_count"][0] == 0
+    assert judged["judge_asked"] > 0
 
 
 def item(text: str, *entities: str) -> MemoryItem:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, Protocol
 
-from memtrellis.types import MemoryItem, RecallResult, Scope
+from memtrellis.types import MemoryItem, RecallResult, Scope, SourceRef
 
 __all__ = ["MemoryHost"]
 
@@ -37,6 +37,12 @@ class MemoryHost(Protocol):
 
     async def aopen_items(self, *args: Any, **kwargs: Any) -> list[MemoryItem]:
         """``Memory.aopen_items``."""
+
+    def session_turns(self, *args: Any, **kwargs: Any) -> list[SourceRef]:
+        """``Memory.session_turns``."""
+
+    async def asession_turns(self, *args: Any, **kwargs: Any) -> list[SourceRef]:
+        """``Memory.asession_turns``."""
 
     def capture(self, *args: Any, **kwargs: Any) -> str:
         """``Memory.capture``."""

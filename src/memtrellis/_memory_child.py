@@ -40,6 +40,8 @@ SERVED = frozenset(
         "entities",
         "list",
         "recall",
+        "open_items",
+        "session_turns",
         "relate",
         "export_graph",
         "export",

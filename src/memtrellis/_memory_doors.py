@@ -73,6 +73,7 @@ class AdapterDoors:
         token_budget: int | None = None,
         capture_mode: str | None = None,
         strict: bool | None = None,
+        session_history: int | None = None,
         **named: Any,
     ) -> Any:
         """Give memory to an SDK client or a framework object, through one registry.
@@ -82,6 +83,8 @@ class AdapterDoors:
         [SDK clients](../sdk-clients.md)); ``register(langchain=obj)``...: the
         integration of that name (one keyword: the wrapped object; several: a dict by name).
         The options hold for the registration; ``Memory.scope`` overrides its scope per call.
+        ``session_history=n`` (SDK clients) places up to ``n`` of the session's earlier
+        messages the request lacks (`memtrellis.session_history`).
 
         Raises `UnsupportedClientError` for an unsupported client, `UnknownIntegrationError`
         for a name no installed package registers, `InvalidInputError` for nothing to
@@ -98,7 +101,11 @@ class AdapterDoors:
         """
         options = _args.given(entity_id=entity_id, process_id=process_id, session_id=session_id)
         options |= _args.given(
-            k=k, token_budget=token_budget, capture_mode=capture_mode, strict=strict
+            k=k,
+            token_budget=token_budget,
+            capture_mode=capture_mode,
+            strict=strict,
+            session_history=session_history,
         )
         return registry.register_objects(self, client, named, options)
 

@@ -214,6 +214,10 @@ class ProcessMemory(Memory, process_facade=True):
     alist = _aforward("list", _EP)
     recall = _forward("recall", _EP)
     arecall = _aforward("recall", _EP)
+    open_items = _forward("open_items", _EP)
+    aopen_items = _aforward("open_items", _EP)
+    session_turns = _forward("session_turns", _ALL)
+    asession_turns = _aforward("session_turns", _ALL)
     relate = _forward("relate", _EP)
     arelate = _aforward("relate", _EP)
 

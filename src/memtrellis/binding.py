@@ -62,6 +62,7 @@ from memtrellis.context import (
     place_in_messages,
 )
 from memtrellis.errors import InvalidInputError
+from memtrellis.session_history import check_history, history_request, missing_turns
 from memtrellis.types import MemoryItem, RecallResult
 
 __all__ = [
@@ -119,6 +120,9 @@ class AdapterOptions:
             keeps room for, recalled or not (0: only those recall returns).
         context_hint: Steer recall with the conversation before the question
             (``Memory.recall(context_hint=...)``).
+        session_history: Messages of the session's earlier turns that the call lacks
+            placed in the block's recent-conversation stage (0: none; opt-in, see
+            `memtrellis.session_history`); needs a session id.
 
     Raises:
         InvalidInputError: A value is out of range or of the wrong type.
@@ -144,6 +148,7 @@ class AdapterOptions:
     recent_turns: int = DEFAULT_RECENT_TURNS
     open_items: int = DEFAULT_OPEN_ITEMS
     context_hint: bool = True
+    session_history: int = 0
 
     def __post_init__(self) -> None:
         for name in _SCOPE_NAMES:
@@ -165,6 +170,7 @@ class AdapterOptions:
                 raise InvalidInputError(f"{name} must be an integer from 0 to 100")
         if not isinstance(self.context_hint, bool):
             raise InvalidInputError("context_hint must be True or False")
+        check_history(self.session_history)
 
     @property
     def scope(self) -> dict[str, str]:
@@ -408,6 +414,37 @@ class Binding:
             self.failed("recall", exc, what="open items")
             return []
 
+    def history(
+        self, scope: Mapping[str, str], messages: Sequence[Mapping[str, Any]]
+    ) -> list[dict[str, str]]:
+        """The session's earlier turns that ``messages`` (the call's) lack, for the block's
+        recent-conversation stage (``Memory.session_turns``); ``[]`` when session history
+        is off (`memtrellis.session_history`), there is no session, or reading failed
+        open."""
+        found = history_request(scope, messages, self.options.session_history)
+        if found is None:
+            return []
+        args, limit = found
+        try:
+            return missing_turns(self.memory.session_turns(**args), messages, limit)
+        except Exception as exc:
+            self.failed("recall", exc, what="session history")
+            return []
+
+    async def ahistory(
+        self, scope: Mapping[str, str], messages: Sequence[Mapping[str, Any]]
+    ) -> list[dict[str, str]]:
+        """Async `history` (``Memory.asession_turns``: off the event loop)."""
+        found = history_request(scope, messages, self.options.session_history)
+        if found is None:
+            return []
+        args, limit = found
+        try:
+            return missing_turns(await self.memory.asession_turns(**args), messages, limit)
+        except Exception as exc:
+            self.failed("recall", exc, what="session history")
+            return []
+
     def render(
         self,
         result: RecallResult | None,
@@ -416,13 +453,16 @@ class Binding:
         token_budget: int | None = None,
         open_items: Sequence[MemoryItem] = (),
         recent: Sequence[Mapping[str, Any] | MemoryItem] = (),
+        recent_in_prompt: bool = True,
     ) -> MemoryContext:
         """The memory-context block for ``result`` within ``token_budget`` (default: the
         options'; a smaller one re-renders a block that must shrink), in stages: facts,
         excerpts, ``open_items`` (the entity's, recalled or not), ``recent`` conversation.
 
         Memories whose text is one of ``exclude`` (messages already in the prompt) are
-        left out. An empty block when there is nothing to place or rendering failed.
+        left out. An empty block when there is nothing to place or rendering failed, or
+        when it would hold only ``recent`` turns that the prompt has
+        (``recent_in_prompt``; the session history of `history` is not in it).
         """
         budget = self.options.token_budget if token_budget is None else token_budget
         if result is None:
@@ -445,7 +485,9 @@ class Binding:
             return EMPTY
         if context.empty:
             return context
-        if not (context.facts or context.messages or context.open_items):
+        if not (context.facts or context.messages or context.open_items) and (
+            recent_in_prompt or not context.recent
+        ):
             # The recent turns alone are no memory (the prompt has them): nothing to place.
             return MemoryContext("", 0, budget, truncated=context.truncated)
         self.stats.count("placed")

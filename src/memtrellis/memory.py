@@ -43,7 +43,15 @@ from memtrellis.llm import LLM
 from memtrellis.relations import Relations
 from memtrellis.store.store import DEFAULT_RESIDENT_MEMORIES, DEFAULT_RESIDENT_SHARDS
 from memtrellis.transfer import ImportReport, PathOrFile, export_to, import_from
-from memtrellis.types import Health, HistoryEvent, MemoryItem, MemoryType, RecallResult, Scope
+from memtrellis.types import (
+    Health,
+    HistoryEvent,
+    MemoryItem,
+    MemoryType,
+    RecallResult,
+    Scope,
+    SourceRef,
+)
 
 __all__ = ["Memory", "default_store_path"]
 
@@ -400,6 +408,34 @@ class Memory(AdapterDoors, Closing):
         scope = self._scope(entity_id, process_id, None)
         return self._reader.open_items(scope, limit, _args.checked_as_of(as_of))
 
+    def session_turns(
+        self,
+        *,
+        session_id: str | None = None,
+        entity_id: str | None = None,
+        process_id: str | None = None,
+        limit: int = 20,
+    ) -> builtins.list[SourceRef]:
+        """The latest ``limit`` user and assistant messages of one session of one entity,
+        oldest first: those its memories were made from and the turns captured and not
+        stored yet. ``session_id`` defaults to the scope's; without one, `InvalidInputError`.
+
+        Examples:
+            >>> from memtrellis.testing import temp_memory
+            >>> with temp_memory() as m:
+            ...     _ = m.capture([{"role": "user", "content": "Book a table for two"},
+            ...                    {"role": "assistant", "content": "For tonight?"}],
+            ...                   session_id="s1")
+            ...     [(s.role, s.content) for s in m.session_turns(session_id="s1")]
+            [('user', 'Book a table for two'), ('assistant', 'For tonight?')]
+        """
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
+            raise InvalidInputError("limit must be an integer from 1 to 1000")
+        scope = self._scope(entity_id, process_id, session_id)
+        if scope.session_id is None:
+            raise InvalidInputError("session_turns() needs a session_id (or a scope with one)")
+        return self._engine.session_turns(scope, scope.session_id, limit)
+
     def relate(
         self,
         a: str,
@@ -532,6 +568,7 @@ class Memory(AdapterDoors, Closing):
     aentities = _in_thread(entities, read=True)
     arecall = _in_thread(recall, read=True)
     aopen_items = _in_thread(open_items, read=True)
+    asession_turns = _in_thread(session_turns, read=True)
     arelate = _in_thread(relate, read=True)
     ahealth = _in_thread(health, read=True)
     aclose = _in_thread(close)

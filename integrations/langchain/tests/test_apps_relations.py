@@ -57,3 +57,39 @@ def test_a_move_across_turns_leaves_the_new_city_current(memory: Memory) -> None
     ]
     question = {i.text: i for i in memory.list(limit=100)}["Where do I live now?"]
     assert graph.edges_of(question.id, EdgeKind.CONTRADICTS) == ([], [])  # asks, claims nothing
+
+
+def test_a_rescheduled_meeting_in_words_no_cue_list_has_supersedes_the_old_time(
+    memory: Memory,
+) -> None:
+    """The slot model (one subject, a time given as a change's target) reads a wording
+    the cue lexicon never listed; a compatible statement about another subject stays."""
+    replies = ["Noted.", "Got it.", "Sweet.", "Lovely.", "At 9:45."]
+    inner = FakeChat(messages=iter(replies))
+    chat = ChatMemoryWrapper(inner, memory=memory)
+
+    for said in (
+        "Standup is at 9:15.",
+        "Standup moves to 9:45 starting next week.",
+        "My daughter is 7.",
+        "My son is 4 now.",
+    ):
+        chat.invoke([HumanMessage(said)])
+    assert memory.flush(30)
+
+    by_text = {i.text: i for i in memory.list(limit=100)}
+    before = by_text["Standup is at 9:15."]
+    after = by_text["Standup moves to 9:45 starting next week."]
+    graph = store_of(memory).graph_of("alice")
+    assert graph.edges_of(after.id, EdgeKind.SUPERSEDES)[0] == [before.id]
+    son = by_text["My son is 4 now."]
+    assert graph.edges_of(son.id, EdgeKind.SUPERSEDES) == ([], [])
+    assert graph.edges_of(son.id, EdgeKind.CONTRADICTS) == ([], [])
+
+    chat.invoke([HumanMessage("When is standup?")])
+
+    context = inner.sent()[0].content
+    assert "Standup moves to 9:45 starting next week." in context
+    assert "Standup is at 9:15." not in context
+    daughter = by_text["My daughter is 7."]
+    assert daughter.id in {hit.memory.id for hit in memory.recall("How old is my daughter?").items}

@@ -22,6 +22,7 @@ from memtrellis._engine.capturer import Capturer
 from memtrellis._engine.parts import Parts
 from memtrellis._engine.reader import Reader
 from memtrellis._engine.scopes import DEFAULT_ENTITY, Scopes
+from memtrellis._engine.sessions import pending_turns, session_turns, stored_turns
 from memtrellis._engine.stats import FacadeStats, store_figures
 from memtrellis._engine.usage import UsageWatch, health_usage
 from memtrellis._engine.writer import Writer
@@ -33,7 +34,7 @@ from memtrellis.lifecycle import LifecycleConfig
 from memtrellis.lifecycle.relation_judge import LLMRelationJudge, llm_relation_judge
 from memtrellis.recall.rerank import RerankStage, as_reranker
 from memtrellis.store import EmbedderInfo, Store
-from memtrellis.types import Health, Scope, utcnow
+from memtrellis.types import Health, Scope, SourceRef, utcnow
 
 __all__ = [
     "DEFAULT_ENTITY",
@@ -106,6 +107,14 @@ class Engine:
                     hook()
             except Exception:
                 log.warning("memtrellis: an on_close hook failed", exc_info=True)
+
+    def session_turns(self, scope: Scope, session_id: str, limit: int) -> list[SourceRef]:
+        """The latest ``limit`` messages of a session (`memtrellis._engine.sessions`): the
+        captured turns not stored yet are read before the stored memories, so a turn
+        stored meanwhile is found at least once."""
+        pending = pending_turns(self.capturer.service.pending(), scope, session_id)
+        stored = stored_turns(self.store, scope, session_id, limit)
+        return session_turns(pending, stored, limit)
 
     def health(self) -> Health:
         """Counts, edges, latency, capture queue and disk size."""

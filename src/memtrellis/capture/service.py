@@ -83,6 +83,11 @@ class CaptureService:
             self._worker.cancel(removed)
         return len(removed)
 
+    def pending(self) -> list[dict[str, Any]]:
+        """The entries spooled by this process and not stored yet, in capture order (the
+        spool's own dicts: read them, never change them)."""
+        return self.spool.pending()
+
     def cancelled(self, entry_id: str) -> bool:
         """Whether a submitted entry was purged and must not be stored."""
         return self._worker is not None and self._worker.cancelled(entry_id)

@@ -149,6 +149,11 @@ class Spool:
             self._write(entry)
             self._open[str(entry["id"])] = entry
 
+    def pending(self) -> list[dict[str, Any]]:
+        """The open entries (appended, not done), in the order they were appended."""
+        with self._mu:
+            return list(self._open.values())
+
     def done(self, entry_id: str) -> None:
         """Mark an entry stored; compacts the file when nothing is left open."""
         self.done_many([entry_id])

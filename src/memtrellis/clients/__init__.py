@@ -3,7 +3,9 @@
 Registering a client patches its own methods (never the SDK's classes, never imported
 here): each call recalls memories for the last user message, places the memory context
 where the API reads instructions, calls the original method and captures the new turn
-in the background, streams included. See ``docs/sdk-clients.md``.
+in the background, streams included; with session history on
+(`session_history`, or ``memory.register(client, session_history=n)``), the session's
+earlier turns the request lacks are placed too. See ``docs/sdk-clients.md``.
 
 Modules: `matchers` (which SDK a client is),
 `handlers` (the ``openai``, ``anthropic``, ``google_genai``, ``bedrock``, ``ollama`` and
@@ -20,5 +22,12 @@ and one module per provider's APIs: `openai`, `anthropic`, `google` (Google Gen 
 from memtrellis.clients.handlers import register_client
 from memtrellis.clients.matchers import match_client, supported_clients
 from memtrellis.clients.patch import registration_of
+from memtrellis.session_history import session_history
 
-__all__ = ["match_client", "register_client", "registration_of", "supported_clients"]
+__all__ = [
+    "match_client",
+    "register_client",
+    "registration_of",
+    "session_history",
+    "supported_clients",
+]

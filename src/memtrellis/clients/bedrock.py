@@ -3,9 +3,11 @@
 * ``converse`` and ``converse_stream``: the memory context is one more text block at the
   end of ``system`` (a list of system content blocks, made when there is none).
 * Messages are read from their content blocks: ``text`` blocks, ``toolUse`` blocks (an
-  assistant's tool calls, `memtrellis.tool_calls`) and ``toolResult`` blocks (a user
+  assistant's tool calls, `memtrellis.tool_calls`), ``toolResult`` blocks (a user
   message made only of them is the tools' output: one tool message per result, with its
-  ``toolUseId`` and whether its ``status`` is ``"error"``).
+  ``toolUseId`` and whether its ``status`` is ``"error"``) and ``image``, ``document``,
+  ``video`` and ``audio`` blocks (the message's attachments, from their ``bytes``,
+  ``s3Location`` or a document's text: `memtrellis.attachments`).
 * ``converse_stream`` returns a dict whose ``stream`` is botocore's ``EventStream``; it is
   handed back wrapped (`memtrellis.clients.streams`), so the turn is captured when the
   stream is used up or closed.
@@ -33,6 +35,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from memtrellis.attachments import is_attachment_part
 from memtrellis.clients.calls import Api
 from memtrellis.clients.endpoints import endpoint_provider
 from memtrellis.clients.payload import Reply, TextCollector, field_of, tool_result
@@ -90,6 +93,9 @@ def _messages(message: Any) -> list[dict[str, Any]]:
             for r in results
         ]
     out: dict[str, Any] = {"role": role, "content": "\n".join(texts)}
+    attached = [b for b in blocks if is_attachment_part(b)]
+    if attached:  # image, document, video and audio blocks: read by memtrellis.attachments
+        out["attachments"] = attached
     return [{**out, "tool_calls": calls} if calls else out]
 
 

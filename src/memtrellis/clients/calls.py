@@ -94,6 +94,7 @@ class Settings:
     token_budget: int = DEFAULT_TOKEN_BUDGET
     capture_mode: str | None = None
     strict: bool = False
+    session_history: int = 0
 
     @functools.cached_property
     def binding(self) -> Binding:
@@ -106,6 +107,7 @@ class Settings:
             token_budget=self.token_budget,
             capture_mode=self.capture_mode,
             strict=self.strict,
+            session_history=self.session_history,
         )
         return Binding(self.memory, options, source="client")
 
@@ -155,12 +157,17 @@ class Call:
         return self.binding.recall_args(self.binding.query(self.conversation), self.scope)
 
     def placed(
-        self, result: RecallResult | None, opened: Sequence[MemoryItem] = ()
+        self,
+        result: RecallResult | None,
+        opened: Sequence[MemoryItem] = (),
+        history: Sequence[Mapping[str, str]] = (),
     ) -> dict[str, Any]:
         """The keyword arguments to send: memory context placed when there is any (with
-        the entity's open items and the turns before the question)."""
-        recent = self.binding.recent(self.conversation)
-        context = self.binding.render(result, open_items=opened, recent=recent)
+        the entity's open items and the session's turns the request lacks, when session
+        history is on; the request's own earlier turns are in the prompt already)."""
+        context = self.binding.render(
+            result, open_items=opened, recent=history, recent_in_prompt=False
+        )
         if context.empty:
             return self.kwargs
         try:
@@ -173,15 +180,20 @@ class Call:
         """Recall (``Memory.recall``) and place."""
         query, hint = self.binding.query(self.conversation), self.binding.hint(self.conversation)
         result = self.binding.recall(query, self.scope, hint=hint)
-        opened = self.binding.open_items(self.scope) if result is not None else []
-        return self.placed(result, opened)
+        if result is None:
+            return self.kwargs
+        opened = self.binding.open_items(self.scope)
+        return self.placed(result, opened, self.binding.history(self.scope, self.conversation))
 
     async def aprepare(self) -> dict[str, Any]:
         """Async `prepare`: recall runs off the event loop (``Memory.arecall``)."""
         query, hint = self.binding.query(self.conversation), self.binding.hint(self.conversation)
         result = await self.binding.arecall(query, self.scope, hint=hint)
-        opened = await self.binding.aopen_items(self.scope) if result is not None else []
-        return self.placed(result, opened)
+        if result is None:
+            return self.kwargs
+        opened = await self.binding.aopen_items(self.scope)
+        history = await self.binding.ahistory(self.scope, self.conversation)
+        return self.placed(result, opened, history)
 
     # -- after the call ------------------------------------------------------------------
     def finish(self, response: Any) -> Any:

@@ -4,6 +4,9 @@
 * The request's ``contents`` are read as Google gives them: a string, a list of strings
   and parts (one user message), or ``Content`` items with a ``role`` (``"model"`` is the
   assistant). A user message made only of ``function_response`` parts is a tool's output.
+  ``inline_data`` and ``file_data`` parts (``Part.from_bytes``, ``Part.from_uri``, their
+  dicts) and uploaded ``File`` objects are the message's attachments
+  (`memtrellis.attachments`).
 * The memory context is added to ``config.system_instruction`` (a string, a ``Content``,
   a part or a list of them; a dict or ``GenerateContentConfig`` config, or none).
 * The reply is the first candidate's text parts and its ``function_call`` parts (tool
@@ -83,6 +86,34 @@ def _result_message(result: Any) -> dict[str, Any]:
     )
 
 
+#: The fields of a ``Blob`` (``inline_data``) and a ``FileData`` (``file_data``), both
+#: spellings, read from the SDK's objects into the dict `memtrellis.attachments` reads.
+_PAYLOAD_FIELDS = ("data", "mime_type", "display_name", "file_uri")
+
+
+def _attachment(part: Any) -> dict[str, Any] | None:
+    """An image, file, audio or video part as a dict `memtrellis.attachments` reads: a
+    part's ``inline_data`` or ``file_data`` (a dict in either spelling, or the SDK's
+    ``Part`` as ``Part.from_bytes``/``from_uri`` make it), or an uploaded ``File`` given
+    in ``contents`` (the SDK sends it as ``file_data``); None for any other part."""
+    if isinstance(part, str):
+        return None
+    for snake, camel in (("inline_data", "inlineData"), ("file_data", "fileData")):
+        payload = _field(part, snake, camel)
+        if payload is None:
+            continue
+        if isinstance(payload, Mapping):
+            return {snake: dict(payload)}
+        fields = {name: field_of(payload, name) for name in _PAYLOAD_FIELDS}
+        return {snake: {name: value for name, value in fields.items() if value is not None}}
+    uri = None if isinstance(part, Mapping) else field_of(part, "uri")
+    if type(part).__name__ == "File" and isinstance(uri, str):
+        fields = {"file_uri": uri, "mime_type": field_of(part, "mime_type")}
+        fields["display_name"] = field_of(part, "display_name")
+        return {"file_data": {name: value for name, value in fields.items() if value}}
+    return None
+
+
 def _parts_messages(role: str, parts: Sequence[Any]) -> list[dict[str, Any]]:
     texts = [t for t in (_part_text(p) for p in parts) if t]
     calls = [c for c in (_part_call(p) for p in parts) if c]
@@ -92,6 +123,9 @@ def _parts_messages(role: str, parts: Sequence[Any]) -> list[dict[str, Any]]:
     if results and not texts and not calls:  # tools' output, sent back as a user turn
         return [_result_message(r) for r in results]
     message: dict[str, Any] = {"role": role, "content": "\n".join(texts)}
+    attached = [a for a in map(_attachment, parts) if a is not None]
+    if attached:  # read by the core (memtrellis.attachments) when the turn is captured
+        message["attachments"] = attached
     return [{**message, "tool_calls": calls}] if calls else [message]
 
 

@@ -37,6 +37,7 @@ from memtrellis.context import DEFAULT_TOKEN_BUDGET
 from memtrellis.errors import InvalidInputError, UnsupportedClientError
 from memtrellis.registry import integration_names
 from memtrellis.registry import register_client as _register_client
+from memtrellis.session_history import check_history
 from memtrellis.types import Scope
 
 __all__ = [
@@ -108,6 +109,7 @@ def settings_for(
     token_budget: int = DEFAULT_TOKEN_BUDGET,
     capture_mode: str | None = None,
     strict: bool = False,
+    session_history: int = 0,
 ) -> Settings:
     """Checked settings of one registration (the options of ``Memory.register``)."""
     scope = _checked_scope(entity_id, process_id, session_id)
@@ -125,6 +127,7 @@ def settings_for(
         token_budget=token_budget,
         capture_mode=capture_mode,
         strict=bool(strict),
+        session_history=check_history(session_history),
     )
 
 

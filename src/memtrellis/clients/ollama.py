@@ -5,6 +5,9 @@
 * The memory context joins the leading ``system`` message, or comes in a system message
   of its own at the start (as for OpenAI's Chat Completions: Ollama's system field is
   that message); your list is not modified.
+* A message's ``images`` (raw bytes, a path to an image file, base64 text or the SDK's
+  ``Image``) are its attachments (`memtrellis.attachments`): a path gives the file's
+  name, and its bytes are hashed as the SDK reads them to send them.
 * The reply is the message's text and its ``tool_calls`` (`memtrellis.tool_calls`;
   Ollama gives calls no id, so a ``tool`` message's ``tool_name`` says which it
   answers); usage from ``prompt_eval_count`` and ``eval_count``. A streamed reply is
@@ -23,6 +26,9 @@ Examples:
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from memtrellis.clients.calls import Api
@@ -33,11 +39,70 @@ from memtrellis.clients.payload import (
     TextCollector,
     arguments_text,
     field_of,
+    given,
     message_of,
-    request_messages,
 )
 
-__all__ = ["CHAT", "OLLAMA_APIS", "ollama_reply"]
+__all__ = ["CHAT", "OLLAMA_APIS", "ollama_conversation", "ollama_reply"]
+
+# A string with one of these endings is a path to the SDK, never base64 (it refuses a
+# missing file by that ending).
+_IMAGE_ENDINGS = ("png", "jpg", "jpeg", "webp")
+
+
+def ollama_conversation(kwargs: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The request's ``messages`` as text dicts; the ``images`` of each message after the
+    last assistant message (the new turn, what is captured) as its attachments.
+
+    Examples:
+        >>> [message] = ollama_conversation({"messages": [
+        ...     {"role": "user", "content": "What is this?", "images": [b"PNG..."]}]})
+        >>> message["content"], message["attachments"]
+        ('What is this?', [{'type': 'image', 'data': b'PNG...'}])
+    """
+    sent = list(given(kwargs.get("messages")) or ())
+    roles = [field_of(message, "role") for message in sent]
+    last = max((i for i, role in enumerate(roles) if role == "assistant"), default=-1)
+    found: list[dict[str, Any]] = []
+    for index, message in enumerate(sent):
+        read = message_of(message)
+        if read is None:
+            continue
+        images = field_of(message, "images") if index > last else None
+        if images:
+            read["attachments"] = [*read.get("attachments", ()), *map(_image_part, images)]
+        found.append(read)
+    return found
+
+
+def _image_part(image: Any) -> dict[str, Any]:
+    """One of a message's ``images`` as an image part: raw bytes, a path (its file's
+    name, and its bytes when it can be read, as the SDK reads them), or base64 text."""
+    if type(image).__name__ == "Image":  # the SDK's own wrapper
+        image = getattr(image, "value", None)
+    if isinstance(image, (bytes, bytearray)):
+        return {"type": "image", "data": bytes(image)}
+    path = _path_of(image)
+    if path is not None:
+        part: dict[str, Any] = {"type": "image", "name": path.name}
+        with contextlib.suppress(OSError):  # else the SDK refuses the call: no capture
+            part["data"] = path.read_bytes()
+        return part
+    return {"type": "image", "base64": image} if isinstance(image, str) else {"type": "image"}
+
+
+def _path_of(image: Any) -> Path | None:
+    """``image`` as a path when the SDK would read it as one."""
+    if isinstance(image, Path):
+        return image
+    if not isinstance(image, str):
+        return None
+    try:
+        if Path(image).is_file():
+            return Path(image)
+    except (OSError, ValueError):  # base64 too long for a file name, or a NUL in it
+        return None
+    return Path(image) if image.rsplit(".", 1)[-1].lower() in _IMAGE_ENDINGS else None
 
 
 def _usage(response: Any) -> dict[str, int]:
@@ -100,7 +165,7 @@ CHAT = Api(
     name="chat",
     path=(),
     methods={"chat": "call"},
-    conversation=request_messages,
+    conversation=ollama_conversation,
     place=place_chat,
     reply=ollama_reply,
     collector=OllamaCollector,

@@ -22,7 +22,7 @@ from datetime import datetime
 from types import ModuleType
 from typing import Any, Protocol
 
-from memtrellis.attachments import is_attachment_part
+from memtrellis.attachments import content_text, is_attachment_part
 from memtrellis.clients.endpoints import client_endpoint
 from memtrellis.tool_calls import arguments_text, calls_of, neutral_call, result_of
 
@@ -71,21 +71,9 @@ def field_of(obj: Any, name: str) -> Any:
 
 
 def text_of(content: Any) -> str:
-    """The text of message content: a string, or the text of its text parts/blocks."""
-    content = given(content)
-    if isinstance(content, str):
-        return content
-    if isinstance(content, Sequence) and not isinstance(content, (bytes, bytearray)):
-        texts = []
-        for part in content:
-            if field_of(part, "type") == "tool_result":  # Anthropic: a tool's output
-                text = text_of(field_of(part, "content"))
-            else:
-                text = part if isinstance(part, str) else field_of(part, "text")
-            if isinstance(text, str) and text:
-                texts.append(text)
-        return "\n".join(texts)
-    return ""
+    """The text of message content: a string, or the text of its text parts/blocks
+    (`memtrellis.attachments.content_text`); an SDK's omit sentinel has none."""
+    return content_text(given(content))
 
 
 def _only_tool_results(content: Any) -> bool:

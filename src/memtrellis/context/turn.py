@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from memtrellis.attachments import is_attachment_part
+from memtrellis.attachments import content_text, is_attachment_part
 from memtrellis.context.place import INSTRUCTION_ROLES, check_messages, strip_content
 from memtrellis.errors import InvalidInputError
 from memtrellis.tool_calls import calls_of, neutral_call, without_memory_tools
@@ -119,7 +119,7 @@ def new_turn(
         attached = list(message.get("attachments") or ())
         if isinstance(content, list):  # multimodal parts: the text and the attachments
             attached = [*(p for p in content if is_attachment_part(p)), *attached]
-            content = "\n".join(_part_texts(content))
+            content = content_text(content)
         if content is None and message.get("tool_calls"):
             content = ""
         if not isinstance(content, str) or not (
@@ -141,11 +141,6 @@ def _with_neutral_calls(message: Mapping[str, Any]) -> dict[str, Any]:
         return {k: v for k, v in message.items() if k != "tool_calls"}
     neutral = [neutral_call(c.name, c.arguments, c.call_id) for c in calls]
     return {**message, "tool_calls": neutral}
-
-
-def _part_texts(parts: list[Any]) -> list[str]:
-    texts = [p if isinstance(p, str) else p.get("text") for p in parts if not is_attachment_part(p)]
-    return [t for t in texts if isinstance(t, str) and t]
 
 
 def last_user_text(messages: Sequence[Mapping[str, Any]]) -> str | None:

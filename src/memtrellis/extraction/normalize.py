@@ -50,7 +50,7 @@ from typing import Any
 
 from pydantic_core import to_json
 
-from memtrellis.attachments import attachments_of, mention
+from memtrellis.attachments import attachments_of, content_text, mention
 from memtrellis.errors import InvalidInputError
 from memtrellis.extraction.documents import read_document
 from memtrellis.extraction.model import Document, Normalized, Turn
@@ -284,7 +284,7 @@ class _Reader:
             self.skipped += 1
             return None
         content = message.get("content")
-        text = _content_text(content)
+        text = _clean(content_text(content))
         calls = (*calls, *calls_of({"content": content}))  # and Anthropic tool_use blocks
         if calls:  # each call is a line of the text, so it is searched like the words
             lines = [line for line in map(call_line, calls) if line not in text]
@@ -355,26 +355,6 @@ def _role(value: Any) -> str | None:
 
 def _clean(text: str) -> str:
     return _clean_text(text.replace("\r\n", "\n").replace("\r", "\n")).strip()
-
-
-def _content_text(content: Any) -> str:
-    """Text of a message's content: a string, or the text parts of a multimodal list."""
-    if isinstance(content, str):
-        return _clean(content)
-    if isinstance(content, Mapping):
-        content = [content]
-    if not _is_list(content):
-        return ""
-    parts: list[str] = []
-    for part in content:
-        if isinstance(part, str):
-            parts.append(part)
-        elif isinstance(part, Mapping):
-            if isinstance(part.get("text"), str):
-                parts.append(part["text"])
-            elif part.get("type") == "tool_result":  # Anthropic nests the tool's output
-                parts.append(_content_text(part.get("content")))
-    return _clean("\n".join(p for p in parts if p.strip()))
 
 
 def _optional_str(message: Mapping[str, Any], *keys: str) -> str | None:

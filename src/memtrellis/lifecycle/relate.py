@@ -11,7 +11,10 @@ one slot changing its value:
   ``换了``, ``现在``) about the same thing or the same single-valued attribute (where
   one lives, works, one's phone), with a value or word replaced;
 * the same frame with another value ("The budget is $50,000" / "The budget is $80,000")
-  or the other polarity ("The shop accepts cash" / "The shop doesn't accept cash").
+  or the other polarity ("The shop accepts cash" / "The shop doesn't accept cash");
+* where those find nothing, the slot model (`memtrellis.lifecycle.slots`): the same
+  subject and attribute words with a typed value of the same kind and unit replaced, or
+  given as the target of any verb ("put off until the 27th"), whatever the cue words.
 
 A statement of more than `MAX_CLAIM_UNITS` content words besides its subject holds
 several claims: only the same words with a value replaced supersede it. Cues after an
@@ -45,6 +48,7 @@ from enum import Enum
 from memtrellis.lifecycle.claims import SINGLE_VALUED, VALUE_CLASSES, Claim, read_claim
 from memtrellis.lifecycle.config import LifecycleConfig
 from memtrellis.lifecycle.keys import is_derived
+from memtrellis.lifecycle.slots import several_slots, slot_change
 from memtrellis.store.graph import normalize_subject
 from memtrellis.store.keyword import tokenize
 from memtrellis.types import MemoryItem
@@ -228,11 +232,13 @@ def relate(
         close = similarity >= config.duplicate_similarity
         if close and agree and not new_entities ^ old_entities:
             return Relation(RelationKind.DUPLICATE, f"similarity {similarity:.2f}")
-        verdict = _change_in_sentences(new, old)
+        verdict = _change_in_sentences(new, old) or _slot(new, old, a, b)
         if verdict is not None:
             return verdict
         return Relation(RelationKind.UNRELATED, "no shared subject", sure=a.chinese == b.chinese)
-    verdict = _change(a, b) or _change_in_sentences(new, old)
+    verdict = _change(a, b, new.text, old.text) or _change_in_sentences(new, old)
+    if verdict is None or not verdict.supersedes:
+        verdict = _slot(new, old, a, b) or verdict
     if verdict is not None:
         return verdict
     # The same claim: duplicates and support.
@@ -259,6 +265,22 @@ def relate(
     if new_words - old_words or gained:
         return Relation(RelationKind.EXTENDS, "adds detail about " + shared[0])
     return Relation(RelationKind.SUPPORTS, "same subject and attribute")
+
+
+#: Statements longer than this (characters) are not read by the slot model: it reads one
+#: statement's values, and its patterns are not meant for pages of text.
+MAX_SLOT_CHARS = 1_000
+
+
+def _slot(new: MemoryItem, old: MemoryItem, a: Claim, b: Claim) -> Relation | None:
+    """A supersession the slot model (`memtrellis.lifecycle.slots`) reads, or ``None``."""
+    if max(len(new.text), len(old.text)) > MAX_SLOT_CHARS:
+        return None
+    found = slot_change(new.text, old.text, a, b)
+    if found is None:
+        return None
+    reason, sure = found
+    return Relation(RelationKind.CONTRADICTS, reason, sure=sure)
 
 
 #: Content units besides its subject beyond which a statement holds several claims: its
@@ -295,14 +317,15 @@ def _change_in_sentences(new: MemoryItem, old: MemoryItem) -> Relation | None:
         for earlier, old_names in old_sentences:
             b = read_claim(earlier, old_names)
             if a.chinese == b.chinese and _same_subject(a, b):
-                verdict = _change(a, b)
+                verdict = _change(a, b, said, earlier)
                 if verdict is not None and verdict.supersedes:
                     return Relation(verdict.kind, f"{verdict.reason} (in {earlier[:40]!r})")
     return None
 
 
-def _change(a: Claim, b: Claim) -> Relation | None:
-    """A supersession or contradiction of claim ``b`` (old) by ``a`` (new), or ``None``."""
+def _change(a: Claim, b: Claim, new: str = "", old: str = "") -> Relation | None:
+    """A supersession or contradiction of claim ``b`` (old) by ``a`` (new), or ``None``;
+    ``new`` and ``old`` are their texts."""
     most = MAX_CLAIM_UNITS_ZH if a.chinese else MAX_CLAIM_UNITS
     if (
         max(
@@ -342,7 +365,16 @@ def _change(a: Claim, b: Claim) -> Relation | None:
     # holds now, so only of a one-value attribute ("Kai is dating Robin now").
     if reworded and ((a.change and (attribute or overlap >= 0.5)) or (a.current and attribute)):
         return Relation(RelationKind.CONTRADICTS, f"change cue {a.cue!r} with a new word")
-    if same_frame and swapped and not (a.event and b.event):
+    # Not when more than one slot changed or the new one adds a qualifier ("a meeting with
+    # Priya on Monday" / "with Tom on Tuesday"; "closes at 6 pm" / "at 8 pm on Saturdays").
+    short = max(len(new), len(old)) <= MAX_SLOT_CHARS
+    if (
+        same_frame
+        and swapped
+        and short
+        and not (a.event and b.event)
+        and not several_slots(new, old, a, b)
+    ):
         values = sorted(a.values ^ b.values)[:4]
         return Relation(RelationKind.CONTRADICTS, f"changed value {values}", sure=True)
     shared = a.classes & b.classes & SINGLE_VALUED

@@ -6,10 +6,13 @@
 * `memtrellis_agents.pydantic_ai` (``pip install "memtrellis-agents[pydantic-ai]"``):
   `MemtrellisCapability`, a PydanticAI capability that places memory in the agent's
   instructions and captures each run's turn from its message history.
+* `memtrellis_agents.crewai` (``pip install "memtrellis-agents[crewai]"``):
+  `MemtrellisMemory`, CrewAI's unified ``Memory`` answered by memtrellis (recall before a
+  task, what the task found remembered after it).
 
 Importing this package imports no framework; each module imports only its own. The core
 finds them by the ``memtrellis.integrations`` entry points ``openai_agents`` and
-``pydantic_ai`` (``memory.register(openai_agents=agent)``).
+``pydantic_ai`` and ``crewai`` (``memory.register(openai_agents=agent)``).
 
 Examples:
     >>> import memtrellis_agents
@@ -27,4 +30,5 @@ __version__ = "0.1.0"
 FRAMEWORKS = {
     "openai_agents": "memtrellis_agents.openai_agents",
     "pydantic_ai": "memtrellis_agents.pydantic_ai",
+    "crewai": "memtrellis_agents.crewai",
 }
