@@ -335,3 +335,30 @@ def test_closing_after_the_engine_died_leaves_no_process(tmp_path: Path) -> None
     assert _gone(pid)
     memory.close()
     assert _children() <= before
+
+
+@pytest.mark.skipif(not hasattr(os, "nice"), reason="CPU priority is a POSIX feature")
+@pytest.mark.parametrize("configured", [None, "0", "3"])
+def test_the_engine_yields_the_cpu_to_the_app(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, configured: str | None
+) -> None:
+    if configured is None:
+        monkeypatch.delenv("MEMTRELLIS_ENGINE_NICE", raising=False)
+    else:
+        monkeypatch.setenv("MEMTRELLIS_ENGINE_NICE", configured)
+    expected = 10 if configured is None else int(configured)
+    ours = os.getpriority(os.PRIO_PROCESS, 0)
+    with _open(tmp_path, engine_process=True) as memory:
+        memory.add("Ana lives in Porto.", entity_id="ana")  # the engine serves calls as before
+        assert os.getpriority(os.PRIO_PROCESS, _pid(memory)) == min(ours + expected, 19)
+        assert [m.text for m in memory.list(entity_id="ana")] == ["Ana lives in Porto."]
+    assert os.getpriority(os.PRIO_PROCESS, 0) == ours  # the app's own priority is unchanged
+
+
+@pytest.mark.parametrize("configured", ["high", "-5", "20"])
+def test_a_bad_engine_priority_is_a_typed_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, configured: str
+) -> None:
+    monkeypatch.setenv("MEMTRELLIS_ENGINE_NICE", configured)
+    with pytest.raises(InvalidInputError, match="MEMTRELLIS_ENGINE_NICE"):
+        _open(tmp_path, engine_process=True)

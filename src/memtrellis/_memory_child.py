@@ -114,6 +114,33 @@ class _Server:
                     return
 
 
+#: The environment variable that sets how much this process yields the CPU to the app's
+#: own (``nice`` increment); ``0`` keeps the app's priority.
+NICENESS_ENV = "MEMTRELLIS_ENGINE_NICE"
+#: The default increment: the engine's work (embedding a batch, Chroma's writes) runs when
+#: the app's threads have none to do, so the app's event loop is not kept waiting for a CPU.
+NICENESS = 10
+
+
+def _yield_cpu() -> None:
+    """Lower this process's CPU priority by `NICENESS` (or ``$MEMTRELLIS_ENGINE_NICE``).
+
+    Raises:
+        InvalidInputError: The variable is not an integer from 0 to 19.
+    """
+    configured = os.environ.get(NICENESS_ENV, "").strip()
+    try:
+        increment = int(configured) if configured else NICENESS
+    except ValueError:
+        increment = -1
+    if not 0 <= increment <= 19:
+        raise InvalidInputError(
+            f"{NICENESS_ENV} must be an integer from 0 to 19, got {configured!r}"
+        )
+    if increment and hasattr(os, "nice"):  # POSIX; elsewhere the engine keeps the priority
+        os.nice(increment)
+
+
 def main(argv: Sequence[str]) -> int:
     """Open the ``Memory`` the parent describes, serve it until the parent leaves."""
     # Ctrl-C reaches the whole process group: the parent decides when this one stops.
@@ -121,6 +148,7 @@ def main(argv: Sequence[str]) -> int:
     control = socket.socket(fileno=int(argv[0]))
     spec = recv_obj(control)
     try:
+        _yield_cpu()
         memory = Memory(spec.pop("path"), **spec)
     except Exception as exc:
         with contextlib.suppress(OSError):
