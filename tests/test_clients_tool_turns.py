@@ -8,6 +8,7 @@ SDK's own shape, the second call's reply answers from it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Iterator
@@ -30,6 +31,7 @@ from provider_fakes import (
 )
 from sdk_fakes import ANTHROPIC_KEY, CLAUDE_MODEL, OPENAI_KEY, captured, chat_completion, message
 from sdk_fakes import response as responses_body
+from test_attachments import B64, DIGEST, PIXELS
 
 ARGS = {"city": "Porto"}
 QUESTION = "What's the weather in Porto?"
@@ -241,3 +243,101 @@ def test_litellm_completion(memory: Memory) -> None:
     ]
     litellm.completion(model="openai/gpt-4o-mini", messages=history, client=server)
     _loop_memories(memory, "18 °C, sunny", "call_5")
+
+
+# -- a tool's result with an image: inside the result and beside it ------------------------
+def _result_images(answer: MemoryItem) -> list[tuple[str, str | None]]:
+    [result] = [s for s in answer.sources if s.kind is SourceKind.TOOL_RESULT]
+    return [(a.kind, a.sha256) for a in result.attachments]
+
+
+def test_google_function_response_with_an_image_in_it_and_beside_it(memory: Memory) -> None:
+    from google.genai import types
+
+    wire = GoogleWire({"call": "get_weather", "args": ARGS}, ANSWER)
+    client = memory.register(google_client(wire))
+    first = client.models.generate_content(model="gemini-3-flash", contents=QUESTION)
+    radar = types.FunctionResponsePart.from_bytes(data=PIXELS, mime_type="image/png")
+    response = types.Part.from_function_response(
+        name="get_weather", response={"output": "18 °C"}, parts=[radar]
+    )
+    photo = types.Part.from_bytes(data=PIXELS[:500], mime_type="image/png")
+    contents = [
+        types.Content(role="user", parts=[types.Part.from_text(text=QUESTION)]),
+        first.candidates[0].content,
+        types.Content(role="user", parts=[response, photo]),
+    ]
+    client.models.generate_content(model="gemini-3-flash", contents=contents)
+
+    answer = _loop_memories(memory, '{"output": "18 °C"}', None)
+    photo_digest = hashlib.sha256(PIXELS[:500]).hexdigest()
+    assert _result_images(answer) == [("image", DIGEST), ("image", photo_digest)]
+    assert "[image]" in answer.sources[2].content
+
+
+def test_bedrock_tool_result_with_an_image_in_it_and_beside_it(memory: Memory) -> None:
+    wire = BedrockWire({"call": "get_weather", "args": ARGS}, ANSWER)
+    client = memory.register(bedrock_client(wire))
+    messages: list[Any] = [{"role": "user", "content": [{"text": QUESTION}]}]
+    first = client.converse(modelId="anthropic.claude-v2", messages=messages)
+    radar = {"image": {"format": "png", "source": {"bytes": PIXELS}}}
+    result = {"toolUseId": "tooluse_1", "content": [{"text": "18 °C, sunny"}, radar]}
+    photo = {"image": {"format": "png", "source": {"bytes": PIXELS[:500]}}}
+    messages += [
+        first["output"]["message"],
+        {"role": "user", "content": [{"toolResult": result}, photo]},
+    ]
+    client.converse(modelId="anthropic.claude-v2", messages=messages)
+
+    answer = _loop_memories(memory, "18 °C, sunny", "tooluse_1")
+    photo_digest = hashlib.sha256(PIXELS[:500]).hexdigest()
+    assert _result_images(answer) == [("image", DIGEST), ("image", photo_digest)]
+
+
+def test_bedrock_tool_result_and_a_user_question_in_one_message(memory: Memory) -> None:
+    """A user message holding a tool's result, a new question and a photo: the question
+    and the photo are the user's; the tool's output is never stored as the user's words."""
+    wire = BedrockWire({"call": "get_weather", "args": ARGS}, ANSWER)
+    client = memory.register(bedrock_client(wire))
+    messages: list[Any] = [{"role": "user", "content": [{"text": QUESTION}]}]
+    first = client.converse(modelId="anthropic.claude-v2", messages=messages)
+    result = {"toolUseId": "tooluse_1", "content": [{"text": "18 °C, sunny"}]}
+    photo = {"image": {"format": "png", "source": {"bytes": PIXELS}}}
+    follow_up = "Is that warm enough for the beach in this photo?"
+    messages += [
+        first["output"]["message"],
+        {"role": "user", "content": [{"toolResult": result}, {"text": follow_up}, photo]},
+    ]
+    client.converse(modelId="anthropic.claude-v2", messages=messages)
+
+    items = captured(memory)
+    assert [i.text for i in items] == [QUESTION, CALL_TEXT, f"{follow_up}\n[image]", ANSWER]
+    asked = items[2]
+    assert [(s.role, s.content) for s in asked.sources] == [("user", f"{follow_up}\n[image]")]
+    assert [(a.kind, a.sha256) for a in asked.sources[0].attachments] == [("image", DIGEST)]
+
+
+def test_anthropic_tool_result_returning_an_image(memory: Memory) -> None:
+    use = {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": ARGS}
+    called = message("")
+    called["content"], called["stop_reason"] = [use], "tool_use"
+    transport, _ = _recording(called, message(ANSWER))
+    client = memory.register(
+        anthropic.Anthropic(api_key=ANTHROPIC_KEY, http_client=httpx2.Client(transport=transport))
+    )
+    history: list[Any] = [{"role": "user", "content": QUESTION}]
+    first = client.messages.create(model=CLAUDE_MODEL, max_tokens=200, messages=history)
+    radar = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": B64}}
+    result = {
+        "type": "tool_result",
+        "tool_use_id": "toolu_1",
+        "content": [{"type": "text", "text": "18 °C, sunny"}, radar],
+    }
+    history += [
+        {"role": "assistant", "content": first.content},
+        {"role": "user", "content": [result]},
+    ]
+    client.messages.create(model=CLAUDE_MODEL, max_tokens=200, messages=history)
+
+    answer = _loop_memories(memory, "18 °C, sunny", "toolu_1")
+    assert _result_images(answer) == [("image", DIGEST)]

@@ -3,11 +3,12 @@
 * ``converse`` and ``converse_stream``: the memory context is one more text block at the
   end of ``system`` (a list of system content blocks, made when there is none).
 * Messages are read from their content blocks: ``text`` blocks, ``toolUse`` blocks (an
-  assistant's tool calls, `memtrellis.tool_calls`), ``toolResult`` blocks (a user
-  message made only of them is the tools' output: one tool message per result, with its
-  ``toolUseId`` and whether its ``status`` is ``"error"``) and ``image``, ``document``,
-  ``video`` and ``audio`` blocks (the message's attachments, from their ``bytes``,
-  ``s3Location`` or a document's text: `memtrellis.attachments`).
+  assistant's tool calls, `memtrellis.tool_calls`), ``toolResult`` blocks (the tools'
+  output: one tool message per result, with its ``toolUseId``, whether its ``status`` is
+  ``"error"`` and the images and documents it returned; an image sent beside results
+  alone goes with the last of them) and ``image``, ``document``, ``video`` and ``audio``
+  blocks (the message's attachments, from their ``bytes``, ``s3Location`` or a
+  document's text: `memtrellis.attachments`).
 * ``converse_stream`` returns a dict whose ``stream`` is botocore's ``EventStream``; it is
   handed back wrapped (`memtrellis.clients.streams`), so the turn is captured when the
   stream is used up or closed.
@@ -38,7 +39,13 @@ from typing import Any
 from memtrellis.attachments import is_attachment_part
 from memtrellis.clients.calls import Api
 from memtrellis.clients.endpoints import endpoint_provider
-from memtrellis.clients.payload import Reply, TextCollector, field_of, tool_result
+from memtrellis.clients.payload import (
+    Reply,
+    TextCollector,
+    field_of,
+    tool_result,
+    with_results,
+)
 from memtrellis.context import MemoryContext
 from memtrellis.errors import InvalidInputError
 from memtrellis.tool_calls import neutral_call
@@ -84,19 +91,23 @@ def _messages(message: Any) -> list[dict[str, Any]]:
         for b in blocks
         if (use := field_of(b, "toolUse")) is not None
     ]
-    results = [r for b in blocks if (r := field_of(b, "toolResult")) is not None]
-    if results and not texts and not calls:  # tools' output, sent back as a user turn
-        return [
-            tool_result(
-                _result_text(r), field_of(r, "toolUseId"), failed=field_of(r, "status") == "error"
-            )
-            for r in results
-        ]
+    results = [
+        tool_result(
+            _result_text(r),
+            field_of(r, "toolUseId"),
+            failed=field_of(r, "status") == "error",
+            attachments=[b for b in _blocks(field_of(r, "content")) if is_attachment_part(b)],
+        )
+        for b in blocks
+        if (r := field_of(b, "toolResult")) is not None
+    ]
     out: dict[str, Any] = {"role": role, "content": "\n".join(texts)}
     attached = [b for b in blocks if is_attachment_part(b)]
     if attached:  # image, document, video and audio blocks: read by memtrellis.attachments
         out["attachments"] = attached
-    return [{**out, "tool_calls": calls} if calls else out]
+    if calls:
+        out["tool_calls"] = calls
+    return with_results(results, out)  # tools' output: a tool message per result
 
 
 def bedrock_conversation(kwargs: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -3,7 +3,9 @@
 
 * The request's ``contents`` are read as Google gives them: a string, a list of strings
   and parts (one user message), or ``Content`` items with a ``role`` (``"model"`` is the
-  assistant). A user message made only of ``function_response`` parts is a tool's output.
+  assistant). Each ``function_response`` part is a tool's output (a tool message, with
+  the images and files of its ``parts``; an image sent beside results alone goes with
+  the last of them).
   ``inline_data`` and ``file_data`` parts (``Part.from_bytes``, ``Part.from_uri``, their
   dicts) and uploaded ``File`` objects are the message's attachments
   (`memtrellis.attachments`).
@@ -41,6 +43,7 @@ from memtrellis.clients.payload import (
     field_of,
     given,
     tool_result,
+    with_results,
 )
 from memtrellis.context import MemoryContext
 from memtrellis.errors import InvalidInputError
@@ -81,8 +84,14 @@ def _part_call(part: Any) -> dict[str, Any] | None:
 def _result_message(result: Any) -> dict[str, Any]:
     response = field_of(result, "response")
     failed = isinstance(response, Mapping) and "error" in response and "output" not in response
+    parts = field_of(result, "parts")  # a multimodal function response: its images, files
+    attached = [a for a in map(_attachment, parts if _is_list(parts) else ()) if a is not None]
     return tool_result(
-        _json(response), field_of(result, "id"), name=field_of(result, "name"), failed=failed
+        _json(response),
+        field_of(result, "id"),
+        name=field_of(result, "name"),
+        failed=failed,
+        attachments=attached,
     )
 
 
@@ -120,13 +129,14 @@ def _parts_messages(role: str, parts: Sequence[Any]) -> list[dict[str, Any]]:
     results = [
         r for p in parts if (r := _field(p, "function_response", "functionResponse")) is not None
     ]
-    if results and not texts and not calls:  # tools' output, sent back as a user turn
-        return [_result_message(r) for r in results]
     message: dict[str, Any] = {"role": role, "content": "\n".join(texts)}
     attached = [a for a in map(_attachment, parts) if a is not None]
     if attached:  # read by the core (memtrellis.attachments) when the turn is captured
         message["attachments"] = attached
-    return [{**message, "tool_calls": calls}] if calls else [message]
+    if calls:
+        message["tool_calls"] = calls
+    # tools' output, sent back as a user turn: a tool message per result
+    return with_results([_result_message(r) for r in results], message)
 
 
 def _content_messages(content: Any) -> list[dict[str, Any]]:

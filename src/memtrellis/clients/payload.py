@@ -42,6 +42,7 @@ __all__ = [
     "text_of",
     "tool_result",
     "usage_of",
+    "with_results",
 ]
 
 #: Token counts read from a response's ``usage`` (OpenAI chat, Responses, Anthropic).
@@ -83,9 +84,16 @@ def _only_tool_results(content: Any) -> bool:
 
 
 def tool_result(
-    content: Any, call_id: Any, *, name: Any = None, failed: bool = False
+    content: Any,
+    call_id: Any,
+    *,
+    name: Any = None,
+    failed: bool = False,
+    attachments: Sequence[Any] = (),
 ) -> dict[str, Any]:
-    """A tool's output in the core's message shape (`memtrellis.tool_calls`).
+    """A tool's output in the core's message shape (`memtrellis.tool_calls`), with the
+    images and files it returned: ``attachments`` and the attachment parts of a list
+    ``content`` (an Anthropic ``tool_result``'s blocks).
 
     Examples:
         >>> tool_result("18 °C", "call_1", name="get_weather")
@@ -98,7 +106,35 @@ def tool_result(
         out["name"] = name
     if failed:
         out["status"] = "error"
+    listed = content if isinstance(content, Sequence) and not isinstance(content, str) else ()
+    attached = [*(p for p in listed if is_attachment_part(p)), *attachments]
+    if attached:  # read by the core (memtrellis.attachments) with the result
+        out["attachments"] = attached
     return out
+
+
+def with_results(results: list[dict[str, Any]], message: dict[str, Any]) -> list[dict[str, Any]]:
+    """A request message holding tools' results (Google's ``function_response`` parts,
+    Bedrock's ``toolResult`` blocks): one tool message per result (`tool_result`), then
+    ``message``, what else it says, when it has text or tool calls; else its attachments
+    (an image sent beside the results) go with the last result.
+
+    Examples:
+        >>> image = {"image": {"format": "png", "source": {"bytes": b"PNG"}}}
+        >>> [result] = with_results([tool_result("18 °C", "t1")],
+        ...                         {"role": "user", "content": "", "attachments": [image]})
+        >>> result["content"], result["attachments"] == [image]
+        ('18 °C', True)
+    """
+    if not results:
+        return [message]
+    if message.get("content") or message.get("tool_calls"):
+        return [*results, message]
+    beside = message.get("attachments") or []
+    if not beside:
+        return results
+    last = results[-1]
+    return [*results[:-1], {**last, "attachments": [*last.get("attachments", ()), *beside]}]
 
 
 def message_of(message: Any) -> dict[str, Any] | None:
@@ -138,10 +174,10 @@ def message_of(message: Any) -> dict[str, Any] | None:
 
 
 def messages_of(message: Any) -> list[dict[str, Any]]:
-    """`message_of`, with an Anthropic user message of several ``tool_result`` blocks
-    as one tool message per result."""
+    """`message_of`, with an Anthropic user message of ``tool_result`` blocks as one tool
+    message per result (with the images and documents it returned)."""
     content = given(field_of(message, "content"))
-    if field_of(message, "role") == "user" and _only_tool_results(content) and len(content) > 1:
+    if field_of(message, "role") == "user" and _only_tool_results(content):
         return [
             tool_result(
                 field_of(block, "content"),
