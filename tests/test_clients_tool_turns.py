@@ -341,3 +341,38 @@ def test_anthropic_tool_result_returning_an_image(memory: Memory) -> None:
 
     answer = _loop_memories(memory, "18 °C, sunny", "toolu_1")
     assert _result_images(answer) == [("image", DIGEST)]
+
+
+# -- session history after a tool loop -----------------------------------------------------
+def test_session_history_after_a_tool_loop_holds_each_message_once(memory: Memory) -> None:
+    """A stateless caller asking on after a tool loop gets the loop's question, call and
+    answer once each (the question the second call brought as context is the first
+    call's), and the tool's output only as the answer's source, never as something said."""
+    follow_up = chat_completion("Take a light jacket.")
+    transport, sent = _recording(_openai_call("call_1"), chat_completion(ANSWER), follow_up)
+    client = memory.register(
+        openai.OpenAI(api_key=OPENAI_KEY, http_client=httpx2.Client(transport=transport)),
+        session_history=6,
+        entity_id="ana",
+        session_id="s1",
+        k=1,
+    )
+    history: list[Any] = [{"role": "user", "content": QUESTION}]
+    first = client.chat.completions.create(model="gpt-4o-mini", messages=history)
+    history += [
+        first.choices[0].message,
+        {"role": "tool", "tool_call_id": "call_1", "content": "18 °C, sunny"},
+    ]
+    client.chat.completions.create(model="gpt-4o-mini", messages=history)
+    memory.flush(30)
+
+    later = [{"role": "user", "content": "Do I need a coat?"}]  # only the latest message
+    client.chat.completions.create(model="gpt-4o-mini", messages=later)
+    block = sent[2]["messages"][0]["content"]
+    section = block.split("Recent conversation:\n", 1)[1]
+    lines = [line for line in section.splitlines() if line.startswith("- ")]
+    # the answer is recalled (k=1), so the recent section leaves it out: once each
+    assert lines == [f"- user: {QUESTION}", f"- assistant: {CALL_TEXT}"]
+    assert block.count(ANSWER) == 1 and block.count(QUESTION) == 1
+    [output] = [line for line in block.splitlines() if "18 °C, sunny" in line]
+    assert output.endswith('get_weather({"city": "Porto"}) → 18 °C, sunny')  # a source only
