@@ -138,10 +138,13 @@ def test_a_streamed_tool_use_is_captured_whole(memory: Memory) -> None:
     for _ in response["stream"]:
         pass
 
-    assert [i.text for i in captured(memory)] == [
+    items = captured(memory)
+    assert [i.text for i in items] == [
         "Book Friday for two",
         '[tool call] book({"day": "Friday", "seats": 2})',
     ]
+    call = items[1].sources[1].tool  # its name and id from the block's start event
+    assert call is not None and (call.name, call.call_id) == ("book", "tooluse_1")
 
 
 def test_a_stream_closed_early_is_captured_with_what_arrived(memory: Memory) -> None:

@@ -36,6 +36,9 @@ def test_sdk_clients_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     assert printed == [
         "system True",
         "I'm allergic to peanuts. openai 14",
+        "['Weather in Porto?', 'It is 18 °C and sunny in Porto.']",  # tool calls
+        "['chat', 'tool_call', 'tool_result'] "
+        '[\'get_weather({"city": "Porto"}) → 18 °C, sunny\']',
         "My new bike!",  # the attachments example: the text names the image
         "[image: a red bicycle by the canal]",
         "https://example.com/bike.jpg",

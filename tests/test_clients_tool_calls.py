@@ -131,10 +131,17 @@ def test_a_streamed_tool_call_is_gathered_from_its_fragments(memory: Memory) -> 
         if c.choices and c.choices[0].delta.tool_calls
     ]
     assert "".join(f or "" for f in fragments) == ARGUMENTS  # the user's stream, unchanged
-    assert [i.text for i in captured(memory)] == [
+    items = captured(memory)
+    assert [i.text for i in items] == [
         "Weather in Porto?",
         '[tool call] get_weather({"city": "Porto"})',
     ]
+    call = items[1].sources[1].tool  # gathered from the fragments, with the call's id
+    assert call is not None and (call.name, call.call_id, call.arguments) == (
+        "get_weather",
+        "call_1",
+        ARGUMENTS,
+    )
 
 
 def test_a_tool_forced_structured_answer_is_the_captured_reply(memory: Memory) -> None:

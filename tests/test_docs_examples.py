@@ -48,9 +48,15 @@ def test_getting_started(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
 
 def test_concepts_memory_context(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     printed = run_blocks("concepts.md", tmp_path, monkeypatch).splitlines()
-    assert printed[:3] == ["not found", "m1", "<memory_context>"]
+    # A skill learnt from a tool trajectory, its sources the trajectory's messages.
+    assert printed[:2] == [
+        "skill How to look up the weather for a city: 1. call get_weather with the city; "
+        "2. give the temperature.",
+        "[('chat', 'u1'), ('tool_call', 'a1'), ('tool_result', 't1'), ('chat', 'a2')]",
+    ]
+    assert printed[2:5] == ["not found", "m1", "<memory_context>"]
     # Staged context: the hint picks the dentist; one open item and two recent turns.
-    assert printed[3:] == ["The dentist visit is booked for Friday", "1 2"]
+    assert printed[5:] == ["The dentist visit is booked for Friday", "1 2"]
 
 
 def test_configuration_validity(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -14,6 +14,7 @@ DOCS = ROOT / "docs"
 SECTIONS = {
     "getting-started.md": ["Install into your own environment", "Two commands"],
     "concepts.md": [
+        "Tool calls and skills",
         "The lifecycle",
         "By id",
         "Graph, vectors and keywords",
@@ -39,7 +40,7 @@ SECTIONS = {
     "troubleshooting.md": ["Offline use", "Embedding mismatch", "A locked store"],
     "langchain.md": ["API reference"],
     "llamaindex.md": ["API reference"],
-    "sdk-clients.md": ["API reference"],
+    "sdk-clients.md": ["Tool calls", "Structured answers", "API reference"],
     "benchmarks.md": [
         "LoCoMo evidence recall",
         "Recall latency at scale",

@@ -24,6 +24,7 @@ import memtrellis.service
 import memtrellis.service.openapi
 import memtrellis.store
 import memtrellis.testing
+import memtrellis.tool_calls
 import memtrellis.transfer
 import memtrellis.types
 
@@ -67,6 +68,7 @@ def test_public_api_is_pinned() -> None:
             "StoreCorruptError",
             "StoreLockedError",
             "TokenizerUnavailableError",
+            "ToolUse",
             "UnknownIntegrationError",
             "UnsupportedClientError",
             "VectorIndexUnavailableError",
@@ -255,6 +257,7 @@ def test_public_names_have_a_docstring_with_an_example() -> None:
         memtrellis.service.openapi,
         memtrellis.store,
         memtrellis.testing,
+        memtrellis.tool_calls,
         memtrellis.transfer,
         memtrellis.types,
     ]

@@ -36,6 +36,7 @@ from memtrellis.extraction import ExtractionConfig, Mode  # noqa: E402
 from memtrellis.llm import LLM  # noqa: E402
 from memtrellis.memory import Memory  # noqa: E402
 from memtrellis.repair import repair_store  # noqa: E402
+from memtrellis.tool_calls import ToolUse  # noqa: E402
 from memtrellis.types import (  # noqa: E402
     EdgeKind,
     Health,
@@ -80,6 +81,7 @@ __all__ = [
     "StoreCorruptError",
     "StoreLockedError",
     "TokenizerUnavailableError",
+    "ToolUse",
     "UnknownIntegrationError",
     "UnsupportedClientError",
     "VectorIndexUnavailableError",

@@ -26,6 +26,7 @@ from pydantic_core import to_json
 from memtrellis._model import Model
 from memtrellis.attachments import Attachment
 from memtrellis.health import Health
+from memtrellis.tool_calls import ToolUse
 
 __all__ = [
     "EdgeKind",
@@ -42,7 +43,9 @@ __all__ = [
     "SkippedMemory",
     "SourceKind",
     "SourceRef",
+    "one_voice",
     "utcnow",
+    "voice_sources",
 ]
 
 #: Longest excerpt of a source message kept on a memory; the full text lives in the memory.
@@ -115,14 +118,25 @@ class EdgeKind(str, Enum):
 class SourceKind(str, Enum):
     """Where a memory's evidence came from.
 
+    ``tool_call`` and ``tool_result`` sources are the tools a turn used: a call the
+    assistant made (name, id, arguments in `SourceRef.tool`) and a tool's output (its
+    excerpt, and the call it answers). They stand beside the chat messages a memory
+    rests on, never for what someone said (see `voice_sources`).
+
     Examples:
-        >>> SourceKind.DOC.value
-        'doc'
+        >>> SourceKind.DOC.value, SourceKind.TOOL_RESULT.value
+        ('doc', 'tool_result')
     """
 
     CHAT = "chat"
     DOC = "doc"
     TEXT = "text"
+    TOOL_CALL = "tool_call"
+    TOOL_RESULT = "tool_result"
+
+
+#: The kinds of source that record a tool's use rather than what someone said.
+TOOL_KINDS = frozenset({SourceKind.TOOL_CALL, SourceKind.TOOL_RESULT})
 
 
 class Scope(Model):
@@ -177,6 +191,9 @@ class SourceRef(Model):
     document: str | None = None
     #: Images, files and audio the message carried (`memtrellis.attachments`).
     attachments: tuple[Attachment, ...] = ()
+    #: A ``tool_call`` source's call, or the call a ``tool_result`` answers
+    #: (`memtrellis.tool_calls`).
+    tool: ToolUse | None = None
 
     @field_validator("content")
     @classmethod
@@ -195,10 +212,25 @@ class SourceRef(Model):
         return _aware(value)
 
 
+def voice_sources(sources: Sequence[SourceRef]) -> list[SourceRef]:
+    """The sources that are what was said: all but those recording a tool's use
+    (``tool_call``, ``tool_result``), or the tool sources themselves when a memory rests
+    on nothing else (a tool's output kept as a memory).
+
+    Examples:
+        >>> said = SourceRef(kind="chat", role="assistant", content="It is 18 °C.")
+        >>> tool = SourceRef(kind="tool_result", role="tool", content="18 °C")
+        >>> voice_sources([said, tool]) == [said], voice_sources([tool]) == [tool]
+        (True, True)
+    """
+    said = [s for s in sources if s.kind not in TOOL_KINDS]
+    return said or list(sources)
+
+
 def one_voice(sources: Sequence[SourceRef], text: str) -> SourceRef | None:
     """The first source when ``sources`` are one chat message, or several messages of
     one role and speaker whose contents joined are ``text`` (a fast-mode burst), else
-    ``None``.
+    ``None``. The tools an answer rests on (`voice_sources`) are not counted.
 
     Examples:
         >>> a = SourceRef(kind="chat", message_id="m1", role="user", speaker="Ana", content="omg")
@@ -206,19 +238,20 @@ def one_voice(sources: Sequence[SourceRef], text: str) -> SourceRef | None:
         >>> one_voice([a, b], "omg\\nyes") is a, one_voice([a, b], "Ana is happy")
         (True, None)
     """
-    if not sources or sources[0].kind is not SourceKind.CHAT:
+    said = voice_sources(sources)
+    if not said or said[0].kind is SourceKind.DOC or said[0].kind is SourceKind.TEXT:
         return None
-    first = sources[0]
-    if len(sources) == 1:
+    first = said[0]
+    if len(said) == 1:
         return first
-    for source in sources:
+    for source in said:
         if (
-            source.kind is not SourceKind.CHAT
+            source.kind is not first.kind
             or source.role != first.role
             or source.speaker != first.speaker
         ):
             return None
-    joined = " ".join(" ".join(s.content for s in sources).split())
+    joined = " ".join(" ".join(s.content for s in said).split())
     return first if joined == " ".join(text.split()) else None
 
 

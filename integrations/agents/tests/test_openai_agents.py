@@ -11,6 +11,7 @@ import pytest
 from agents import Agent, RunConfig, Runner, SQLiteSession, function_tool
 from agents.memory import Session
 from memtrellis import InvalidInputError, Memory
+from memtrellis.context import tool_trail
 from memtrellis.registry import integration_names
 
 from fakes import ScriptedAgentsModel, text_reply, tool_call
@@ -157,6 +158,11 @@ async def test_tool_calls_stay_in_the_history_and_the_answer_is_captured_once(
     kinds = [item.get("type", "message") for item in await session.get_items()]  # type: ignore[union-attr]
     assert kinds == ["message", "function_call", "function_call_output", "message"]
     assert stored(memory, "ana") == ["It is sunny in Lyon.", "Weather in Lyon?"]
+    # the answer's memory carries the call and the tool's output it came from
+    [answer] = [m for m in memory.list(entity_id="ana") if m.text.startswith("It is")]
+    assert [s.kind.value for s in answer.sources] == ["chat", "tool_call", "tool_result"]
+    assert answer.sources[1].tool is not None and answer.sources[1].tool.call_id == "call_1"
+    assert tool_trail(answer.sources) == ['weather({"city": "Lyon"}) → Sunny in Lyon']
 
 
 async def test_a_scope_block_names_the_user_and_pop_item_drops_an_unanswered_message(

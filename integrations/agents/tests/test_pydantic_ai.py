@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from memtrellis import InvalidInputError, Memory
+from memtrellis.context import tool_trail
 from memtrellis.registry import integration_names
 from pydantic_ai import Agent
 from pydantic_ai.messages import (
@@ -158,6 +159,10 @@ async def test_an_agents_own_capability_and_a_tool_run_capture_question_and_answ
         "It is sunny in Lyon.",
         "What is the weather where I live?",
     ]
+    # the answer's memory carries the tool call and its return as sources
+    [answer] = [m for m in memory.list(entity_id="ana") if m.text.startswith("It is")]
+    assert [s.kind.value for s in answer.sources] == ["chat", "tool_call", "tool_result"]
+    assert tool_trail(answer.sources) == ['weather({"city":"Lyon"}) → Sunny in Lyon']
 
 
 def test_run_sync_and_a_scope_block(memory: Memory) -> None:
@@ -206,16 +211,17 @@ def test_register_refuses_what_is_not_an_agent(memory: Memory) -> None:
         MemtrellisCapability(object())  # type: ignore[arg-type]
 
 
-def test_a_history_with_system_prompts_and_memory_blocks_yields_only_the_words() -> None:
+def test_a_history_yields_the_words_and_tool_calls_never_instructions() -> None:
     history: list[ModelMessage] = [
         ModelRequest(
             parts=[SystemPromptPart("You help.")],
             instructions="Be brief.\n\n<memory_context>\n- x\n</memory_context>",
         ),
-        ModelResponse(parts=[ToolCallPart("weather", {"city": "Oslo"})]),
+        ModelResponse(parts=[ToolCallPart("weather", {"city": "Oslo"}, "call_7")]),
     ]
 
-    assert turn_of(history) == []
+    call = {"name": "weather", "arguments": '{"city":"Oslo"}', "id": "call_7"}
+    assert turn_of(history) == [{"role": "assistant", "content": "", "tool_calls": [call]}]
 
 
 async def test_concurrent_runs_of_two_users_keep_their_memories_apart(memory: Memory) -> None:

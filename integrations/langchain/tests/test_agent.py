@@ -67,8 +67,19 @@ def test_turns_are_captured_once_with_the_thread_as_session(memory: Memory) -> N
     )
 
     stored = texts(memory)
-    assert sorted(stored) == ["Is my TP123 flight on time?", "TP123 is on time."]
+    # each model call is captured as it ends: the question and the call, then the answer
+    assert sorted(stored) == [
+        "Is my TP123 flight on time?",
+        "TP123 is on time.",
+        '[tool call] flight_status({"number": "TP123"})',
+    ]
     assert {i.scope.session_id for i in memory.list()} == {"trip-2"}
+    [answer] = [i for i in memory.list() if i.text == "TP123 is on time."]
+    assert [s.content for s in answer.sources] == [
+        "TP123 is on time.",
+        'flight_status({"number": "TP123"})',
+        "TP123 is on time",  # the tool's result
+    ]
 
 
 async def test_async_agent(memory: Memory) -> None:

@@ -233,13 +233,25 @@ def _sessions(agent: Any) -> Iterator[tuple[str, list[tuple[Any, dict[str, Any]]
         yield thread, items
 
 
+#: The tool calls of the four sessions: each model call is captured as it ends, so a call
+#: the answer comes after (in the next model call) is a memory too, and a source of it.
+CALLS = {
+    "ann-1": '[tool call] flight_status({"number": "TP123"})',
+    "ben-1": '[tool call] book_seat({"number": "LH400", "seat": "aisle"})',
+    "ann-2": '[tool call] book_seat({"number": "TP123", "seat": "window"})',
+    "ben-2": '[tool call] flight_status({"number": "LH400"})',
+}
+
+
 def _assert_memories_per_user(memory: Memory) -> None:
-    assert stored(memory, "ann") == sorted(
-        [(ANN_1, "ann-1"), (ANN_1_ANSWER, "ann-1"), (ANN_2, "ann-2"), (ANN_2_ANSWER, "ann-2")]
-    )
-    assert stored(memory, "ben") == sorted(
-        [(BEN_1, "ben-1"), (BEN_1_ANSWER, "ben-1"), (BEN_2, "ben-2"), (BEN_2_ANSWER, "ben-2")]
-    )
+    ann = [(ANN_1, "ann-1"), (ANN_1_ANSWER, "ann-1"), (ANN_2, "ann-2"), (ANN_2_ANSWER, "ann-2")]
+    ben = [(BEN_1, "ben-1"), (BEN_1_ANSWER, "ben-1"), (BEN_2, "ben-2"), (BEN_2_ANSWER, "ben-2")]
+    for said, user in ((ann, "ann"), (ben, "ben")):
+        calls = [(CALLS[session], session) for session in (f"{user}-1", f"{user}-2")]
+        assert stored(memory, user) == sorted([*said, *calls])
+        answers = [m for m in memory.list(entity_id=user) if m.text in {t for t, _ in said[1::2]}]
+        assert all([s.kind.value for s in m.sources][1:] == ["tool_call", "tool_result"]
+                   for m in answers)  # fmt: skip
     assert stored(memory, "default") == []
 
 
@@ -315,7 +327,9 @@ async def test_agent_with_the_wrapper_as_model_astreams_once(shared: Memory) -> 
     chunks = [m for m, _ in items if isinstance(m, AIMessageChunk)]
     assert "".join(str(m.content) for m in chunks) == ANN_1_ANSWER
     assert len([c for m in chunks for c in m.tool_call_chunks]) == 1
-    assert stored(shared, "ann") == sorted([(ANN_1, "ann-1"), (ANN_1_ANSWER, "ann-1")])
+    assert stored(shared, "ann") == sorted(
+        [(ANN_1, "ann-1"), (CALLS["ann-1"], "ann-1"), (ANN_1_ANSWER, "ann-1")]
+    )
 
 
 class Trip(BaseModel):

@@ -13,7 +13,7 @@ from langchain_core.runnables import RunnableLambda
 from langchain_core.runnables.history import RunnableWithMessageHistory
 from langchain_core.tools import tool
 from memtrellis import Memory
-from memtrellis.context import OPEN_TAG
+from memtrellis.context import OPEN_TAG, tool_trail
 
 from fakes import FakeChat, reply, texts
 from langchain_memtrellis import AsyncMemoryCallbackHandler, MemoryCallbackHandler, memory_context
@@ -170,7 +170,7 @@ def test_an_unreadable_input_falls_back_to_the_models_user_messages(memory: Memo
     assert texts(memory) == ["tea and biscuits", "Both noted."]
 
 
-def test_an_agent_run_stores_the_question_and_final_answer_not_the_tool_traffic(
+def test_an_agent_run_stores_what_was_said_with_the_tool_traffic_as_sources(
     memory: Memory,
 ) -> None:
     from langchain.agents import create_agent
@@ -190,7 +190,15 @@ def test_an_agent_run_stores_the_question_and_final_answer_not_the_tool_traffic(
 
     agent.invoke({"messages": [("user", "Weather in Porto?")]}, {"callbacks": [handler]})
 
-    assert texts(memory) == ["Weather in Porto?", "Sunny!"]
+    # what the assistant said before its call is kept; the call and the tool's result
+    # are sources of the answer, never memories of their own
+    assert texts(memory) == [
+        "Weather in Porto?",
+        'Let me check.\n[tool call] lookup({"city": "Porto"})',
+        "Sunny!",
+    ]
+    answer = memory.list()[-1]
+    assert tool_trail(answer.sources) == ['lookup({"city": "Porto"}) → Sunny in Porto']
     assert handler.runs.pending == 0
 
 

@@ -3,13 +3,15 @@
 ``scripted_llm`` builds llama-index-core's own ``MockFunctionCallingLLM`` (a real
 ``FunctionCallingLLM``: it fires the instrumentation events, streams, and takes tools)
 with a response generator that records every call and answers from ``replies``:
-a string (the reply), a callable of the messages, or ``TOOL`` (call every tool offered).
+a string (the reply), a callable of the messages, ``TOOL`` (call every tool offered) or a
+``Call`` of one tool with its arguments.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallBlock
@@ -17,6 +19,16 @@ from llama_index.core.llms import MockFunctionCallingLLM
 from memtrellis.testing import HashingEmbedder
 
 TOOL = object()
+
+
+@dataclass(frozen=True)
+class Call:
+    """A scripted reply that calls one tool: ``Call("save_memory", {"content": "..."})``."""
+
+    name: str
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
 Reply = str | object | Callable[[Sequence[ChatMessage]], str]
 
 
@@ -30,6 +42,12 @@ class Script:
     def __call__(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatMessage:
         self.calls.append([m.model_copy(deep=True) for m in messages])
         reply = self.replies[min(len(self.calls), len(self.replies)) - 1]
+        if isinstance(reply, Call):
+            block = ToolCallBlock(
+                tool_call_id=f"call-{len(self.calls)}", tool_name=reply.name,
+                tool_kwargs=reply.kwargs,
+            )  # fmt: skip
+            return ChatMessage(role=MessageRole.ASSISTANT, blocks=[block])
         if reply is TOOL:
             blocks = [
                 ToolCallBlock(tool_call_id=f"call-{i}", tool_name=t.metadata.name, tool_kwargs={})

@@ -58,14 +58,26 @@ def test_the_wrapped_llm_places_one_budgeted_block_and_counts_its_capture(
     ]
 
 
-def test_a_tool_call_only_reply_captures_nothing_until_the_answer(memory: Memory) -> None:
-    from llama_index.memory.memtrellis._messages import new_turn
+def test_a_tool_call_reply_is_captured_at_once_and_the_answer_with_its_exchange(
+    memory: Memory,
+) -> None:
+    from llama_index.core.base.llms.types import ToolCallBlock
+
+    from llama_index.memory.memtrellis._messages import new_turn, tool_calls_of
 
     asked = [ChatMessage(role="user", content="Weather in Porto?")]
-    tool_step = ChatMessage(role="assistant", content="")
-    observed = ChatMessage(role="tool", content="sunny")
-    assert new_turn(asked, "") == []
-    assert new_turn([*asked, tool_step, observed], "It is sunny.") == [
+    block = ToolCallBlock(tool_call_id="c1", tool_name="weather", tool_kwargs={"city": "Porto"})
+    tool_step = ChatMessage(role="assistant", blocks=[block])
+    observed = ChatMessage(role="tool", content="sunny", additional_kwargs={"tool_call_id": "c1"})
+    assert new_turn(asked, "") == []  # a reply of nothing adds nothing
+    call = {"name": "weather", "arguments": '{"city": "Porto"}', "id": "c1"}
+    assert new_turn(asked, "", tool_calls_of(tool_step)) == [
         {"role": "user", "content": "Weather in Porto?"},
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+    ]
+    assert new_turn([*asked, tool_step, observed], "It is sunny.") == [
+        {"role": "user", "content": "Weather in Porto?", "context": True},
+        {"role": "assistant", "content": "", "tool_calls": [call], "context": True},
+        {"role": "tool", "content": "sunny", "tool_call_id": "c1"},
         {"role": "assistant", "content": "It is sunny."},
     ]

@@ -14,6 +14,7 @@ from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.tools import FunctionTool
 from llama_index_instrumentation.dispatcher import instrument_tags
 from memtrellis import Memory, MemoryItem
+from memtrellis.context import tool_trail
 
 from llama_index.memory.memtrellis import (
     MemoryRetriever,
@@ -135,10 +136,15 @@ async def test_an_agent_turn_with_tool_calls_is_captured_once(
     assert str(await agent.run("What is the weather in Porto?")) == "It is sunny in Porto."
 
     assert len(script.calls) == 2  # the tool call, then the answer
-    assert _said(_stored(memory)) == [
+    # each call is captured as it ends: the question and the call, then the answer with
+    # the call and the tool's result it came from as its sources
+    stored = _stored(memory)
+    assert _said(stored) == [
         ("user", "What is the weather in Porto?"),
+        ("assistant", "[tool call] lookup_weather({})"),
         ("assistant", "It is sunny in Porto."),
     ]
+    assert tool_trail(stored[2].sources) == ["lookup_weather({}) → sunny, 24 degrees"]
 
 
 def test_instrument_tags_override_the_scope(

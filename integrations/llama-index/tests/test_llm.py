@@ -127,8 +127,12 @@ async def test_tool_calling_agent_through_the_wrapper(memory: Memory) -> None:
     assert all("Alice lives in Porto" in script.system_text(i) for i in range(2))
     assert _stored(memory)[1:] == [
         ("user", "What's the weather where Alice lives?"),
+        ("assistant", "[tool call] lookup_weather({})"),  # captured with its call
         ("assistant", "Sunny in Porto today."),
     ]
+    answer = memory.list(limit=10)[-1]
+    assert [s.kind.value for s in answer.sources] == ["chat", "tool_call", "tool_result"]
+    assert answer.sources[2].content == "sunny"
 
 
 def test_predict_and_call_uses_the_wrapped_llms_tools(memory: Memory) -> None:

@@ -28,7 +28,16 @@ from memtrellis.extraction.refine import RefineReport, refine_groups
 from memtrellis.lifecycle import LifecycleConfig, store_additions
 from memtrellis.recall.hybrid import similarity_floor
 from memtrellis.store import Expect
-from memtrellis.types import EdgeKind, MemoryItem, Scope, SourceRef, one_voice, utcnow
+from memtrellis.types import (
+    TOOL_KINDS,
+    EdgeKind,
+    MemoryItem,
+    Scope,
+    SourceRef,
+    one_voice,
+    utcnow,
+    voice_sources,
+)
 
 __all__ = ["EMBED_CHUNK", "Spool", "Writer", "conversation_edges", "derive_ids"]
 
@@ -64,7 +73,8 @@ def conversation_edges(items: Sequence[MemoryItem]) -> list[tuple[str, str, Edge
             said
             and previous is not None
             and previous.scope == item.scope
-            and (item.sources[0].index or 0) > (previous.sources[-1].index or 0)
+            and (voice_sources(item.sources)[0].index or 0)
+            > (voice_sources(previous.sources)[-1].index or 0)
         ):
             edges.append((item.id, previous.id, EdgeKind.FOLLOWS))
         previous = item if said else None
@@ -72,14 +82,16 @@ def conversation_edges(items: Sequence[MemoryItem]) -> list[tuple[str, str, Edge
 
 
 def _leave_out_of_burst(item: MemoryItem, known: Callable[[Sequence[SourceRef]], bool]) -> None:
-    """Cut the ``known`` messages out of a fast-mode burst, in place."""
-    if len(item.sources) < 2 or FAST_TAG not in item.tags:
+    """Cut the ``known`` messages out of a fast-mode burst, in place (the tools its
+    answer rests on stay its sources)."""
+    said = voice_sources(item.sources)
+    if len(said) < 2 or FAST_TAG not in item.tags:
         return
     if one_voice(item.sources, item.text) is None:
         return
-    fresh = [source for source in item.sources if not known([source])]
-    if fresh and len(fresh) < len(item.sources):
-        item.sources = fresh
+    fresh = [source for source in said if not known([source])]
+    if fresh and len(fresh) < len(said):
+        item.sources = [*fresh, *(s for s in item.sources if s.kind in TOOL_KINDS)]
         item.text = "\n".join(source.content for source in fresh)
         item.valid_from = fresh[0].timestamp or item.valid_from
 

@@ -21,11 +21,10 @@ from memtrellis.clients.payload import (
     reply_from,
     request_messages,
     text_of,
-    tool_use_calls,
     usage_of,
-    with_calls,
 )
 from memtrellis.context import MemoryContext, place_in_anthropic_system
+from memtrellis.tool_calls import calls_of, neutral_call
 
 __all__ = ["ANTHROPIC_APIS", "MESSAGES"]
 
@@ -35,17 +34,16 @@ def place_system(kwargs: dict[str, Any], context: MemoryContext) -> dict[str, An
     return {**kwargs, "system": place_in_anthropic_system(given(kwargs.get("system")), context)}
 
 
-def _text_blocks(content: Any) -> str:
-    blocks = [b for b in content or () if field_of(b, "type") == "text"]
-    return with_calls(text_of(blocks), tool_use_calls(content))
-
-
 def message_reply(message: Any) -> Reply | None:
-    """A ``Message`` (or a stream's message snapshot): its text blocks, model and usage."""
-    if field_of(message, "content") is None:
+    """A ``Message`` (or a stream's message snapshot): its text blocks, its ``tool_use``
+    blocks (tool calls), model and usage."""
+    content = field_of(message, "content")
+    if content is None:
         return None
-    text = _text_blocks(field_of(message, "content"))
-    return reply_from(message, text, complete=field_of(message, "stop_reason") is not None)
+    text = text_of([b for b in content if field_of(b, "type") == "text"])
+    calls = [neutral_call(c.name, c.arguments, c.call_id) for c in calls_of({"content": content})]
+    complete = field_of(message, "stop_reason") is not None
+    return reply_from(message, text, complete=complete, calls=calls)
 
 
 class EventCollector(TextCollector):
@@ -59,7 +57,9 @@ class EventCollector(TextCollector):
         elif kind == "content_block_start":
             block = field_of(event, "content_block")
             if field_of(block, "type") == "tool_use":
-                self.call_part(field_of(event, "index"), field_of(block, "name"))
+                index, name, call_id = (field_of(event, "index"), field_of(block, "name"),
+                                        field_of(block, "id"))  # fmt: skip
+                self.call_part(index, name, None, call_id)
         elif kind == "content_block_delta":
             delta = field_of(event, "delta")
             if field_of(delta, "type") == "text_delta":

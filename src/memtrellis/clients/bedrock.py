@@ -3,10 +3,12 @@
 * ``converse`` and ``converse_stream``: the memory context is one more text block at the
   end of ``system`` (a list of system content blocks, made when there is none).
 * Messages are read from their content blocks: ``text`` blocks, ``toolUse`` blocks (an
-  assistant's tool call, as `memtrellis.clients.payload.tool_call_text`),
-  ``toolResult`` blocks (a user message made only of them is a tool's output) and
-  ``image``, ``document``, ``video`` and ``audio`` blocks (the message's attachments,
-  from their ``bytes``, ``s3Location`` or a document's text: `memtrellis.attachments`).
+  assistant's tool calls, `memtrellis.tool_calls`), ``toolResult`` blocks (the tools'
+  output: one tool message per result, with its ``toolUseId``, whether its ``status`` is
+  ``"error"`` and the images and documents it returned; an image sent beside results
+  alone goes with the last of them) and ``image``, ``document``, ``video`` and ``audio``
+  blocks (the message's attachments, from their ``bytes``, ``s3Location`` or a
+  document's text: `memtrellis.attachments`).
 * ``converse_stream`` returns a dict whose ``stream`` is botocore's ``EventStream``; it is
   handed back wrapped (`memtrellis.clients.streams`), so the turn is captured when the
   stream is used up or closed.
@@ -23,8 +25,9 @@ Examples:
     ...     {"role": "user", "content": [
     ...         {"toolResult": {"toolUseId": "t1", "content": [{"text": "Sunny"}]}}]},
     ... ]})[1:]  # doctest: +NORMALIZE_WHITESPACE
-    [{'role': 'assistant', 'content': '[tool call] weather({"city": "Porto"})'},
-     {'role': 'tool', 'content': 'Sunny'}]
+    [{'role': 'assistant', 'content': '',
+      'tool_calls': [{'name': 'weather', 'arguments': '{"city": "Porto"}', 'id': 't1'}]},
+     {'role': 'tool', 'content': 'Sunny', 'tool_call_id': 't1'}]
 """
 
 from __future__ import annotations
@@ -36,9 +39,16 @@ from typing import Any
 from memtrellis.attachments import is_attachment_part
 from memtrellis.clients.calls import Api
 from memtrellis.clients.endpoints import endpoint_provider
-from memtrellis.clients.payload import Reply, TextCollector, field_of, tool_call_text, with_calls
+from memtrellis.clients.payload import (
+    Reply,
+    TextCollector,
+    field_of,
+    tool_result,
+    with_results,
+)
 from memtrellis.context import MemoryContext
 from memtrellis.errors import InvalidInputError
+from memtrellis.tool_calls import neutral_call
 
 __all__ = ["BEDROCK_APIS", "CONVERSE", "bedrock_conversation", "place_bedrock_system"]
 
@@ -68,31 +78,41 @@ def _result_text(result: Any) -> str:
     return "\n".join(t for t in texts if t)
 
 
-def _message(message: Any) -> dict[str, Any] | None:
+def _messages(message: Any) -> list[dict[str, Any]]:
     role = field_of(message, "role")
     if not isinstance(role, str):
-        return None
+        return []
     blocks = _blocks(field_of(message, "content"))
     texts = [t for b in blocks if isinstance(t := field_of(b, "text"), str) and t]
     calls = [
-        tool_call_text(field_of(use, "name"), field_of(use, "input") or {})
+        neutral_call(
+            field_of(use, "name"), field_of(use, "input") or {}, field_of(use, "toolUseId")
+        )
         for b in blocks
         if (use := field_of(b, "toolUse")) is not None
     ]
-    results = [r for b in blocks if (r := field_of(b, "toolResult")) is not None]
-    if results and not texts and not calls:  # a tool's output, sent back as a user turn
-        return {"role": "tool", "content": "\n".join(_result_text(r) for r in results)}
-    found: dict[str, Any] = {"role": role, "content": with_calls("\n".join(texts), calls)}
+    results = [
+        tool_result(
+            _result_text(r),
+            field_of(r, "toolUseId"),
+            failed=field_of(r, "status") == "error",
+            attachments=[b for b in _blocks(field_of(r, "content")) if is_attachment_part(b)],
+        )
+        for b in blocks
+        if (r := field_of(b, "toolResult")) is not None
+    ]
+    out: dict[str, Any] = {"role": role, "content": "\n".join(texts)}
     attached = [b for b in blocks if is_attachment_part(b)]
     if attached:  # image, document, video and audio blocks: read by memtrellis.attachments
-        found["attachments"] = attached
-    return found
+        out["attachments"] = attached
+    if calls:
+        out["tool_calls"] = calls
+    return with_results(results, out)  # tools' output: a tool message per result
 
 
 def bedrock_conversation(kwargs: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The request's ``messages`` as text messages."""
-    found = (_message(m) for m in kwargs.get("messages") or ())
-    return [m for m in found if m is not None]
+    return [found for m in kwargs.get("messages") or () for found in _messages(m)]
 
 
 def place_bedrock_system(kwargs: dict[str, Any], context: MemoryContext) -> dict[str, Any]:
@@ -136,9 +156,10 @@ def converse_reply(response: Any) -> Reply | None:
     message = field_of(field_of(response, "output"), "message")
     if message is None:
         return None
-    read = _message(message) or {"content": ""}
+    read: dict[str, Any] = next(iter(_messages(message)), {"content": ""})
     return Reply(
         text=read["content"],
+        tool_calls=list(read.get("tool_calls", ())),
         usage=_usage(field_of(response, "usage")),
         response_id=_request_id(response),
         complete=field_of(response, "stopReason") is not None,
@@ -154,7 +175,8 @@ class ConverseCollector(TextCollector):
         if start is not None:
             use = field_of(field_of(start, "start"), "toolUse")
             if use is not None:
-                self.call_part(field_of(start, "contentBlockIndex"), field_of(use, "name"))
+                index, name = field_of(start, "contentBlockIndex"), field_of(use, "name")
+                self.call_part(index, name, None, field_of(use, "toolUseId"))
             return
         delta = field_of(event, "contentBlockDelta")
         if delta is not None:

@@ -234,7 +234,7 @@ class Call:
         """Queue the new messages and the reply for the background worker."""
         reply = reply or Reply()
         try:
-            answer = {"role": "assistant", "content": reply.text} if reply.text else None
+            answer = reply.message()
             turn = self.binding.turn(self.conversation, answer)
             if not turn:
                 return

@@ -3,14 +3,18 @@
 
 * The request's ``contents`` are read as Google gives them: a string, a list of strings
   and parts (one user message), or ``Content`` items with a ``role`` (``"model"`` is the
-  assistant). A user message made only of ``function_response`` parts is a tool's output.
+  assistant). Each ``function_response`` part is a tool's output (a tool message, with
+  the images and files of its ``parts``; an image sent beside results alone goes with
+  the last of them).
   ``inline_data`` and ``file_data`` parts (``Part.from_bytes``, ``Part.from_uri``, their
   dicts) and uploaded ``File`` objects are the message's attachments
   (`memtrellis.attachments`).
 * The memory context is added to ``config.system_instruction`` (a string, a ``Content``,
   a part or a list of them; a dict or ``GenerateContentConfig`` config, or none).
-* The reply is the first candidate's text parts and its ``function_call`` parts (as
-  `memtrellis.clients.payload.tool_call_text`); usage from ``usage_metadata``.
+* The reply is the first candidate's text parts and its ``function_call`` parts (tool
+  calls, `memtrellis.tool_calls`); usage from ``usage_metadata``. A
+  ``function_response`` part is a tool message answering the call of its ``id`` (or
+  name).
 
 Chat sessions (``client.chats.create(...).send_message``) call the patched
 ``generate_content`` of their client and so get memory through it. The SDK is never
@@ -23,7 +27,7 @@ Examples:
     ...     {"role": "user", "parts": [{"text": "Weather?"}]},
     ...     {"role": "model", "parts": [{"function_call": {"name": "w", "args": {}}}]},
     ... ]})[1]
-    {'role': 'assistant', 'content': '[tool call] w({})'}
+    {'role': 'assistant', 'content': '', 'tool_calls': [{'name': 'w', 'arguments': '{}'}]}
 """
 
 from __future__ import annotations
@@ -38,11 +42,12 @@ from memtrellis.clients.payload import (
     arguments_text,
     field_of,
     given,
-    tool_call_text,
-    with_calls,
+    tool_result,
+    with_results,
 )
 from memtrellis.context import MemoryContext
 from memtrellis.errors import InvalidInputError
+from memtrellis.tool_calls import neutral_call
 
 __all__ = ["GOOGLE_APIS", "google_conversation", "place_system_instruction"]
 
@@ -69,11 +74,25 @@ def _part_text(part: Any) -> str:
     return text if isinstance(text, str) else ""
 
 
-def _part_call(part: Any) -> str | None:
+def _part_call(part: Any) -> dict[str, Any] | None:
     call = _field(part, "function_call", "functionCall")
     if call is None:
         return None
-    return tool_call_text(field_of(call, "name"), field_of(call, "args") or {})
+    return neutral_call(field_of(call, "name"), field_of(call, "args") or {}, field_of(call, "id"))
+
+
+def _result_message(result: Any) -> dict[str, Any]:
+    response = field_of(result, "response")
+    failed = isinstance(response, Mapping) and "error" in response and "output" not in response
+    parts = field_of(result, "parts")  # a multimodal function response: its images, files
+    attached = [a for a in map(_attachment, parts if _is_list(parts) else ()) if a is not None]
+    return tool_result(
+        _json(response),
+        field_of(result, "id"),
+        name=field_of(result, "name"),
+        failed=failed,
+        attachments=attached,
+    )
 
 
 #: The fields of a ``Blob`` (``inline_data``) and a ``FileData`` (``file_data``), both
@@ -104,26 +123,26 @@ def _attachment(part: Any) -> dict[str, Any] | None:
     return None
 
 
-def _parts_message(role: str, parts: Sequence[Any]) -> dict[str, Any]:
+def _parts_messages(role: str, parts: Sequence[Any]) -> list[dict[str, Any]]:
     texts = [t for t in (_part_text(p) for p in parts) if t]
     calls = [c for c in (_part_call(p) for p in parts) if c]
     results = [
         r for p in parts if (r := _field(p, "function_response", "functionResponse")) is not None
     ]
-    if results and not texts and not calls:  # a tool's output, sent back as a user turn
-        texts = [f"{field_of(r, 'name')}: {_json(field_of(r, 'response'))}" for r in results]
-        role = "tool"
-    message: dict[str, Any] = {"role": role, "content": with_calls("\n".join(texts), calls)}
+    message: dict[str, Any] = {"role": role, "content": "\n".join(texts)}
     attached = [a for a in map(_attachment, parts) if a is not None]
     if attached:  # read by the core (memtrellis.attachments) when the turn is captured
         message["attachments"] = attached
-    return message
+    if calls:
+        message["tool_calls"] = calls
+    # tools' output, sent back as a user turn: a tool message per result
+    return with_results([_result_message(r) for r in results], message)
 
 
-def _content_message(content: Any) -> dict[str, Any] | None:
+def _content_messages(content: Any) -> list[dict[str, Any]]:
     role = _ROLES.get(str(field_of(content, "role") or "user"), "user")
     parts = field_of(content, "parts") or ()
-    return _parts_message(role, list(parts)) if _is_list(parts) else None
+    return _parts_messages(role, list(parts)) if _is_list(parts) else []
 
 
 def _has_role(item: Any) -> bool:
@@ -142,15 +161,13 @@ def google_conversation(kwargs: Mapping[str, Any]) -> list[dict[str, Any]]:
     for item in contents:
         if _has_role(item) and not isinstance(item, str):
             if loose:
-                messages.append(_parts_message("user", loose))
+                messages.extend(_parts_messages("user", loose))
                 loose = []
-            found = _content_message(item)
-            if found is not None:
-                messages.append(found)
+            messages.extend(_content_messages(item))
         else:
             loose.append(item)
     if loose:
-        messages.append(_parts_message("user", loose))
+        messages.extend(_parts_messages("user", loose))
     return messages
 
 
@@ -228,7 +245,8 @@ def google_reply(response: Any) -> Reply | None:
     text = "".join(_part_text(p) for p in parts)
     calls = [c for c in (_part_call(p) for p in parts) if c]
     return Reply(
-        text=with_calls(text, calls),
+        text=text,
+        tool_calls=calls,
         model=_field(response, "model_version", "modelVersion"),
         usage=_usage(_field(response, "usage_metadata", "usageMetadata")),
         response_id=_field(response, "response_id", "responseId"),
@@ -246,7 +264,8 @@ class GoogleCollector(TextCollector):
             self.parts.append(_part_text(part))
             call = _field(part, "function_call", "functionCall")
             if call is not None:  # a call arrives whole, in one chunk
-                self.call_part(None, field_of(call, "name"), _json(field_of(call, "args")))
+                name, arguments = field_of(call, "name"), _json(field_of(call, "args"))
+                self.call_part(None, name, arguments, field_of(call, "id"))
         self.gathered.model = _field(chunk, "model_version", "modelVersion") or self.gathered.model
         self.gathered.response_id = (
             _field(chunk, "response_id", "responseId") or self.gathered.response_id

@@ -8,9 +8,10 @@
 * A message's ``images`` (raw bytes, a path to an image file, base64 text or the SDK's
   ``Image``) are its attachments (`memtrellis.attachments`): a path gives the file's
   name, and its bytes are hashed as the SDK reads them to send them.
-* The reply is the message's text and its ``tool_calls`` (as
-  `memtrellis.clients.payload.tool_call_text`); usage from ``prompt_eval_count`` and
-  ``eval_count``. A streamed reply is gathered from its chunks and captured at the end.
+* The reply is the message's text and its ``tool_calls`` (`memtrellis.tool_calls`;
+  Ollama gives calls no id, so a ``tool`` message's ``tool_name`` says which it
+  answers); usage from ``prompt_eval_count`` and ``eval_count``. A streamed reply is
+  gathered from its chunks and captured at the end.
 
 ``generate`` (a prompt and a ``system`` string, no conversation) is not patched, nor the
 module-level ``ollama.chat`` (bound to a default client made at import): register a
@@ -118,9 +119,10 @@ def ollama_reply(response: Any) -> Reply | None:
     message = field_of(response, "message")
     if message is None:
         return None
-    read = message_of({"role": "assistant", **_message_fields(message)})
+    read = message_of({"role": "assistant", **_message_fields(message)}) or {}
     return Reply(
-        text=(read or {}).get("content", ""),
+        text=read.get("content", ""),
+        tool_calls=list(read.get("tool_calls", ())),
         model=field_of(response, "model"),
         usage=_usage(response),
         complete=field_of(response, "done") is True,

@@ -3,7 +3,9 @@
 * ``chat.completions.create`` and ``.parse``: memory context joins the leading system
   (or developer) message, or comes in a system message of its own; the request's other
   messages are passed on as they were given.
-* ``responses.create``: memory context is added after the ``instructions``.
+* ``responses.create`` and ``.parse``: memory context is added after the
+  ``instructions``; ``function_call`` and ``function_call_output`` input items are the
+  assistant's tool calls and the tools' results.
 
 The SDK is never imported: requests are read as the dicts (or SDK objects) users pass,
 responses and stream chunks by attribute. ``chat.completions.stream`` calls ``create``
@@ -25,10 +27,10 @@ from memtrellis.clients.payload import (
     reply_from,
     request_messages,
     text_of,
-    tool_call_text,
-    with_calls,
+    tool_result,
 )
 from memtrellis.context import MemoryContext, place_in_instructions, place_in_messages
+from memtrellis.tool_calls import neutral_call
 
 __all__ = ["CHAT", "OPENAI_APIS", "RESPONSES"]
 
@@ -61,9 +63,11 @@ def chat_reply(response: Any) -> Reply | None:
     if not choices:
         return None
     choice = choices[0]
-    message = field_of(choice, "message")
-    text = field_of(message_of(message) or {}, "content") or ""  # tool calls included
-    return reply_from(response, text, complete=field_of(choice, "finish_reason") is not None)
+    read = message_of(field_of(choice, "message")) or {}
+    complete = field_of(choice, "finish_reason") is not None
+    return reply_from(
+        response, read.get("content") or "", complete=complete, calls=read.get("tool_calls", ())
+    )
 
 
 class ChatCollector(TextCollector):
@@ -83,7 +87,7 @@ class ChatCollector(TextCollector):
                 function = field_of(call, "function")
                 self.call_part(
                     field_of(call, "index"), field_of(function, "name"),
-                    field_of(function, "arguments"),
+                    field_of(function, "arguments"), field_of(call, "id"),
                 )  # fmt: skip
 
 
@@ -100,13 +104,42 @@ CHAT = Api(
 
 
 # -- Responses ----------------------------------------------------------------------------
+def _input_item(item: Any) -> dict[str, Any] | None:
+    """One Responses input item: a message, a ``function_call`` (the assistant's call)
+    or a ``function_call_output`` (the tool's result)."""
+    kind = field_of(item, "type")
+    if kind == "function_call":
+        call = neutral_call(
+            field_of(item, "name"), field_of(item, "arguments"), field_of(item, "call_id")
+        )
+        return {"role": "assistant", "content": "", "tool_calls": [call]}
+    if kind == "function_call_output":
+        return tool_result(field_of(item, "output"), field_of(item, "call_id"))
+    return message_of(item)
+
+
 def responses_conversation(kwargs: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The request's ``input``: a string is one user message; items with a role are kept."""
+    """The request's ``input``: a string is one user message; items with a role, tool
+    calls and their outputs are kept (consecutive calls as one assistant message)."""
     given_input = given(kwargs.get("input"))
     if isinstance(given_input, str):
         return [{"role": "user", "content": given_input}]
-    found = (message_of(item) for item in given_input or ())
-    return [m for m in found if m is not None]
+    out: list[dict[str, Any]] = []
+    for item in given_input or ():
+        found = _input_item(item)
+        if found is None:
+            continue
+        previous = out[-1] if out else None
+        if (  # parallel calls arrive as items of their own: one message of them
+            previous is not None
+            and found.get("tool_calls")
+            and previous.get("tool_calls")
+            and not previous.get("content")
+        ):
+            previous["tool_calls"] = [*previous["tool_calls"], *found["tool_calls"]]
+            continue
+        out.append(found)
+    return out
 
 
 def place_responses(kwargs: dict[str, Any], context: MemoryContext) -> dict[str, Any]:
@@ -115,30 +148,34 @@ def place_responses(kwargs: dict[str, Any], context: MemoryContext) -> dict[str,
     return {**kwargs, "instructions": place_in_instructions(instructions, context)}
 
 
-def _output_text(response: Any) -> str:
-    output = field_of(response, "output") or ()
-    calls = [
-        tool_call_text(field_of(item, "name"), field_of(item, "arguments"))
-        for item in output
+def _output_calls(response: Any) -> list[dict[str, Any]]:
+    return [
+        neutral_call(field_of(item, "name"), field_of(item, "arguments"), field_of(item, "call_id"))
+        for item in field_of(response, "output") or ()
         if field_of(item, "type") == "function_call"
     ]
+
+
+def _output_text(response: Any) -> str:
     text = field_of(response, "output_text")
     if not isinstance(text, str):
         parts = [
             text_of(field_of(item, "content"))
-            for item in output
+            for item in field_of(response, "output") or ()
             if field_of(item, "type") == "message"
         ]
         text = "".join(parts)
-    return with_calls(text, calls)
+    return text
 
 
 def responses_reply(response: Any) -> Reply | None:
-    """A ``Response``: its output text, model, usage and status."""
+    """A ``Response``: its output text and tool calls, model, usage and status."""
     if field_of(response, "output") is None:
         return None
     complete = field_of(response, "status") == "completed"
-    return reply_from(response, _output_text(response), complete=complete)
+    return reply_from(
+        response, _output_text(response), complete=complete, calls=_output_calls(response)
+    )
 
 
 class ResponsesCollector(TextCollector):
@@ -157,7 +194,7 @@ class ResponsesCollector(TextCollector):
             if field_of(item, "type") == "function_call":
                 self.call_part(
                     field_of(event, "output_index"), field_of(item, "name"),
-                    field_of(item, "arguments"),
+                    field_of(item, "arguments"), field_of(item, "call_id"),
                 )  # fmt: skip
             return
         response = field_of(event, "response")
@@ -169,7 +206,7 @@ RESPONSES = Api(
     provider="openai",
     name="responses",
     path=("responses",),
-    methods={"create": "call"},
+    methods={"create": "call", "parse": "call"},
     conversation=responses_conversation,
     place=place_responses,
     reply=responses_reply,

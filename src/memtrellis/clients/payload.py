@@ -15,7 +15,6 @@ Examples:
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from typing import Any, Protocol
 
 from memtrellis.attachments import content_text, is_attachment_part
 from memtrellis.clients.endpoints import client_endpoint
+from memtrellis.tool_calls import arguments_text, calls_of, neutral_call, result_of
 
 __all__ = [
     "USAGE_FIELDS",
@@ -40,10 +40,9 @@ __all__ = [
     "request_messages",
     "sdk_version",
     "text_of",
-    "tool_call_text",
-    "tool_use_calls",
+    "tool_result",
     "usage_of",
-    "with_calls",
+    "with_results",
 ]
 
 #: Token counts read from a response's ``usage`` (OpenAI chat, Responses, Anthropic).
@@ -78,90 +77,117 @@ def text_of(content: Any) -> str:
     return content_text(given(content))
 
 
-def tool_call_text(name: Any, arguments: Any) -> str:
-    """A tool call as the text a captured turn keeps: ``[tool call] name({...})``.
-
-    The arguments are often the answer itself (a tool-forced structured answer), so they
-    are kept whole: a JSON string as given, anything else as JSON.
-
-    Examples:
-        >>> tool_call_text("get_weather", '{"city": "Porto"}')
-        '[tool call] get_weather({"city": "Porto"})'
-        >>> tool_call_text("book", {"day": "Friday", "seats": 2})
-        '[tool call] book({"day": "Friday", "seats": 2})'
-    """
-    shown = name if isinstance(name, str) and name else "tool"
-    return f"[tool call] {shown}({arguments_text(arguments)})"
-
-
-def arguments_text(arguments: Any) -> str:
-    """A tool call's arguments as text: a JSON string as given, anything else as JSON.
-
-    Examples:
-        >>> arguments_text({"city": "Porto"}), arguments_text('{"a": 1}')
-        ('{"city": "Porto"}', '{"a": 1}')
-    """
-    if isinstance(arguments, str):
-        return arguments
-    try:
-        return json.dumps(arguments, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
-        return str(arguments)
-
-
-def with_calls(text: str, calls: Sequence[str]) -> str:
-    """A reply's text followed by its tool calls, one a line."""
-    return "\n".join(part for part in (text, *calls) if part)
-
-
-def _calls_in(message: Any) -> list[str]:
-    """The tool calls of an assistant message: OpenAI ``tool_calls`` or Anthropic
-    ``tool_use`` blocks."""
-    calls = [
-        tool_call_text(field_of(function, "name"), field_of(function, "arguments"))
-        for call in field_of(message, "tool_calls") or ()
-        if (function := field_of(call, "function")) is not None
-    ]
-    return calls + tool_use_calls(given(field_of(message, "content")))
-
-
-def tool_use_calls(content: Any) -> list[str]:
-    """The Anthropic ``tool_use`` blocks of a message's content, as `tool_call_text`."""
-    if not isinstance(content, Sequence) or isinstance(content, (str, bytes, bytearray)):
-        return []
-    return [
-        tool_call_text(field_of(block, "name"), field_of(block, "input"))
-        for block in content
-        if field_of(block, "type") == "tool_use"
-    ]
-
-
 def _only_tool_results(content: Any) -> bool:
     if isinstance(content, (str, bytes, bytearray)) or not isinstance(content, Sequence):
         return False
     return bool(content) and all(field_of(b, "type") == "tool_result" for b in content)
 
 
+def tool_result(
+    content: Any,
+    call_id: Any,
+    *,
+    name: Any = None,
+    failed: bool = False,
+    attachments: Sequence[Any] = (),
+) -> dict[str, Any]:
+    """A tool's output in the core's message shape (`memtrellis.tool_calls`), with the
+    images and files it returned: ``attachments`` and the attachment parts of a list
+    ``content`` (an Anthropic ``tool_result``'s blocks).
+
+    Examples:
+        >>> tool_result("18 °C", "call_1", name="get_weather")
+        {'role': 'tool', 'content': '18 °C', 'tool_call_id': 'call_1', 'name': 'get_weather'}
+    """
+    out: dict[str, Any] = {"role": "tool", "content": text_of(content) or arguments_text(content)}
+    if isinstance(call_id, str) and call_id:
+        out["tool_call_id"] = call_id
+    if isinstance(name, str) and name:
+        out["name"] = name
+    if failed:
+        out["status"] = "error"
+    listed = content if isinstance(content, Sequence) and not isinstance(content, str) else ()
+    attached = [*(p for p in listed if is_attachment_part(p)), *attachments]
+    if attached:  # read by the core (memtrellis.attachments) with the result
+        out["attachments"] = attached
+    return out
+
+
+def with_results(results: list[dict[str, Any]], message: dict[str, Any]) -> list[dict[str, Any]]:
+    """A request message holding tools' results (Google's ``function_response`` parts,
+    Bedrock's ``toolResult`` blocks): one tool message per result (`tool_result`), then
+    ``message``, what else it says, when it has text or tool calls; else its attachments
+    (an image sent beside the results) go with the last result.
+
+    Examples:
+        >>> image = {"image": {"format": "png", "source": {"bytes": b"PNG"}}}
+        >>> [result] = with_results([tool_result("18 °C", "t1")],
+        ...                         {"role": "user", "content": "", "attachments": [image]})
+        >>> result["content"], result["attachments"] == [image]
+        ('18 °C', True)
+    """
+    if not results:
+        return [message]
+    if message.get("content") or message.get("tool_calls"):
+        return [*results, message]
+    beside = message.get("attachments") or []
+    if not beside:
+        return results
+    last = results[-1]
+    return [*results[:-1], {**last, "attachments": [*last.get("attachments", ()), *beside]}]
+
+
 def message_of(message: Any) -> dict[str, Any] | None:
-    """A request message (dict or SDK object) as ``{"role", "content", "name"?}`` with text
-    (an assistant's tool calls included, as `tool_call_text`)."""
+    """A request message (dict or SDK object) as ``{"role", "content", "name"?}`` with its
+    text, its tool calls (``tool_calls``, `memtrellis.tool_calls.neutral_call`) and, for a
+    tool's output, the call it answers (``tool_call_id``)."""
     role = field_of(message, "role")
     if not isinstance(role, str):
         return None
     content = given(field_of(message, "content"))
-    text = text_of(content)
-    if _only_tool_results(content):
-        role = "tool"  # Anthropic sends a tool's output as a user message of result blocks
-    out: dict[str, Any] = {"role": role, "content": with_calls(text, _calls_in(message))}
+    out: dict[str, Any] = {"role": role, "content": text_of(content)}
+    if role == "tool" or _only_tool_results(content):  # Anthropic: a user message of them
+        found = {
+            "role": "tool",
+            "content": content,
+            "tool_call_id": field_of(message, "tool_call_id"),
+        }
+        result = result_of(found)
+        assert result is not None
+        out["role"] = "tool"
+        if result.call_id:
+            out["tool_call_id"] = result.call_id
+        if result.failed:
+            out["status"] = "error"
+    calls = [neutral_call(c.name, c.arguments, c.call_id) for c in calls_of(message)]
+    if calls:
+        out["tool_calls"] = calls
     if isinstance(content, Sequence) and not isinstance(content, (str, bytes, bytearray)):
         parts = [p if isinstance(p, Mapping) else _as_dict(p) for p in content]
         attached = [p for p in parts if is_attachment_part(p)]
         if attached:  # images, files, audio: read by the core (memtrellis.attachments)
             out["attachments"] = attached
-    name = field_of(message, "name")
+    name = field_of(message, "name") or field_of(message, "tool_name")  # Ollama: tool_name
     if isinstance(name, str) and name:
         out["name"] = name
     return out
+
+
+def messages_of(message: Any) -> list[dict[str, Any]]:
+    """`message_of`, with an Anthropic user message of ``tool_result`` blocks as one tool
+    message per result (with the images and documents it returned)."""
+    content = given(field_of(message, "content"))
+    if field_of(message, "role") == "user" and _only_tool_results(content):
+        return [
+            tool_result(
+                field_of(block, "content"),
+                field_of(block, "tool_use_id"),
+                failed=field_of(block, "is_error") is True,
+            )
+            for block in content
+        ]
+    found = message_of(message)
+    return [found] if found is not None else []
 
 
 def _as_dict(part: Any) -> Any:
@@ -172,8 +198,7 @@ def _as_dict(part: Any) -> Any:
 
 def request_messages(kwargs: Mapping[str, Any]) -> list[dict[str, Any]]:
     """A request's ``messages`` (Chat Completions, Anthropic Messages) as text dicts."""
-    found = (message_of(m) for m in given(kwargs.get("messages")) or ())
-    return [m for m in found if m is not None]
+    return [found for m in given(kwargs.get("messages")) or () for found in messages_of(m)]
 
 
 def usage_of(usage: Any) -> dict[str, int]:
@@ -191,7 +216,9 @@ class Reply:
     """The model's answer as capture needs it.
 
     Attributes:
-        text: The reply's text, then each tool call it made (`tool_call_text`), one a line.
+        text: The reply's text.
+        tool_calls: The tool calls it made, as ``{"id", "name", "arguments"}``
+            (`memtrellis.tool_calls`); the core writes a line of its text for each.
         model: The model that answered, as the response names it.
         usage: Token counts (`usage_of`).
         response_id: The provider's id of the response.
@@ -205,16 +232,34 @@ class Reply:
     response_id: str | None = None
     complete: bool = True
     provider: str | None = None
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+
+    def message(self) -> dict[str, Any] | None:
+        """The reply as the assistant's message of the turn; None when it says nothing.
+
+        Examples:
+            >>> Reply(text="", tool_calls=[{"name": "w", "arguments": "{}"}]).message()
+            {'role': 'assistant', 'content': '', 'tool_calls': [{'name': 'w', 'arguments': '{}'}]}
+        """
+        if not self.text and not self.tool_calls:
+            return None
+        out: dict[str, Any] = {"role": "assistant", "content": self.text}
+        if self.tool_calls:
+            out["tool_calls"] = list(self.tool_calls)
+        return out
 
 
-def reply_from(source: Any, text: str, *, complete: bool) -> Reply:
-    """A `Reply` with ``text`` and the model, usage and id of ``source``."""
+def reply_from(
+    source: Any, text: str, *, complete: bool, calls: Sequence[dict[str, Any]] = ()
+) -> Reply:
+    """A `Reply` with ``text``, ``calls`` and the model, usage and id of ``source``."""
     return Reply(
         text=text,
         model=field_of(source, "model"),
         usage=usage_of(field_of(source, "usage")),
         response_id=field_of(source, "id"),
         complete=complete,
+        tool_calls=list(calls),
     )
 
 
@@ -227,17 +272,26 @@ class TextCollector:
 
     def __init__(self) -> None:
         self.parts: list[str] = []
-        #: Streamed tool calls by index: the name and the argument fragments so far.
-        self.calls: dict[int, tuple[str, list[str]]] = {}
+        #: Streamed tool calls by index: the name, the argument fragments so far, the id.
+        self.calls: dict[int, tuple[str, list[str], str | None]] = {}
         self.gathered = Reply(complete=False)
 
-    def call_part(self, index: Any, name: Any = None, arguments: Any = None) -> None:
-        """Take a piece of a streamed tool call (its name, or a fragment of arguments)."""
+    def call_part(
+        self, index: Any, name: Any = None, arguments: Any = None, call_id: Any = None
+    ) -> None:
+        """Take a piece of a streamed tool call (its name and id, or a fragment of
+        arguments)."""
         key = index if isinstance(index, int) else len(self.calls)
-        known, parts = self.calls.get(key, ("", []))
+        known, parts, known_id = self.calls.get(key, ("", [], None))
         if isinstance(arguments, str):
             parts.append(arguments)
-        self.calls[key] = (name if isinstance(name, str) and name else known, parts)
+        elif arguments is not None:
+            parts.append(arguments_text(arguments))
+        self.calls[key] = (
+            name if isinstance(name, str) and name else known,
+            parts,
+            call_id if isinstance(call_id, str) and call_id else known_id,
+        )
 
     def feed(self, chunk: Any) -> None:
         """Take one chunk (overridden by each API's collector)."""
@@ -249,9 +303,12 @@ class TextCollector:
         self.gathered.usage.update(usage_of(field_of(source, "usage")))
 
     def reply(self, complete: bool) -> Reply:
-        """The reply gathered so far (its tool calls after its text)."""
-        calls = [tool_call_text(n, "".join(a)) for _, (n, a) in sorted(self.calls.items())]
-        self.gathered.text = with_calls("".join(self.parts), calls)
+        """The reply gathered so far (its text and its tool calls)."""
+        self.gathered.text = "".join(self.parts)
+        self.gathered.tool_calls = [
+            neutral_call(name, "".join(parts), call_id)
+            for _, (name, parts, call_id) in sorted(self.calls.items())
+        ]
         self.gathered.complete = complete
         return self.gathered
 

@@ -36,10 +36,12 @@ from memtrellis.context.render import (
     line_tokens,
     memory_line,
 )
+from memtrellis.context.tool_trail import tool_trail
 from memtrellis.context.turn import (
     HINT_CHARS,
     conversation_hint,
     earlier_turns,
+    exchange_start,
     last_user_text,
     new_turn,
 )
@@ -57,6 +59,7 @@ __all__ = [
     "conversation_hint",
     "earlier_turns",
     "escape_line",
+    "exchange_start",
     "has_block",
     "last_user_text",
     "line_tokens",
@@ -68,4 +71,5 @@ __all__ = [
     "strip_blocks",
     "strip_content",
     "strip_messages",
+    "tool_trail",
 ]

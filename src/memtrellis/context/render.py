@@ -47,9 +47,18 @@ from datetime import datetime
 from typing import Any
 
 from memtrellis.context.escape import CLOSE_TAG, OPEN_TAG, escape_line
+from memtrellis.context.tool_trail import tool_trail
 from memtrellis.errors import InvalidInputError
 from memtrellis.tokens import count_tokens
-from memtrellis.types import MemoryItem, MemoryType, RecallResult, one_voice, utcnow
+from memtrellis.types import (
+    TOOL_KINDS,
+    MemoryItem,
+    MemoryType,
+    RecallResult,
+    one_voice,
+    utcnow,
+    voice_sources,
+)
 
 __all__ = [
     "DEFAULT_TOKEN_BUDGET",
@@ -131,7 +140,7 @@ def _is_message(item: MemoryItem) -> bool:
     """A fast-mode memory: one chat message (or a burst of one speaker's messages),
     stored as it was said."""
     return one_voice(item.sources, item.text) is not None and " ".join(
-        " ".join(s.content for s in item.sources).split()
+        " ".join(s.content for s in voice_sources(item.sources)).split()
     ) == " ".join(item.text.split())
 
 
@@ -179,6 +188,8 @@ def _excerpt_lines(item: MemoryItem, excerpt_chars: int) -> list[str]:
     lines: list[str] = []
     said = " ".join(item.text.split())
     for source in item.sources:
+        if source.kind in TOOL_KINDS:
+            continue
         content = " ".join(source.content.split())
         if not content or content == said:  # a fast-mode memory is its own source
             continue
@@ -187,6 +198,12 @@ def _excerpt_lines(item: MemoryItem, excerpt_chars: int) -> list[str]:
         when = _when(source.timestamp)
         who = source.speaker or source.role or source.document or source.kind.value
         lines.append(f"- [{when}, {escape_line(who)}] {escape_line(content)}")
+    # The tools an answer came from: "get_weather({...}) -> 18 °C".
+    used = [s for s in item.sources if s.kind in TOOL_KINDS]
+    if used and item.memory_type is not MemoryType.SKILL:
+        when = _when(next((s.timestamp for s in used if s.timestamp), None))
+        trail = tool_trail(used, result_chars=excerpt_chars)
+        lines.extend(f"- [{when}, tool] {escape_line(line)}" for line in trail)
     return lines
 
 

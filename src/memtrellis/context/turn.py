@@ -9,6 +9,13 @@ context is placed) and without memory-context blocks. Written once here, on plai
 gives its text parts as the content and its image, file and audio parts as the
 message's ``attachments``: see `memtrellis.attachments`).
 
+A tool loop spans calls: the call that makes the tool calls is captured with them, and
+the next call sends the tools' results. Its new messages are those results (and the
+reply); the messages of the exchange before them (the question, the calls) come with
+them marked ``"context": true``: sources of the answer, never stored again
+(`memtrellis.tool_calls`). Calls of memtrellis's own memory tools and their results are
+left out.
+
 Examples:
     >>> history = [
     ...     {"role": "system", "content": "Be brief."},
@@ -30,20 +37,61 @@ from typing import Any
 from memtrellis.attachments import content_text, is_attachment_part
 from memtrellis.context.place import INSTRUCTION_ROLES, check_messages, strip_content
 from memtrellis.errors import InvalidInputError
+from memtrellis.tool_calls import calls_of, neutral_call, without_memory_tools
 
-__all__ = ["HINT_CHARS", "conversation_hint", "earlier_turns", "last_user_text", "new_turn"]
+__all__ = [
+    "HINT_CHARS",
+    "conversation_hint",
+    "earlier_turns",
+    "exchange_start",
+    "last_user_text",
+    "new_turn",
+]
 
-_KEPT = ("role", "content", "id", "name")
+_KEPT = ("role", "content", "id", "name", "tool_call_id", "status", "is_error")
+
+
+def exchange_start(messages: Sequence[Mapping[str, Any]], start: int) -> int:
+    """Where the tool exchange that ``messages[start:]`` continues begins: at the last
+    user message before ``start`` when the new messages hold a tool's result (or follow
+    one), else ``start``.
+
+    Examples:
+        >>> chat = [{"role": "user", "content": "Weather in Porto?"},
+        ...         {"role": "assistant", "content": "", "tool_calls": [{"name": "w"}]},
+        ...         {"role": "tool", "content": "18 °C"}]
+        >>> exchange_start(chat, 2), exchange_start(chat[:2], 2)
+        (0, 2)
+    """
+    tail = messages[start:]
+    before = messages[start - 1] if 0 < start <= len(messages) else None
+    continues = any(m.get("role") == "tool" for m in tail) or (
+        before is not None and before.get("role") == "tool"
+    )
+    if not continues:
+        return start
+    for index in range(start - 1, -1, -1):
+        if messages[index].get("role") == "user":
+            return index
+    return 0
 
 
 def new_turn(
-    messages: Sequence[Mapping[str, Any]], reply: Mapping[str, Any] | None = None
+    messages: Sequence[Mapping[str, Any]],
+    reply: Mapping[str, Any] | None = None,
+    *,
+    whole: bool = False,
 ) -> list[dict[str, Any]]:
     """The messages a call added (after the last assistant message) and the reply.
 
-    Instruction messages, memory-context blocks and messages left without text are
-    dropped; each kept message has ``role``, text ``content`` and its ``id``/``name``
-    when it had one.
+    Instruction messages, memory-context blocks and messages left without text (or
+    tool calls) are dropped; each kept message has ``role``, text ``content`` and its
+    ``id``/``name``, ``tool_calls`` (as ``{"id", "name", "arguments"}``) and
+    ``tool_call_id`` when it had them. When the new messages hold a tool's result, the
+    exchange's earlier messages come first with ``"context": true`` (`exchange_start`);
+    memtrellis's own memory tools are left out
+    (`memtrellis.tool_calls.without_memory_tools`). ``whole=True``: every message is new
+    (a run captured once at its end, its tool calls and results included).
 
     Examples:
         >>> sent = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}]
@@ -55,23 +103,44 @@ def new_turn(
         check_messages([reply], "new_turn()")
     start = 0
     for index, message in enumerate(messages):
-        if message.get("role") == "assistant":
+        if message.get("role") == "assistant" and not whole:
             start = index + 1
-    chosen = [m for m in messages[start:] if m.get("role") not in INSTRUCTION_ROLES]
+    begin = exchange_start(messages, start)
+    chosen = [
+        {**m, "context": True} if index < start else m
+        for index, m in enumerate(messages[begin:], begin)
+        if m.get("role") not in INSTRUCTION_ROLES
+    ]
     if reply is not None:
         chosen.append(reply)
     turn: list[dict[str, Any]] = []
-    for message in chosen:
+    for message in without_memory_tools([_with_neutral_calls(m) for m in chosen]):
         content = strip_content(message.get("content"))
         attached = list(message.get("attachments") or ())
         if isinstance(content, list):  # multimodal parts: the text and the attachments
             attached = [*(p for p in content if is_attachment_part(p)), *attached]
             content = content_text(content)
-        if not isinstance(content, str) or not (content.strip() or attached):
+        if content is None and message.get("tool_calls"):
+            content = ""
+        if not isinstance(content, str) or not (
+            content.strip() or attached or message.get("tool_calls")
+        ):
             continue
         kept = {key: message[key] for key in _KEPT if message.get(key)}
-        turn.append({**kept, "content": content, **({"attachments": attached} if attached else {})})
-    return turn
+        extra = {k: message[k] for k in ("tool_calls", "context") if message.get(k)}
+        turn.append(
+            {**kept, "content": content, **({"attachments": attached} if attached else {}), **extra}
+        )
+    return turn if any(not m.get("context") for m in turn) else []
+
+
+def _with_neutral_calls(message: Mapping[str, Any]) -> dict[str, Any]:
+    """``message`` with its tool calls (any SDK's shape) as ``{"id", "name", "arguments"}``."""
+    calls = calls_of(message)
+    if not calls:
+        return {k: v for k, v in message.items() if k != "tool_calls"}
+    neutral = [neutral_call(c.name, c.arguments, c.call_id) for c in calls]
+    return {**message, "tool_calls": neutral}
 
 
 def last_user_text(messages: Sequence[Mapping[str, Any]]) -> str | None:

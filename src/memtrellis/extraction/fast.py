@@ -12,7 +12,7 @@ a fast memory is what was said, which is what a later ``Memory.refine`` distils.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -38,11 +38,14 @@ def fast_units(
     burst_gap: float = BURST_GAP,
     burst_max_tokens: int = BURST_MAX_TOKENS,
     undated: bool = False,
+    skip: Container[str] = (),
 ) -> list[list[Turn]]:
     """The turns of each fast memory of one conversation, in order.
 
-    Turns that are not extracted (system prompts, tool output unless asked for) are left
-    out and end a burst. ``undated``: see `memtrellis.extraction.windows.bursts`.
+    Turns that are not extracted (system prompts, tool output unless asked for, context
+    turns, and the message ids in ``skip``: call-only messages an answer follows, see
+    `memtrellis.extraction.exchanges`) are left out and end a burst. ``undated``: see
+    `memtrellis.extraction.windows.bursts`.
 
     Examples:
         >>> from datetime import datetime, timezone
@@ -58,7 +61,7 @@ def fast_units(
         raise InvalidInputError(f"fast_unit must be one of {FAST_UNITS}, not {unit!r}")
     runs: list[list[Turn]] = [[]]
     for turn in conversation:
-        if extractable(turn, extract_tools=extract_tools):
+        if extractable(turn, extract_tools=extract_tools) and turn.message_id not in skip:
             runs[-1].append(turn)
         elif runs[-1]:
             runs.append([])
@@ -87,12 +90,14 @@ def fast_items(
     burst_gap: float = BURST_GAP,
     burst_max_tokens: int = BURST_MAX_TOKENS,
     one_turn: bool = False,
+    skip: Container[str] = (),
 ) -> list[MemoryItem]:
     """One item per burst (or message, see `fast_units`), then one per document window.
 
     Bursts are episodes: with another ``memory_type`` (a fact the caller vouches for)
     every message is one memory. ``one_turn``: the messages are one captured turn, so
-    undated ones may form bursts.
+    undated ones may form bursts. ``skip``: message ids that make no memory (see
+    `fast_units`).
     """
     base_tags = [*tags, FAST_TAG]
     items: list[MemoryItem] = []
@@ -106,6 +111,7 @@ def fast_items(
             burst_gap=burst_gap,
             burst_max_tokens=burst_max_tokens,
             undated=one_turn,
+            skip=skip,
         ):
             items.append(
                 MemoryItem(

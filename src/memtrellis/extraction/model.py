@@ -2,14 +2,26 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
+from typing import Any
 
 from memtrellis.attachments import Attachment
-from memtrellis.types import SourceKind, SourceRef
+from memtrellis.tool_calls import ToolUse
+from memtrellis.types import MemoryItem, SourceKind, SourceRef
 
-__all__ = ["Document", "Language", "Mode", "Normalized", "Turn", "Window"]
+__all__ = [
+    "Document",
+    "ExtractionResult",
+    "LLMRequest",
+    "Language",
+    "Mode",
+    "Normalized",
+    "Turn",
+    "Window",
+]
 
 
 class Mode(str, Enum):
@@ -66,19 +78,53 @@ class Turn:
     timed: bool = True
     #: Images, files and audio the message carried; its text names each of them.
     attachments: tuple[Attachment, ...] = ()
+    #: The tool calls an assistant message made (its text holds a line for each).
+    tool_calls: tuple[ToolUse, ...] = ()
+    #: A tool turn's call: the call it answers, as far as the conversation tells.
+    tool: ToolUse | None = None
+    #: Shown for provenance only: a message an earlier capture stored (the question and
+    #: tool calls before a tool's result), never a memory of its own.
+    context: bool = False
 
     def source(self, content: str | None = None) -> SourceRef:
-        """This turn as provenance (``content`` overrides the excerpt for split turns)."""
+        """This turn as provenance (``content`` overrides the excerpt for split turns):
+        a chat message, or for a tool's output a ``tool_result`` with the call it answers."""
+        is_result = self.role == "tool"
         return SourceRef(
-            kind=SourceKind.CHAT,
+            kind=SourceKind.TOOL_RESULT if is_result else SourceKind.CHAT,
             message_id=self.message_id,
             role=self.role,
-            speaker=self.speaker,
+            speaker=None if is_result else self.speaker,  # a tool's name is its ToolUse's
             content=self.content if content is None else content,
             timestamp=self.timestamp,
             index=self.index,
             attachments=self.attachments,
+            tool=(self.tool or ToolUse(name=self.speaker or "tool")) if is_result else None,
         )
+
+    def call_sources(self) -> list[SourceRef]:
+        """One ``tool_call`` source per call this message made.
+
+        Examples:
+            >>> from datetime import datetime, timezone
+            >>> call = ToolUse(name="get_weather", call_id="c1", arguments='{"city": "Porto"}')
+            >>> turn = Turn(0, 1, "assistant", "[tool call] get_weather(...)", "m2",
+            ...             datetime(2026, 3, 1, tzinfo=timezone.utc), tool_calls=(call,))
+            >>> [(s.kind.value, s.content, s.tool.call_id) for s in turn.call_sources()]
+            [('tool_call', 'get_weather({"city": "Porto"})', 'c1')]
+        """
+        return [
+            SourceRef(
+                kind=SourceKind.TOOL_CALL,
+                message_id=self.message_id,
+                role=self.role,
+                content=call.text(),
+                timestamp=self.timestamp,
+                index=self.index,
+                tool=call,
+            )
+            for call in self.tool_calls
+        ]
 
 
 @dataclass(frozen=True)
@@ -145,3 +191,35 @@ class Window:
     kind: SourceKind
     tokens: int
     language: Language = Language.EN
+
+
+@dataclass
+class ExtractionResult:
+    """What one extraction produced.
+
+    Examples:
+        >>> from memtrellis import Mode
+        >>> ExtractionResult(items=[], mode=Mode.FAST).errors
+        []
+    """
+
+    items: list[MemoryItem]
+    mode: Mode
+    skipped: int = 0
+    windows: int = 0
+    fallbacks: int = 0
+    llm_failures: int = 0
+    errors: list[str] = field(default_factory=list)
+    #: Skill memories made from tool trajectories, and trajectories whose skill reply
+    #: could not be used (each counted as ``garbage`` in ``Memory.health()``).
+    skills: int = 0
+    skills_skipped: int = 0
+
+
+@dataclass(frozen=True)
+class LLMRequest:
+    """One LLM call a fine-mode step needs."""
+
+    messages: list[dict[str, str]]
+    schema: Mapping[str, Any] | None
+    purpose: str

@@ -14,7 +14,11 @@ Accepted input (anything else raises [`InvalidInputError`][memtrellis.errors.Inv
 A message dict has ``role`` and ``content`` (a string, or a list of multimodal parts whose
 text parts are kept and whose image, file and audio parts become attachments of the turn,
 each named in its text: see `memtrellis.attachments`), an optional ``attachments`` list
-of such parts, and optionally ``id``/``message_id``, ``timestamp`` (ISO 8601,
+of such parts, the tool calls an assistant made (``tool_calls``; then ``content`` may be
+empty or absent) or the call a ``tool`` message answers (``tool_call_id``, ``name``), see
+`memtrellis.tool_calls`, ``"context": true`` for a message shown only as provenance (an
+earlier capture stored it: it is a source, never a memory of its own),
+and optionally ``id``/``message_id``, ``timestamp`` (ISO 8601,
 epoch seconds or milliseconds, or a ``datetime``; naive means UTC) and
 ``speaker``/``name``. A dict without the ``role`` or the ``content`` key is an error.
 Roles are case-insensitive; ``human``, ``ai``, ``developer`` and ``function`` are read as
@@ -50,6 +54,7 @@ from memtrellis.attachments import attachments_of, content_text, mention
 from memtrellis.errors import InvalidInputError
 from memtrellis.extraction.documents import read_document
 from memtrellis.extraction.model import Document, Normalized, Turn
+from memtrellis.tool_calls import ToolUse, call_line, calls_of, result_of
 from memtrellis.types import SourceKind, _clean_text, utcnow
 
 __all__ = ["ROLES", "check_labels", "extractable", "new_id", "normalize"]
@@ -84,7 +89,8 @@ def extractable(turn: Turn, *, extract_tools: bool) -> bool:
     Tool turns are still kept in windows: they are context and can be cited as sources.
     System messages are kept the same way and never extracted: a wrapped model sends
     the same system prompt on every call, and it is instructions, not something the
-    user said.
+    user said. A context turn (``"context": true``: stored by an earlier capture) is
+    only provenance.
 
     Examples:
         >>> from datetime import datetime, timezone
@@ -92,7 +98,7 @@ def extractable(turn: Turn, *, extract_tools: bool) -> bool:
         >>> extractable(tool, extract_tools=False), extractable(tool, extract_tools=True)
         (False, True)
     """
-    if turn.role == "system":
+    if turn.role == "system" or turn.context:
         return False
     return extract_tools or turn.role != "tool"
 
@@ -258,10 +264,13 @@ class _Reader:
             if turn is not None:
                 turns.append(turn)
         if turns:
-            self.conversations.append(turns)
+            self.conversations.append(_answered(turns))
 
     def turn(self, message: Mapping[str, Any], number: int, index: int, where: str) -> Turn | None:
-        missing = [key for key in ("role", "content") if key not in message]
+        listed = message.get("tool_calls")
+        calls = tuple(calls_of({"tool_calls": listed})) if isinstance(listed, list) else ()
+        needed = ("role",) if calls else ("role", "content")
+        missing = [key for key in needed if key not in message]
         if missing:
             raise InvalidInputError(
                 f"{where} is a dict without {' or '.join(repr(k) for k in missing)} (keys: "
@@ -276,6 +285,12 @@ class _Reader:
             return None
         content = message.get("content")
         text = _clean(content_text(content))
+        calls = (*calls, *calls_of({"content": content}))  # and Anthropic tool_use blocks
+        if calls:  # each call is a line of the text, so it is searched like the words
+            lines = [line for line in map(call_line, calls) if line not in text]
+            text = "\n".join(filter(None, [text, *lines]))
+        if role == "user" and _only_tool_results(content):
+            role = "tool"  # Anthropic sends a tool's output as a user message
         attached = (
             *attachments_of(content, keep_bytes=self.keep_bytes),
             *attachments_of(message.get("attachments"), keep_bytes=self.keep_bytes),
@@ -297,7 +312,37 @@ class _Reader:
             speaker=_optional_str(message, "speaker", "name"),
             timed=when is not None,
             attachments=attached,
+            tool_calls=calls if role == "assistant" else (),
+            tool=result_of({**message, "role": role}) if role == "tool" else None,
+            context=message.get("context") is True,
         )
+
+
+def _only_tool_results(content: Any) -> bool:
+    parts = content if _is_list(content) else ()
+    return bool(parts) and all(
+        isinstance(p, Mapping) and p.get("type") == "tool_result" for p in parts
+    )
+
+
+def _answered(turns: list[Turn]) -> list[Turn]:
+    """The conversation with each tool turn's call filled in from the assistant turn that
+    made it: by the call's id, else by the tool's name, else the oldest call not answered."""
+    waiting: list[ToolUse] = []
+    out: list[Turn] = []
+    for turn in turns:
+        waiting.extend(turn.tool_calls)
+        if turn.role == "tool" and turn.tool is not None and waiting:
+            given = turn.tool
+            found = next((c for c in waiting if given.call_id and c.call_id == given.call_id), None)
+            if found is None and given.call_id is None:
+                named = [c for c in waiting if c.name == given.name]
+                found = named[0] if named else (waiting[0] if given.name == "tool" else None)
+            if found is not None:
+                waiting.remove(found)
+                turn = replace(turn, tool=found.model_copy(update={"failed": given.failed}))
+        out.append(turn)
+    return out
 
 
 def _role(value: Any) -> str | None:

@@ -30,6 +30,7 @@ from tenacity import AsyncRetrying, Retrying, stop_after_attempt, wait_exponenti
 from memtrellis._deprecated import renamed
 from memtrellis._progress import bar
 from memtrellis.errors import InvalidInputError
+from memtrellis.extraction.exchanges import Provenance, tool_provenance, with_tool_sources
 from memtrellis.extraction.failures import (
     ExtractionFailure,
     FailureCounts,
@@ -38,10 +39,11 @@ from memtrellis.extraction.failures import (
 )
 from memtrellis.extraction.fast import FAST_UNITS, fast_items
 from memtrellis.extraction.fine import FineResult, items_from_reply
-from memtrellis.extraction.model import Mode, Normalized, Window
+from memtrellis.extraction.model import ExtractionResult, LLMRequest, Mode, Normalized, Window
 from memtrellis.extraction.normalize import extractable, normalize
 from memtrellis.extraction.prompts.custom import check_prompt, system_prompt
 from memtrellis.extraction.prompts.extract import EXTRACTION_SCHEMA, build_extraction_messages
+from memtrellis.extraction.prompts.skill import SKILL_SCHEMA
 from memtrellis.extraction.quality import (
     JUDGE_SCHEMA,
     REWRITE_SCHEMA,
@@ -49,6 +51,13 @@ from memtrellis.extraction.quality import (
     apply_rewrite,
     build_judge_messages,
     build_rewrite_messages,
+)
+from memtrellis.extraction.skills import (
+    SkillOutcome,
+    Trajectory,
+    skill_from_reply,
+    skill_messages,
+    trajectories,
 )
 from memtrellis.extraction.windows import (
     BURST_GAP,
@@ -79,7 +88,11 @@ class ExtractionConfig:
         overlap_tokens: Tokens a window repeats from the one before it.
         max_messages: Most messages in one window.
         message_overlap: Messages a window repeats from the one before it.
-        extract_tools: Also extract from tool calls and results.
+        extract_tools: Also extract from tool results (a tool's output is otherwise only
+            a source of the memories made from the turn; see
+            `memtrellis.extraction.exchanges`).
+        skills: In fine mode, ask the LLM how each successful tool trajectory did its task
+            and keep the answer as a ``skill`` memory (`memtrellis.extraction.skills`).
         rewrite: A second LLM pass resolves pronouns and adds missing subjects.
         judge: A third LLM pass drops memories their sources do not support.
         llm_attempts: Tries per LLM call of [`Memory.add`][memtrellis.Memory.add] before
@@ -147,6 +160,7 @@ class ExtractionConfig:
     burst_gap: float = BURST_GAP
     burst_max_tokens: int = BURST_MAX_TOKENS
     attachment_bytes: int = 0
+    skills: bool = True  # fine mode: a skill memory from each successful tool trajectory
 
     #: Whether the deprecated ``capture_*`` fields were given.
     legacy_capture: bool = field(default=False, init=False, repr=False, compare=False)
@@ -180,34 +194,6 @@ class ExtractionConfig:
             raise InvalidInputError("llm_attempts and capture_attempts must be at least 1")
         if min(self.llm_backoff, self.llm_max_backoff, self.capture_backoff or 0.0) < 0:
             raise InvalidInputError("backoff times cannot be negative")
-
-
-@dataclass
-class ExtractionResult:
-    """What one extraction produced.
-
-    Examples:
-        >>> from memtrellis import Mode
-        >>> ExtractionResult(items=[], mode=Mode.FAST).errors
-        []
-    """
-
-    items: list[MemoryItem]
-    mode: Mode
-    skipped: int = 0
-    windows: int = 0
-    fallbacks: int = 0
-    llm_failures: int = 0
-    errors: list[str] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class LLMRequest:
-    """One LLM call a fine-mode step needs."""
-
-    messages: list[dict[str, str]]
-    schema: Mapping[str, Any] | None
-    purpose: str
 
 
 Step = Generator[LLMRequest, "str | None", FineResult]
@@ -276,7 +262,7 @@ class Extractor:
             for conversation in normalized.conversations
             if any(extractable(t, extract_tools=cfg.extract_tools) for t in conversation)
             for window in chat_windows(
-                conversation,
+                [turn for turn in conversation if not turn.context],
                 max_tokens=cfg.max_tokens,
                 overlap_tokens=cfg.overlap_tokens,
                 max_messages=cfg.max_messages,
@@ -325,6 +311,7 @@ class Extractor:
         metadata: Mapping[str, Any] | None,
         one_turn: bool = False,
     ) -> ExtractionResult:
+        found = [tool_provenance(conversation) for conversation in normalized.conversations]
         items = fast_items(
             normalized,
             docs,
@@ -339,8 +326,25 @@ class Extractor:
             burst_gap=self.config.burst_gap,
             burst_max_tokens=self.config.burst_max_tokens,
             one_turn=one_turn,
+            skip={message_id for provenance in found for message_id in provenance.folded},
         )
+        with_tool_sources(items, found)
         return ExtractionResult(items, Mode.FAST, normalized.skipped, len(docs))
+
+    def _skill_requests(self, normalized: Normalized) -> list[tuple[Trajectory, LLMRequest]]:
+        found = trajectories(normalized.conversations) if self.config.skills else []
+        return [(t, LLMRequest(skill_messages(t), SKILL_SCHEMA, "skill")) for t in found]
+
+    def _skill(self, result: ExtractionResult, outcome: SkillOutcome, answered: bool) -> None:
+        """Keep a skill, or count a reply that could not be used (never a failed turn)."""
+        if outcome.item is not None:
+            result.items.append(outcome.item)
+            result.skills += 1
+        elif outcome.bad:
+            result.skills_skipped += 1
+            if answered:  # a failed call is counted as its timeout or error already
+                self.failures.count("garbage")
+            log.info("skill reply unusable; no skill kept: %s", outcome.error)
 
     @staticmethod
     def _finish(
@@ -349,6 +353,7 @@ class Extractor:
         tags: Sequence[str],
         entities: Sequence[str],
         metadata: Mapping[str, Any] | None,
+        provenance: Sequence[Provenance] = (),
     ) -> ExtractionResult:
         seen: dict[str, MemoryItem] = {}
         for outcome in fine:
@@ -374,6 +379,7 @@ class Extractor:
             if metadata:
                 item.metadata = {**item.metadata, **metadata}
         result.items = list(seen.values())
+        with_tool_sources(result.items, provenance)
         return result
 
     # -- sync -------------------------------------------------------------------------------
@@ -420,7 +426,14 @@ class Extractor:
                 )
                 shown.update(1)
         result = ExtractionResult([], chosen, normalized.skipped, len(windows))
-        return self._finish(result, outcomes, tags, entities, metadata)
+        found = [tool_provenance(turns) for turns in normalized.conversations]
+        self._finish(result, outcomes, tags, entities, metadata, found)
+        for trajectory, request in self._skill_requests(normalized):
+            raw = self._call(request)
+            self._skill(
+                result, skill_from_reply(raw, trajectory, scope, now=moment), raw is not None
+            )
+        return result
 
     def _drive(self, step: Step, strict: bool = False) -> FineResult:
         assert self.llm is not None
@@ -527,7 +540,19 @@ class Extractor:
 
             outcomes = await asyncio.gather(*(one(w) for w in windows))
         result = ExtractionResult([], chosen, normalized.skipped, len(windows))
-        return self._finish(result, outcomes, tags, entities, metadata)
+        found = [tool_provenance(turns) for turns in normalized.conversations]
+        self._finish(result, outcomes, tags, entities, metadata, found)
+
+        async def skill(trajectory: Trajectory, request: LLMRequest) -> tuple[SkillOutcome, bool]:
+            async with gate:
+                raw = await self._acall(request)
+            return skill_from_reply(raw, trajectory, scope, now=moment), raw is not None
+
+        for outcome, answered in await asyncio.gather(
+            *(skill(*pair) for pair in self._skill_requests(normalized))
+        ):
+            self._skill(result, outcome, answered)
+        return result
 
     async def _adrive(self, step: Step) -> FineResult:
         answered = True

@@ -26,7 +26,7 @@ from datetime import datetime
 
 from memtrellis.lifecycle.config import LifecycleConfig
 from memtrellis.store.storage import merged_count
-from memtrellis.types import MemoryItem, SourceKind
+from memtrellis.types import MemoryItem, SourceKind, voice_sources
 
 __all__ = [
     "decay",
@@ -39,9 +39,11 @@ __all__ = [
 
 
 def source_prior(item: MemoryItem, config: LifecycleConfig) -> float:
-    """Base confidence by provenance: structured, the user's words, or the model's."""
-    roles = {s.role for s in item.sources if s.kind is SourceKind.CHAT}
-    if not item.sources or any(s.kind is not SourceKind.CHAT for s in item.sources):
+    """Base confidence by provenance: structured, the user's words, or the model's (the
+    tools an answer rests on do not count; a tool's output alone is structured)."""
+    said = voice_sources(item.sources)
+    roles = {s.role for s in said if s.kind is SourceKind.CHAT}
+    if not said or any(s.kind is not SourceKind.CHAT for s in said):
         kind = "structured"
     elif "user" in roles:
         kind = "user"

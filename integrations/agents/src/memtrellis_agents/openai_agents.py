@@ -3,8 +3,9 @@
 * `MemtrellisSession`: the SDK's ``Session`` protocol (``get_items``, ``add_items``,
   ``pop_item``, ``clear_session``). The conversation's items are kept verbatim by an
   inner session (the SDK's own ``SQLiteSession``, in memory unless you pass another), and
-  each finished turn (the user's messages and the assistant's answer) is captured into
-  memtrellis, under the session's user, for every later session of that user.
+  each finished turn (the user's messages, the assistant's tool calls and their output,
+  and its answer) is captured into memtrellis, under the session's user, for every later
+  session of that user: the answer's memory carries the calls and outputs it came from.
 * `MemoryInstructions`: dynamic instructions (``Agent(instructions=...)``) that recall
   for the latest user message and add the memory-context block after the agent's own
   instructions. Memory reaches the model only there, never in the session's items, so it
@@ -37,8 +38,9 @@ from agents.models.fake_id import FAKE_RESPONSES_ID
 from memtrellis import InvalidInputError, Memory
 from memtrellis.binding import DEFAULT_K, DEFAULT_TOKEN_BUDGET, AdapterOptions, Binding
 from memtrellis.context import last_user_text, place_in_instructions, strip_content
+from memtrellis.tool_calls import neutral_call
 
-__all__ = ["MemoryInstructions", "MemtrellisSession", "item_message", "register"]
+__all__ = ["MemoryInstructions", "MemtrellisSession", "item_message", "register", "turn_item"]
 
 SOURCE = "openai_agents"
 #: What an agent's own instructions can be: text, or the SDK's dynamic instructions.
@@ -91,6 +93,35 @@ def item_message(item: Mapping[str, Any]) -> dict[str, Any] | None:
     if isinstance(item.get("id"), str) and item["id"] and item["id"] != FAKE_RESPONSES_ID:
         message["id"] = item["id"]
     return message
+
+
+def turn_item(item: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A session item as a captured turn holds it: a user or assistant message
+    (`item_message`), a ``function_call`` (the assistant's tool call) or a
+    ``function_call_output`` (the tool's result, answering the call of its ``call_id``).
+
+    Examples:
+        >>> turn_item({"type": "function_call", "call_id": "c1", "name": "lookup",
+        ...            "arguments": '{"q": "tea"}'})  # doctest: +NORMALIZE_WHITESPACE
+        {'role': 'assistant', 'content': '',
+         'tool_calls': [{'name': 'lookup', 'arguments': '{"q": "tea"}', 'id': 'c1'}]}
+        >>> turn_item({"type": "function_call_output", "call_id": "c1", "output": "Tea house"})
+        {'role': 'tool', 'content': 'Tea house', 'tool_call_id': 'c1'}
+    """
+    if not isinstance(item, Mapping):
+        return None
+    kind = item.get("type")
+    if kind == "function_call":
+        call = neutral_call(item.get("name"), item.get("arguments"), item.get("call_id"))
+        return {"role": "assistant", "content": "", "tool_calls": [call]}
+    if kind == "function_call_output":
+        output = item.get("output")
+        text = output if isinstance(output, str) else _text(output) or str(output or "")
+        message: dict[str, Any] = {"role": "tool", "content": text}
+        if isinstance(item.get("call_id"), str) and item["call_id"]:
+            message["tool_call_id"] = item["call_id"]
+        return message
+    return item_message(item)
 
 
 def _binding(
@@ -186,7 +217,7 @@ class MemtrellisSession:
             capture_mode=capture_mode,
             strict=strict,
         )
-        # User messages saved since the last answer: captured with that answer.
+        # Messages saved since the last answer (the user's, tool steps): captured with it.
         self._pending: list[dict[str, Any]] = []
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
@@ -194,26 +225,29 @@ class MemtrellisSession:
         return await self.history.get_items(limit)
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
-        """Save ``items`` in the history; a batch with the assistant's answer captures the
-        turn (the user messages saved since the last answer, then the answer)."""
+        """Save ``items`` in the history; the assistant's answer captures the turn (the
+        user messages saved since the last answer, the tool calls and their output, then
+        the answer). A turn that ended on tool calls is captured when the next user
+        message comes."""
         await self.history.add_items(items)
-        answer: list[dict[str, Any]] = []
+        answered = False
         for item in items:
-            message = item_message(cast(Mapping[str, Any], item))
+            message = turn_item(cast(Mapping[str, Any], item))
             if message is None:
                 continue
-            if message["role"] == "user":
-                if answer:  # a user message after an answer starts the next turn
-                    await self._capture(answer)
-                    answer = []
-                self._pending.append(message)
-            else:
-                answer.append(message)
-        if answer:
-            await self._capture(answer)
+            steps = any(m["role"] != "user" for m in self._pending)
+            if message["role"] == "user" and (answered or steps):
+                await self._capture()  # a user message after an answer starts the next turn
+                answered = False
+            self._pending.append(message)
+            answered = answered or (
+                message["role"] == "assistant" and not message.get("tool_calls")
+            )
+        if answered:
+            await self._capture()
 
-    async def _capture(self, answer: list[dict[str, Any]]) -> None:
-        turn, self._pending = [*self._pending, *answer], []
+    async def _capture(self) -> None:
+        turn, self._pending = self._pending, []
         await self.binding.acapture(turn, self.binding.scope(), what="an Agents SDK turn")
 
     async def pop_item(self) -> TResponseInputItem | None:
@@ -224,7 +258,7 @@ class MemtrellisSession:
         """
         item = await self.history.pop_item()
         if item is not None and self._pending:
-            message = item_message(cast(Mapping[str, Any], item))
+            message = turn_item(cast(Mapping[str, Any], item))
             if message is not None and message == self._pending[-1]:
                 self._pending.pop()
         return item

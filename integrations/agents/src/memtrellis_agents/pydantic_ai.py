@@ -3,8 +3,10 @@
 * `MemtrellisCapability`: a PydanticAI capability (``Agent(capabilities=[...])``, or per
   run: ``agent.run(prompt, capabilities=[...])``). Its instructions recall for the run's
   prompt and add the memory-context block after the agent's own; after the run, the
-  turn is read from the run's new messages (the user's prompt and the model's text
-  answers; never instructions, system prompts or the memory block) and captured.
+  turn is read from the run's new messages (the user's prompt, the model's text answers,
+  its tool calls and the tools' returns; never instructions, system prompts or the
+  memory block) and captured: the answer's memory carries the calls and returns it came
+  from as its sources.
 * `turn_of`: that reading of a PydanticAI message history, as neutral message dicts.
 * `register` (the ``memtrellis.integrations`` entry point ``pydantic_ai``):
   ``memory.register(pydantic_ai=agent, entity_id=...)`` returns a `MemtrellisCapability`
@@ -36,9 +38,19 @@ from typing import Any
 from memtrellis import InvalidInputError, Memory
 from memtrellis.binding import DEFAULT_K, DEFAULT_TOKEN_BUDGET, AdapterOptions, Binding
 from memtrellis.context import strip_content
+from memtrellis.tool_calls import neutral_call
 from pydantic_ai import Agent, RunContext
 from pydantic_ai.capabilities import AbstractCapability
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    RetryPromptPart,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
 from pydantic_ai.run import AgentRunResult
 
 __all__ = ["MemtrellisCapability", "register", "turn_of"]
@@ -55,12 +67,53 @@ def _prompt_text(content: str | Sequence[Any]) -> str:
     return "\n".join(part for part in content if isinstance(part, str) and part)
 
 
-def turn_of(messages: Sequence[ModelMessage]) -> list[dict[str, Any]]:
-    """A PydanticAI message history as neutral message dicts: the user prompts and the
-    model's text answers, in order, without memory-context blocks.
+def _tool_result(part: ToolReturnPart | RetryPromptPart) -> dict[str, Any]:
+    """A tool's return (or the retry PydanticAI asked for after a failed call) as a tool
+    message answering its call."""
+    failed = isinstance(part, RetryPromptPart) or part.outcome != "success"
+    content = (
+        part.model_response() if isinstance(part, RetryPromptPart) else part.model_response_str()
+    )
+    message: dict[str, Any] = {"role": "tool", "content": content, "name": part.tool_name}
+    if part.tool_call_id:
+        message["tool_call_id"] = part.tool_call_id
+    return {**message, "status": "error"} if failed else message
 
-    Instructions and system prompts, tool calls and tool returns are left out (a turn
-    of an agent that used tools keeps its question and final answer).
+
+def _request_messages(message: ModelRequest) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    prompts: list[str] = []
+    for part in message.parts:
+        if isinstance(part, UserPromptPart):
+            prompts.append(_prompt_text(part.content))
+        elif isinstance(part, ToolReturnPart) or (
+            isinstance(part, RetryPromptPart) and part.tool_name
+        ):
+            out.append(_tool_result(part))
+    text = strip_content("\n".join(t for t in prompts if t)).strip()
+    return [*out, {"role": "user", "content": text}] if text else out
+
+
+def _response_message(message: ModelResponse) -> dict[str, Any] | None:
+    texts = [part.content for part in message.parts if isinstance(part, TextPart)]
+    calls = [
+        neutral_call(part.tool_name, part.args_as_json_str(), part.tool_call_id)
+        for part in message.parts
+        if isinstance(part, ToolCallPart)
+    ]
+    text = strip_content("\n".join(t for t in texts if t)).strip()
+    if not text and not calls:
+        return None
+    out: dict[str, Any] = {"role": "assistant", "content": text}
+    return {**out, "tool_calls": calls} if calls else out
+
+
+def turn_of(messages: Sequence[ModelMessage]) -> list[dict[str, Any]]:
+    """A PydanticAI message history as neutral message dicts: the user prompts, the
+    model's answers and tool calls (``ToolCallPart``) and the tools' returns
+    (``ToolReturnPart``; a ``RetryPromptPart`` after a failed call as a failed return),
+    in order, without memory-context blocks. Instructions and system prompts are left
+    out. A structured answer (PydanticAI's output tool) is its call, arguments whole.
 
     Examples:
         >>> from pydantic_ai.messages import (
@@ -72,24 +125,18 @@ def turn_of(messages: Sequence[ModelMessage]) -> list[dict[str, Any]]:
         ... ]
         >>> turn_of(history)
         [{'role': 'user', 'content': "Hi, I'm Ana"}, {'role': 'assistant', 'content': 'Hello Ana!'}]
+        >>> turn_of([ModelResponse(parts=[ToolCallPart("lookup", {"q": "tea"}, "c1")]),
+        ...          ModelRequest(parts=[ToolReturnPart("lookup", "Tea house", "c1")])])[1]
+        {'role': 'tool', 'content': 'Tea house', 'name': 'lookup', 'tool_call_id': 'c1'}
     """
     turn: list[dict[str, Any]] = []
     for message in messages:
         if isinstance(message, ModelRequest):
-            texts = [
-                _prompt_text(part.content)
-                for part in message.parts
-                if isinstance(part, UserPromptPart)
-            ]
-            role = "user"
+            turn.extend(_request_messages(message))
         elif isinstance(message, ModelResponse):
-            texts = [part.content for part in message.parts if isinstance(part, TextPart)]
-            role = "assistant"
-        else:  # pragma: no cover - ModelMessage is the union of the two
-            continue
-        text = strip_content("\n".join(t for t in texts if t)).strip()
-        if text:
-            turn.append({"role": role, "content": text})
+            found = _response_message(message)
+            if found is not None:
+                turn.append(found)
     return turn
 
 

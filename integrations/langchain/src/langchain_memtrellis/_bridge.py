@@ -371,10 +371,10 @@ class MemoryBridge:
 
     # -- after the model -----------------------------------------------------------------
     def _turn(
-        self, messages: Sequence[BaseMessage], reply: BaseMessage | None
+        self, messages: Sequence[BaseMessage], reply: BaseMessage | None, whole: bool = False
     ) -> list[dict[str, Any]] | None:
         try:
-            return new_turn(messages, reply)
+            return new_turn(messages, reply, whole=whole)
         except Exception as exc:
             self.failed("capture", exc)
             return None
@@ -384,11 +384,14 @@ class MemoryBridge:
         messages: Sequence[BaseMessage],
         reply: BaseMessage | None,
         scope: dict[str, str] | None = None,
+        *,
+        whole: bool = False,
     ) -> str | None:
-        """Queue the turn for the background worker; returns its capture id (or None)."""
+        """Queue the turn for the background worker; returns its capture id (or None).
+        ``whole``: every message is new (a run's turn, see `new_turn`)."""
         scope = self.scope() if scope is None else scope
         self.check_user(scope)
-        turn = self._turn(messages, reply)
+        turn = self._turn(messages, reply, whole)
         return self.binding.capture(turn, scope) if turn else None
 
     async def acapture(
@@ -396,9 +399,11 @@ class MemoryBridge:
         messages: Sequence[BaseMessage],
         reply: BaseMessage | None,
         scope: dict[str, str] | None = None,
+        *,
+        whole: bool = False,
     ) -> str | None:
         """Async `capture` (``Memory.acapture`` only spools, so it is quick)."""
         scope = self.scope() if scope is None else scope
         self.check_user(scope)
-        turn = self._turn(messages, reply)
+        turn = self._turn(messages, reply, whole)
         return await self.binding.acapture(turn, scope) if turn else None

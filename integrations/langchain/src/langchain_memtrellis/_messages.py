@@ -24,6 +24,7 @@ from langchain_core.messages import (
 from langchain_core.prompt_values import PromptValue
 from memtrellis.attachments import is_attachment_part
 from memtrellis.context import MemoryContext, place_in_messages, strip_content, turn
+from memtrellis.tool_calls import neutral_call
 from pydantic import BaseModel
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "role_of",
     "strip",
     "to_dict",
+    "tool_steps",
     "user_messages",
 ]
 
@@ -124,8 +126,22 @@ def final_answer(text: str) -> str:
 
 def to_dict(message: BaseMessage) -> dict[str, Any]:
     """A message as ``{"role", "content", "id"?, "name"?, "attachments"?}`` with its text
-    content and its image, file and audio blocks (`memtrellis.attachments`)."""
+    content and its image, file and audio blocks (`memtrellis.attachments`); an AI
+    message's ``tool_calls`` and a tool message's ``tool_call_id`` (and ``status``
+    ``"error"``) in the core's shape (`memtrellis.tool_calls`).
+
+    Examples:
+        >>> call = {"name": "get_weather", "args": {"city": "Porto"}, "id": "c1"}
+        >>> to_dict(AIMessage("", tool_calls=[call]))["tool_calls"]
+        [{'name': 'get_weather', 'arguments': '{"city": "Porto"}', 'id': 'c1'}]
+        >>> to_dict(ToolMessage("18 °C", tool_call_id="c1", name="get_weather"))
+        {'role': 'tool', 'content': '18 °C', 'name': 'get_weather', 'tool_call_id': 'c1'}
+    """
     out: dict[str, Any] = {"role": role_of(message), "content": message.text}
+    if isinstance(message, AIMessage) and message.tool_calls:
+        out["tool_calls"] = [
+            neutral_call(c["name"], c["args"], c.get("id")) for c in message.tool_calls
+        ]
     if isinstance(message.content, list):
         attached = [part for part in message.content if is_attachment_part(part)]
         if attached:
@@ -134,6 +150,10 @@ def to_dict(message: BaseMessage) -> dict[str, Any]:
         out["id"] = message.id
     if message.name:
         out["name"] = message.name
+    if isinstance(message, ToolMessage):
+        out["tool_call_id"] = message.tool_call_id
+        if message.status == "error":
+            out["status"] = "error"
     return out
 
 
@@ -161,22 +181,28 @@ def last_user_text(messages: Sequence[BaseMessage]) -> str | None:
     return turn.last_user_text([to_dict(m) for m in messages if not is_synthetic(m)])
 
 
-def new_turn(messages: Sequence[BaseMessage], reply: BaseMessage | None) -> list[dict[str, Any]]:
+def new_turn(
+    messages: Sequence[BaseMessage], reply: BaseMessage | None, *, whole: bool = False
+) -> list[dict[str, Any]]:
     """The messages this call added, and the reply, as dicts for ``Memory.capture``.
 
     A chat model is sent the whole conversation every call; only what follows the last
     assistant message is new. System messages (instructions, placed memory context) and
-    messages without text (a tool call alone) are left out
+    messages without text or tool calls are left out
     ([`new_turn`][memtrellis.context.new_turn]), and so are the messages LangChain wrote
-    itself (`is_synthetic`: a summary). Of a ReAct-formatted reply only the final answer
-    is kept, and an intermediate step (``Thought: ... Action: ...``) is no answer
-    (`final_answer`).
+    itself (`is_synthetic`: a summary). An AI message's tool calls and a ``ToolMessage``
+    are kept as the core reads them: the calls are sources of the answer made from the
+    tools' results, and a call after a tool's result brings the exchange before it as
+    context. Of a ReAct-formatted reply only the final answer is kept, and an
+    intermediate step (``Thought: ... Action: ...``) is no answer (`final_answer`).
+    ``whole=True``: every message is new (a run's turn, captured at its end).
     """
     answer = None
     if reply is not None:
         answer = to_dict(reply)
         answer["content"] = final_answer(answer["content"])
-    return turn.new_turn([to_dict(m) for m in messages if not is_synthetic(m)], answer)
+    kept = [to_dict(m) for m in messages if not is_synthetic(m)]
+    return turn.new_turn(kept, answer, whole=whole)
 
 
 def place(
@@ -275,6 +301,32 @@ def user_messages(value: Any, key: str | None = None) -> list[BaseMessage] | Non
             return user_messages(value[name])
     texts = [v for v in value.values() if isinstance(v, str)]
     return user_messages(texts[0]) if len(texts) == 1 else None
+
+
+def tool_steps(value: Any) -> list[BaseMessage]:
+    """The tool calls and results of an agent's run, read from its output: the AI messages
+    that call tools and the tool messages after the last user message, before the last
+    AI message (the answer, or a structured answer's own call).
+
+    Examples:
+        >>> call = {"name": "get_weather", "args": {"city": "Porto"}, "id": "c1"}
+        >>> out = {"messages": [HumanMessage("Weather?"), AIMessage("", tool_calls=[call]),
+        ...                     ToolMessage("18 °C", tool_call_id="c1"), AIMessage("18 °C.")]}
+        >>> [m.type for m in tool_steps(out)]
+        ['ai', 'tool']
+    """
+    if isinstance(value, Mapping) and "messages" in value:
+        value = value["messages"]
+    messages = _as_messages(value) if not isinstance(value, (str, Mapping)) else None
+    if not messages:
+        return []
+    first = max((i + 1 for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=0)
+    last = max((i for i, m in enumerate(messages) if isinstance(m, AIMessage)), default=0)
+    return [
+        m
+        for m in messages[first:last]
+        if (isinstance(m, AIMessage) and m.tool_calls) or isinstance(m, ToolMessage)
+    ]
 
 
 def answer_of(value: Any) -> AIMessage | None:

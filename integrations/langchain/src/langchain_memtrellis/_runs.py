@@ -14,7 +14,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 
 from langchain_memtrellis._bridge import MemoryBridge
-from langchain_memtrellis._messages import answer_of, user_messages
+from langchain_memtrellis._messages import answer_of, tool_steps, user_messages
 from langchain_memtrellis._skip import capture_skipped, history_stores
 from langchain_memtrellis.wrapper import INNER_RUN_TAG, WRAPPER_TYPE
 
@@ -184,7 +184,8 @@ class Runs:
             answer = answer_of(root.reply)
         if not said and answer is None:
             return None
-        return (said or [], answer, root.scope)
+        # An agent's tool calls and results: sources of its answer (never memories alone).
+        return ([*(said or []), *tool_steps(outputs)], answer, root.scope)
 
     def drop(self, run_id: UUID) -> None:
         """A run failed: forget it (a failed top-level run is not captured)."""

@@ -3,10 +3,11 @@
 Attach one to a call's config (``config={"callbacks": [handler]}``) and it captures one
 turn per run of the chain or agent: what the user said, read from the run's input (the
 question before a prompt template filled it in), and the run's final answer, read from
-its output. Retrieved documents, recalled memories, template text, tool traffic,
-intermediate ReAct steps and the calls a middleware makes for itself (a summary) are
-never stored. A model run without a chain around it (``llm.invoke(...)``) is captured
-from its own messages and answer.
+its output. An agent's tool calls and their results (the AI and tool messages of its
+output) come with the answer as its sources, never as memories of their own. Retrieved
+documents, recalled memories, template text, intermediate ReAct steps and the calls a
+middleware makes for itself (a summary) are never stored. A model run without a chain
+around it (``llm.invoke(...)``) is captured from its own messages and answer.
 
 Runs of [`ChatMemoryWrapper`][langchain_memtrellis.ChatMemoryWrapper] are left to the
 wrapper, runs of ``RunnableWithMessageHistory`` over a
@@ -137,7 +138,7 @@ class MemoryCallbackHandler(_HandlerBase, BaseCallbackHandler):
         """Capture the turn of a top-level run: the user's words and the final answer."""
         turn = self.runs.end_chain(outputs, run_id, kwargs.get("inputs"))
         if turn is not None:
-            self.bridge.capture(*turn)
+            self.bridge.capture(*turn, whole=True)
 
     def on_chain_error(
         self,
@@ -288,7 +289,7 @@ class AsyncMemoryCallbackHandler(_HandlerBase, AsyncCallbackHandler):
         """Capture the turn of a top-level run: the user's words and the final answer."""
         turn = self.runs.end_chain(outputs, run_id, kwargs.get("inputs"))
         if turn is not None:
-            await self.bridge.acapture(*turn)
+            await self.bridge.acapture(*turn, whole=True)
 
     async def on_chain_error(
         self,

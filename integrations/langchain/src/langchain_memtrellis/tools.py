@@ -20,6 +20,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from memtrellis import InvalidInputError, Memory, MemoryItem, MemoryNotFoundError, MemoryType, Scope
 from memtrellis.context import escape_line
+from memtrellis.tool_calls import mark_memory_tools
 from pydantic import BaseModel, Field, PrivateAttr
 
 from langchain_memtrellis._bridge import scope_from
@@ -51,6 +52,12 @@ class _MemoryTool(BaseTool):
     user_key: str = "user_id"
     require_user: bool = False
     _warned: bool = PrivateAttr(default=False)
+
+    def model_post_init(self, context: Any, /) -> None:
+        """Name the tool as one of memtrellis's own: a captured turn leaves out its calls
+        and results (what it saves is stored by the tool, never a second time)."""
+        super().model_post_init(context)
+        mark_memory_tools([self.name])
 
     def _named(self, config: RunnableConfig | None) -> dict[str, str]:
         """The scope the run names, read as every adapter reads it (`scope_from`)."""

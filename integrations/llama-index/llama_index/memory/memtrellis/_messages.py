@@ -25,9 +25,11 @@ from llama_index.core.base.llms.types import (
     ImageBlock,
     MessageRole,
     TextBlock,
+    ToolCallBlock,
 )
 from llama_index_instrumentation.dispatcher import active_instrument_tags, instrument_tags
 from memtrellis.context import MemoryContext, place_in_messages, strip_blocks, turn
+from memtrellis.tool_calls import calls_of, neutral_call
 
 __all__ = [
     "INTERNAL_TAG",
@@ -40,6 +42,8 @@ __all__ = [
     "react_answer",
     "said",
     "text_of",
+    "tool_calls_of",
+    "tool_message",
 ]
 
 #: Instrumentation tag on the events of LLM calls that memtrellis itself makes or
@@ -124,13 +128,52 @@ def _is_react_action(message: ChatMessage) -> bool:
     return message.role == MessageRole.ASSISTANT and react_answer(text_of(message)) == ""
 
 
-def said(messages: Sequence[ChatMessage]) -> list[dict[str, str]]:
-    """The messages as the core's dicts, with what people said in them only.
+def tool_calls_of(message: ChatMessage | None) -> list[dict[str, Any]]:
+    """The tool calls of an assistant message, as ``{"id", "name", "arguments"}``: its
+    ``ToolCallBlock``\\ s, else the ``tool_calls`` an OpenAI-style LLM keeps in
+    ``additional_kwargs``.
 
-    Kept: user messages and assistant messages with text (the replies). Left out:
-    system messages, tool results, an assistant message that only calls tools, and a
-    ``ReActAgent``'s reasoning step that acts ("Thought: … Action: …") with the
-    "Observation: …" message after it: none of them is what anyone said.
+    Examples:
+        >>> call = ToolCallBlock(tool_call_id="c1", tool_name="lookup", tool_kwargs={"q": 1})
+        >>> tool_calls_of(ChatMessage(role="assistant", blocks=[call]))
+        [{'name': 'lookup', 'arguments': '{"q": 1}', 'id': 'c1'}]
+    """
+    if message is None:
+        return []
+    found = [
+        neutral_call(block.tool_name, block.tool_kwargs, block.tool_call_id)
+        for block in message.blocks
+        if isinstance(block, ToolCallBlock)
+    ]
+    if found:
+        return found
+    listed = {"tool_calls": list(message.additional_kwargs.get("tool_calls") or ())}
+    return [neutral_call(c.name, c.arguments, c.call_id) for c in calls_of(listed)]
+
+
+def tool_message(message: ChatMessage) -> dict[str, Any]:
+    """A tool's output (a ``tool`` message) as the core's dict: its text, the call it
+    answers (``tool_call_id``) and the tool's name when the message has them."""
+    extra = message.additional_kwargs
+    out: dict[str, Any] = {"role": "tool", "content": text_of(message)}
+    for key, names in (
+        ("tool_call_id", ("tool_call_id", "tool_id")),
+        ("name", ("name", "tool_name")),
+    ):
+        found = next((extra[n] for n in names if isinstance(extra.get(n), str) and extra[n]), None)
+        if found is not None:
+            out[key] = found
+    return out
+
+
+def said(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
+    """The messages as the core's dicts: what people said, and the tools the assistant
+    used.
+
+    Kept: user messages, assistant messages with text (the replies) or tool calls
+    (``tool_calls``), and tool results (``tool`` messages, with the call they answer).
+    Left out: system messages and a ``ReActAgent``'s reasoning step that acts
+    ("Thought: … Action: …") with the "Observation: …" message after it.
 
     Examples:
         >>> said([ChatMessage(role="system", content="Be brief."),
@@ -139,13 +182,19 @@ def said(messages: Sequence[ChatMessage]) -> list[dict[str, str]]:
     """
     out: list[dict[str, Any]] = []
     for index, message in enumerate(messages):
+        if message.role == MessageRole.TOOL:
+            out.append(tool_message(message))
+            continue
         text = text_of(message)
         attached = attachments(message)
-        if not text and not attached:
+        calls = tool_calls_of(message) if message.role == MessageRole.ASSISTANT else []
+        if not text and not attached and not calls:
             continue
         entry: dict[str, Any] = {"content": text}
         if attached:
             entry["attachments"] = attached
+        if calls:
+            entry["tool_calls"] = calls
         if message.role == MessageRole.ASSISTANT and not _is_react_action(message):
             out.append({"role": "assistant", **entry})
         elif message.role == MessageRole.USER and not (
@@ -196,24 +245,30 @@ def _part(kind: str, url: Any, path: Any, data: Any, mime: str | None) -> dict[s
     return part
 
 
-def new_turn(messages: Sequence[ChatMessage], reply: str) -> list[dict[str, Any]]:
-    """What one LLM call adds to a conversation: the user's new messages and the reply.
+def new_turn(
+    messages: Sequence[ChatMessage], reply: str, calls: Sequence[dict[str, Any]] = ()
+) -> list[dict[str, Any]]:
+    """What one LLM call adds to a conversation: the new messages and the reply.
 
     The core's [`new_turn`][memtrellis.context.new_turn] on `said`: the new messages are
-    the user messages after the model's last reply with text; an assistant message that
-    only calls tools does not count as a reply, so an agent's question, its tool calls
-    and its final answer make one turn. A call whose reply has no text (only tool
-    calls) adds nothing yet: the turn is captured with the answer.
+    those after the model's last reply; a reply that only calls tools (``calls``) is
+    captured at once, as every adapter captures it, and the next call, which sends the
+    tools' results, captures them and its answer with the question and the calls
+    before them as context: the answer's memory carries the calls and results it came
+    from.
 
-    A ``ReActAgent``'s steps are read the same way: a reasoning step that acts ("Thought:
-    … Action: …") is a tool call, the "Observation: …" message after it is a tool
-    result (not the user's), and only the answer of the final step is the reply.
+    A ``ReActAgent``'s steps are read as text: a reasoning step that acts ("Thought: …
+    Action: …") is no reply, the "Observation: …" message after it is not the user's,
+    and only the answer of the final step is the reply.
     """
     answer = react_answer(reply)
     text = strip_blocks(answer if answer is not None else reply).strip()
-    if not text:
+    if not text and not calls:
         return []
-    return turn.new_turn(said(messages), {"role": "assistant", "content": text})
+    message: dict[str, Any] = {"role": "assistant", "content": text}
+    if calls:
+        message["tool_calls"] = list(calls)
+    return turn.new_turn(said(messages), message)
 
 
 def place_context(
@@ -279,3 +334,8 @@ class StreamedReply:
         last = text_of(response.message) if response is not None else ""
         joined = "".join(self.deltas)
         return joined if len(joined) > len(last) else last
+
+    def calls(self, final: ChatResponse | None = None) -> list[dict[str, Any]]:
+        """The reply's tool calls, as the last response's message holds them."""
+        response = final or self.last
+        return tool_calls_of(response.message) if response is not None else []

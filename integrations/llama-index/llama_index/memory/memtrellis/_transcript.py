@@ -14,30 +14,34 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallBlock
+from llama_index.core.base.llms.types import ChatMessage, MessageRole
+from memtrellis.context import exchange_start
+from memtrellis.tool_calls import without_memory_tools
 
-from llama_index.memory.memtrellis._messages import attachments, react_answer, text_of
+from llama_index.memory.memtrellis._messages import (
+    attachments,
+    react_answer,
+    text_of,
+    tool_calls_of,
+    tool_message,
+)
 
-__all__ = ["Transcripts", "conversation"]
+__all__ = ["Transcripts", "conversation", "to_capture", "with_exchange"]
 
 #: Sessions whose counters are kept; the least recently seen is forgotten beyond it.
 MAX_SESSIONS = 4096
 
 
-def _calls_tools(message: ChatMessage) -> bool:
-    return bool(message.additional_kwargs.get("tool_calls")) or any(
-        isinstance(block, ToolCallBlock) for block in message.blocks
-    )
-
-
 def conversation(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
-    """What the user and the assistant said to each other, as memtrellis message dicts.
+    """What the user and the assistant said to each other, and the tools the assistant
+    used, as memtrellis message dicts.
 
-    Left out: system messages, tool results, assistant messages that call tools (the
-    agent's intermediate steps), memory context, and the copy of the user's question
-    that LlamaIndex agents append when they read memory again after tool calls (a user
-    message repeating the previous one with no reply in between). A ``ReActAgent``'s
-    reasoning is reduced to its final answer.
+    Kept: user messages, assistant replies, assistant messages that call tools (with
+    ``tool_calls``) and tool results (``tool`` messages). Left out: system messages,
+    memory context, and the copy of the user's question that LlamaIndex agents append
+    when they read memory again after tool calls (a user message repeating the previous
+    one with no reply in between). A ``ReActAgent``'s reasoning is reduced to its final
+    answer.
 
     Examples:
         >>> conversation([  # doctest: +NORMALIZE_WHITESPACE
@@ -50,6 +54,7 @@ def conversation(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
          {'role': 'assistant', 'content': 'Porto.'}]
     """
     out: list[dict[str, Any]] = []
+    asked: dict[str, Any] | None = None  # the question not answered yet
     for message in messages:
         if message.role == MessageRole.USER:
             text = text_of(message)
@@ -59,16 +64,37 @@ def conversation(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
             said: dict[str, Any] = {"role": "user", "content": text}
             if attached:
                 said["attachments"] = attached
-            if out and out[-1] == said:
+            if said == asked:
                 continue  # the question re-sent with the history, not said again
             out.append(said)
-        elif message.role == MessageRole.ASSISTANT and not _calls_tools(message):
+            asked = said
+        elif message.role == MessageRole.TOOL:
+            out.append(tool_message(message))
+        elif message.role == MessageRole.ASSISTANT:
+            calls = tool_calls_of(message)
             text = text_of(message)
             answer = react_answer(text)
             text = text if answer is None else answer
-            if text:
+            if calls:
+                out.append({"role": "assistant", "content": text, "tool_calls": calls})
+            elif text:
                 out.append({"role": "assistant", "content": text})
+                asked = None
     return out
+
+
+def to_capture(turn: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What of ``turn`` is captured: without memtrellis's own memory tools
+    (`memtrellis.tool_calls.without_memory_tools`), and nothing when only context is left."""
+    kept = without_memory_tools(turn)
+    return kept if any(not m.get("context") for m in kept) else []
+
+
+def with_exchange(seen: list[dict[str, Any]], start: int) -> list[dict[str, Any]]:
+    """``seen[start:]`` (the messages not captured yet), after the messages of the tool
+    exchange they continue marked as context (`memtrellis.context.exchange_start`)."""
+    begin = exchange_start(seen, start)
+    return [*({**m, "context": True} for m in seen[begin:start]), *seen[start:]]
 
 
 @dataclass
@@ -118,9 +144,9 @@ class Transcripts:
                 replied = [i for i, m in enumerate(seen) if m["role"] == "assistant"]
                 if replied:
                     session.captured = max(session.captured, session.flushed + replied[-1] + 1)
-            new = seen[max(0, session.captured - session.flushed) :]
+            start = max(0, session.captured - session.flushed)
             session.captured = max(session.captured, session.flushed + len(seen))
-        return new
+        return with_exchange(seen, start) if start < len(seen) else []
 
     def flushed(self, key: str, messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
         """The flushed ``messages`` not captured yet (now marked captured)."""

@@ -16,7 +16,7 @@ from memtrellis.context import MemoryContext
 from llama_index.memory.memtrellis._messages import latest_query, place_context
 from llama_index.memory.memtrellis._react import ReactCheck
 from llama_index.memory.memtrellis._settings import TAGS, RecallFields, given
-from llama_index.memory.memtrellis._transcript import conversation
+from llama_index.memory.memtrellis._transcript import conversation, to_capture
 
 __all__ = ["MemtrellisMemory"]
 
@@ -149,7 +149,7 @@ class MemtrellisMemory(RecallFields, BaseMemory):
         return latest_query(history)
 
     @staticmethod
-    def _said(history: list[ChatMessage], input: Any) -> list[dict[str, str]]:
+    def _said(history: list[ChatMessage], input: Any) -> list[dict[str, Any]]:
         """The conversation the question ends (the question last, when it is ``input``)."""
         said = conversation(history)
         question = input if isinstance(input, str) else None
@@ -206,21 +206,23 @@ class MemtrellisMemory(RecallFields, BaseMemory):
 
     # -- writing --------------------------------------------------------------------------
 
-    def _turns(self, messages: Sequence[ChatMessage]) -> list[list[dict[str, str]]]:
-        """Turns completed by ``messages``: pending user messages and the reply to them."""
-        turns: list[list[dict[str, str]]] = []
+    def _turns(self, messages: Sequence[ChatMessage]) -> list[list[dict[str, Any]]]:
+        """Turns completed by ``messages``: pending user messages, the tool calls and
+        results after them, and the answer."""
+        turns: list[list[dict[str, Any]]] = []
         with self._lock:
             for message in messages:
                 said = conversation([message])
                 if not said:
                     continue
                 self._pending.append(message)
-                if said[0]["role"] == "assistant":
+                if said[0]["role"] == "assistant" and not said[0].get("tool_calls"):
+                    # an answer ends the turn; calls and results before it are its sources
                     turns.append(conversation(self._pending))
                     self._pending.clear()
         return turns
 
-    def _pending_turn(self) -> list[dict[str, str]]:
+    def _pending_turn(self) -> list[dict[str, Any]]:
         with self._lock:
             turn = conversation(self._pending)
             self._pending.clear()
@@ -230,8 +232,8 @@ class MemtrellisMemory(RecallFields, BaseMemory):
         session = self.session_id or getattr(self.primary_memory, "session_id", None)
         return str(session) if session else None
 
-    def _capture(self, turns: list[list[dict[str, str]]]) -> None:
-        for turn in turns:
+    def _capture(self, turns: list[list[dict[str, Any]]]) -> None:
+        for turn in map(to_capture, turns):
             if not turn:
                 continue
             binding = self._binding

@@ -14,7 +14,7 @@ from memtrellis import MemoryItem, RecallResult
 from llama_index.memory.memtrellis._messages import latest_query
 from llama_index.memory.memtrellis._react import ReactCheck
 from llama_index.memory.memtrellis._settings import TAGS, RecallFields, given
-from llama_index.memory.memtrellis._transcript import Transcripts, conversation
+from llama_index.memory.memtrellis._transcript import Transcripts, conversation, to_capture
 from llama_index.memory.memtrellis.events import handler_captures_into
 
 __all__ = ["MemtrellisMemoryBlock"]
@@ -174,7 +174,8 @@ class MemtrellisMemoryBlock(RecallFields, BaseMemoryBlock[str]):
     async def _aput(self, messages: list[ChatMessage]) -> None:
         await self.aput(messages)
 
-    async def _capture(self, turn: list[dict[str, str]], session: object) -> None:
+    async def _capture(self, turn: list[dict[str, Any]], session: object) -> None:
+        turn = to_capture(turn)
         if not turn or handler_captures_into(self.memory):
             return
         binding = self._binding

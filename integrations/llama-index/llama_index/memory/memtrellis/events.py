@@ -200,8 +200,9 @@ class MemtrellisEventHandler(CaptureFields, BaseEventHandler):
                 self._calls.popitem(last=False)
 
     def _finish(self, event: LLMChatEndEvent, call: _Call | None) -> None:
-        reply = (call.reply if call else StreamedReply()).text(event.response)
-        turn = new_turn(list(event.messages), reply)
+        streamed = call.reply if call else StreamedReply()
+        reply, calls = streamed.text(event.response), streamed.calls(event.response)
+        turn = new_turn(list(event.messages), reply, calls)
         if not turn:
             return
         tags = {**(call.tags if call else {}), **event.tags}

@@ -29,6 +29,7 @@ from llama_index.memory.memtrellis._messages import (
     new_turn,
     place_context,
     text_of,
+    tool_calls_of,
 )
 from llama_index.memory.memtrellis._settings import TAGS, RecallFields
 from llama_index.memory.memtrellis._transcript import conversation
@@ -128,13 +129,15 @@ class MemtrellisLLM(RecallFields, FunctionCallingLLM):
             return place_context(messages, context, binding.options.position)
         return list(messages)
 
-    def _capture(self, messages: Sequence[ChatMessage], reply: str) -> None:
+    def _capture(
+        self, messages: Sequence[ChatMessage], reply: str, calls: list[dict[str, Any]]
+    ) -> None:
         if not self.capture:
             return
         binding = self._binding
-        turn: list[dict[str, str]] = []
+        turn: list[dict[str, Any]] = []
         with binding.guard("capture"):
-            turn = new_turn(messages, reply)
+            turn = new_turn(messages, reply, calls)
         binding.capture(turn, binding.scope(), tags=TAGS)
 
     # -- chat -------------------------------------------------------------------------------
@@ -143,7 +146,7 @@ class MemtrellisLLM(RecallFields, FunctionCallingLLM):
         placed = self._place(messages)
         with internal_call("wrapper"):
             response = self.llm.chat(placed, **kwargs)
-        self._capture(messages, text_of(response.message))
+        self._capture(messages, text_of(response.message), tool_calls_of(response.message))
         return response
 
     async def achat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
@@ -152,7 +155,7 @@ class MemtrellisLLM(RecallFields, FunctionCallingLLM):
         placed = await self._aplace(messages)
         with internal_call("wrapper"):
             response = await self.llm.achat(placed, **kwargs)
-        self._capture(messages, text_of(response.message))
+        self._capture(messages, text_of(response.message), tool_calls_of(response.message))
         return response
 
     def stream_chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponseGen:
@@ -189,7 +192,7 @@ class MemtrellisLLM(RecallFields, FunctionCallingLLM):
         finally:
             with internal_call("wrapper"):
                 stream.close()
-        self._capture(messages, reply.text())
+        self._capture(messages, reply.text(), reply.calls())
 
     async def _arelay(
         self, messages: Sequence[ChatMessage], stream: ChatResponseAsyncGen
@@ -207,7 +210,7 @@ class MemtrellisLLM(RecallFields, FunctionCallingLLM):
         finally:
             with internal_call("wrapper"):
                 await stream.aclose()
-        self._capture(messages, reply.text())
+        self._capture(messages, reply.text(), reply.calls())
 
     # -- completion: passed through ------------------------------------------------------------
     def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from llama_index.core.tools.tool_spec.base import SPEC_FUNCTION_TYPE, BaseToolSpec
 from memtrellis import InvalidInputError, Memory, MemoryNotFoundError
 from memtrellis.context import escape_line
+from memtrellis.tool_calls import mark_memory_tools
 
 __all__ = ["MemtrellisToolSpec"]
 
@@ -64,6 +65,9 @@ class MemtrellisToolSpec(BaseToolSpec):
         k: int = 5,
     ) -> None:
         self.memory = memory
+        # Captured turns leave out these tools' calls and results: what they save is
+        # stored by the tool itself, never a second time as a captured tool call.
+        mark_memory_tools(str(name) for name in self.spec_functions)
         self.entity_id = memory.default_scope.entity_id if entity_id is None else entity_id
         self.process_id = process_id
         self.session_id = session_id
