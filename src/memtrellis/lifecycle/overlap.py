@@ -32,7 +32,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from memtrellis.lifecycle.claims import _STOP_EN, _ZH_FUNCTION, SINGLE_VALUED, Claim, _stem
+from memtrellis.lifecycle.claims import SINGLE_VALUED, Claim, _stem
+from memtrellis.lifecycle.lexicon import _STOP_EN, _ZH_FUNCTION
 from memtrellis.lifecycle.values import read_values
 from memtrellis.store.graph import normalize_subject
 

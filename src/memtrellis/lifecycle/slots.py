@@ -43,7 +43,8 @@ import difflib
 import re
 from collections.abc import Iterable
 
-from memtrellis.lifecycle.claims import (
+from memtrellis.lifecycle.claims import _ZH_REASON, SINGLE_VALUED, Claim, _stem, unlabel
+from memtrellis.lifecycle.lexicon import (
     _ATTRIBUTE_NOUNS,
     _PAST_IRREGULAR,
     _REASON_LEAD,
@@ -53,11 +54,6 @@ from memtrellis.lifecycle.claims import (
     _STOP_EN,
     _VALUE_WORDS,
     _WORD,
-    _ZH_REASON,
-    SINGLE_VALUED,
-    Claim,
-    _stem,
-    unlabel,
 )
 from memtrellis.lifecycle.slots_zh import Verdict, chinese_change
 from memtrellis.lifecycle.values import (

@@ -31,7 +31,8 @@ import difflib
 import re
 from collections.abc import Iterable
 
-from memtrellis.lifecycle.claims import _CHANGE_ZH, _CURRENT_ZH, _FINAL_ZH, _ZH_FUNCTION, Claim
+from memtrellis.lifecycle.claims import Claim
+from memtrellis.lifecycle.lexicon import _CHANGE_ZH, _CURRENT_ZH, _FINAL_ZH, _ZH_FUNCTION
 from memtrellis.lifecycle.values import CHANGE_TARGET, Value, changed_values, read_values
 
 __all__ = ["chinese_change"]
