@@ -8,7 +8,9 @@ import pytest
 
 from memtrellis import MemoryItem, Scope
 from memtrellis.lifecycle import relate
+from memtrellis.lifecycle.claims import read_claim
 from memtrellis.lifecycle.entities import heuristic_entities
+from memtrellis.lifecycle.slots import MAX_SLOT_CHARS, several_slots, slot_change
 from memtrellis.lifecycle.values import read_values
 
 
@@ -92,3 +94,12 @@ def test_a_changed_slot_supersedes_in_words_no_cue_list_names(old: str, new: str
 def test_compatible_statements_are_never_superseded(old: str, new: str) -> None:
     for similarity in (0.3, 0.7, 0.99):
         assert label(old, new, similarity) not in {"supersedes", "duplicate"}, similarity
+
+
+def test_the_slot_model_reads_short_statements_only() -> None:
+    old, new = "The standup is at 9:15.", "The standup moves to 9:45."
+    assert slot_change(new, old, read_claim(new), read_claim(old)) is not None
+    assert not several_slots(new, old, read_claim(new), read_claim(old))
+    long = new + " Notes follow." + " zz" * MAX_SLOT_CHARS  # a page, not one statement
+    assert slot_change(long, old, read_claim(long), read_claim(old)) is None
+    assert several_slots(long, old, read_claim(long), read_claim(old))

@@ -285,15 +285,8 @@ def relate(
     return Relation(RelationKind.SUPPORTS, "same subject and attribute")
 
 
-#: Statements longer than this (characters) are not read by the slot model: it reads one
-#: statement's values, and its patterns are not meant for pages of text.
-MAX_SLOT_CHARS = 1_000
-
-
 def _slot(new: MemoryItem, old: MemoryItem, a: Claim, b: Claim) -> Relation | None:
     """A supersession the slot model (`memtrellis.lifecycle.slots`) reads, or ``None``."""
-    if max(len(new.text), len(old.text)) > MAX_SLOT_CHARS:
-        return None
     found = slot_change(new.text, old.text, a, b)
     if found is None:
         return None
@@ -449,14 +442,7 @@ def _change(a: Claim, b: Claim, new: str = "", old: str = "") -> Relation | None
         return Relation(RelationKind.CONTRADICTS, f"change cue {a.cue!r} with a new word")
     # Not when more than one slot changed or the new one adds a qualifier ("a meeting with
     # Priya on Monday" / "with Tom on Tuesday"; "closes at 6 pm" / "at 8 pm on Saturdays").
-    short = max(len(new), len(old)) <= MAX_SLOT_CHARS
-    if (
-        same_frame
-        and swapped
-        and short
-        and not (a.event and b.event)
-        and not several_slots(new, old, a, b)
-    ):
+    if same_frame and swapped and not (a.event and b.event) and not several_slots(new, old, a, b):
         values = sorted(a.values ^ b.values)[:4]
         return Relation(RelationKind.CONTRADICTS, f"changed value {values}", sure=True)
     shared = a.classes & b.classes & SINGLE_VALUED

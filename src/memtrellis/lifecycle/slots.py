@@ -116,12 +116,26 @@ _RETURN_EN = re.compile(r"\b(?:again|no longer|anymore|any more)\b")
 _DELTA_EN = re.compile(r"\bby\s*$|\bin\s*$")
 
 
+#: Statements longer than this (characters) are not read by the slot model: it reads one
+#: statement's values, and its patterns are not meant for pages of text.
+MAX_SLOT_CHARS = 1_000
+
+
+def _too_long(new: str, old: str) -> bool:
+    return max(len(new), len(old)) > MAX_SLOT_CHARS
+
+
 def slot_change(new: str, old: str, a: Claim, b: Claim) -> Verdict | None:
     """Whether ``new`` (claim ``a``) gives another value of ``old``'s (claim ``b``) slot.
 
-    Returns why and whether it is sure, or ``None`` when the structure says no change.
+    Returns why and whether it is sure, or ``None`` when the structure says no change
+    (or a statement is longer than `MAX_SLOT_CHARS`).
     """
-    if a.additive or (_negated(new, a) != _negated(old, b) and not a.chinese):
+    if (
+        _too_long(new, old)
+        or a.additive
+        or (_negated(new, a) != _negated(old, b) and not a.chinese)
+    ):
         return None
     new, old = _said(new, a.chinese), _said(old, b.chinese)
     said = new if a.chinese else re.sub(r"\bMay\b", "", new)  # the month, not "may"
@@ -160,7 +174,8 @@ def _negated(text: str, claim: Claim) -> bool:
 def several_slots(new: str, old: str, a: Claim, b: Claim) -> bool:
     """Whether ``new`` gives values of more than one slot than ``old`` (claims ``a`` and
     ``b``): a value of a kind the old one lacks (a qualifier: "on Saturdays"), two kinds
-    changed at once, or another name beside another value ("with Tom on Tuesday").
+    changed at once, or another name beside another value ("with Tom on Tuesday"). A
+    statement longer than `MAX_SLOT_CHARS` is taken to hold several.
 
     Examples:
         >>> from memtrellis.lifecycle.claims import read_claim
@@ -171,6 +186,8 @@ def several_slots(new: str, old: str, a: Claim, b: Claim) -> bool:
         >>> several("The bakery closes at 6 pm.", "The bakery closes at 7 pm.")
         False
     """
+    if _too_long(new, old):
+        return True
     va, vb = read_values(new), read_values(old)
     new_kinds, old_kinds = by_kind(va), by_kind(vb)
     if set(new_kinds) - set(old_kinds):
