@@ -350,3 +350,39 @@ def test_lifecycle_thresholds_are_read_on_the_embedders_scale(
         assert len(memory.list()) == 2
         assert memory.health().edges_by_kind["extends"] == extends
         assert memory.lifecycle.support_similarity == 0.85  # the user's config is unchanged
+
+
+class _EnglishOnly(HashingEmbedder):
+    english_only = True
+
+
+def test_an_english_only_store_says_once_that_chinese_text_is_found_by_its_words_alone(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    notice = "reads English only"
+    with Memory(tmp_path / "en", embedder=_EnglishOnly(), entity_id="li") as memory:
+        with caplog.at_level("WARNING", logger="memtrellis"):
+            memory.add("I work night shifts as a nurse.")
+            assert notice not in caplog.text  # English text: nothing to say
+            memory.add("我在深圳一家医院做夜班护士。")
+            memory.add("周末我喜欢去爬山。")
+            memory.capture([{"role": "user", "content": "こんにちは"}])
+            memory.flush()
+        assert caplog.text.count(notice) == 1
+        assert "embedder='multilingual'" in caplog.text
+        # nothing is refused: the Chinese memory is stored and found by its words
+        assert memory.recall("夜班护士", k=1).memories[0].text == "我在深圳一家医院做夜班护士。"
+    caplog.clear()
+    with Memory(tmp_path / "ml", embedder=HashingEmbedder(), entity_id="li") as memory:
+        with caplog.at_level("WARNING", logger="memtrellis"):
+            memory.add("我在深圳一家医院做夜班护士。")
+        assert notice not in caplog.text  # an embedder that reads Chinese: no notice
+
+
+def test_the_english_models_say_they_read_english_only_and_the_multilingual_ones_do_not() -> None:
+    from memtrellis.embeddings.minilm_l3 import MiniLML3Embedder
+
+    assert default_embedder().english_only is True
+    assert MiniLML3Embedder.english_only is True
+    assert not getattr(multilingual_embedder(), "english_only", False)
+    assert not getattr(e5_embedder(), "english_only", False)

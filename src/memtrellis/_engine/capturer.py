@@ -144,7 +144,7 @@ class Capturer:
         if not texts:
             return
         try:
-            vectors = self.parts.embedder.embed_documents(texts)
+            vectors = self.writer.documents(texts)
         except Exception as exc:
             failed.update({capture_id: exc for capture_id, _, _ in extracted})
             return

@@ -21,6 +21,7 @@ from memtrellis._progress import bar, progress_arg, shown
 from memtrellis.errors import InvalidInputError, MemoryNotFoundError, WriteConflictError
 from memtrellis.extraction.fast import FAST_TAG
 from memtrellis.extraction.fine import FALLBACK_TAG
+from memtrellis.extraction.language import has_cjk
 from memtrellis.extraction.model import Mode
 from memtrellis.extraction.normalize import check_labels
 from memtrellis.extraction.pipeline import ExtractionResult
@@ -130,17 +131,40 @@ class Writer:
         self.store = parts.store
         #: The capture queue, once the capturer made it (see `Engine`).
         self.spool: Spool | None = None
+        # An English-only embedder (`english_only`) is told of once per open store.
+        self._script_noted = not getattr(parts.embedder, "english_only", False)
+
+    def documents(self, texts: Sequence[str]) -> list[list[float]]:
+        """The embedder's vectors of ``texts``, after `note_script`."""
+        self.note_script(texts)
+        return self.parts.embedder.embed_documents(texts)
+
+    def note_script(self, texts: Sequence[str]) -> None:
+        """Log, once per open store, that Chinese, Japanese or Korean text is going into a
+        store whose embedder reads English only: recall then rests on its keywords, and a
+        multilingual embedder recalls far better (``docs/benchmarks.md``)."""
+        if self._script_noted or not any(has_cjk(text) for text in texts):
+            return
+        self._script_noted = True
+        embedder = self.parts.embedder
+        log.warning(
+            "memtrellis: Chinese, Japanese or Korean text is going into a store whose "
+            "embedder (%s) reads English only, so recall finds it by its words alone. "
+            "A store for such text recalls far better with "
+            "Memory(path, embedder='multilingual') (docs/configuration.md, choosing an "
+            "embedder); a store keeps the embedder it was built with.",
+            embedder.model_id,
+        )
 
     def embed_texts(self, texts: list[str], progress: bool | None) -> list[list[float]]:
         """One embedding call; in chunks counted by a bar when one can be seen."""
-        embedder = self.parts.embedder
         if len(texts) <= EMBED_CHUNK or not shown(progress):
-            return embedder.embed_documents(texts)
+            return self.documents(texts)
         vectors: list[list[float]] = []
         with bar(progress, desc="embedding", total=len(texts), unit="memory") as counted:
             for start in range(0, len(texts), EMBED_CHUNK):
                 chunk = texts[start : start + EMBED_CHUNK]
-                vectors.extend(embedder.embed_documents(chunk))
+                vectors.extend(self.documents(chunk))
                 counted.update(len(chunk))
         return vectors
 
@@ -325,7 +349,7 @@ class Writer:
         tenant = item.scope.entity_id
         since = self.store.began(tenant)
         existing = self.store.graph_of(tenant).item(item.id)
-        [embedding] = self.parts.embedder.embed_documents([item.search_text()])
+        [embedding] = self.documents([item.search_text()])
         if existing is not None or not lifecycle:
             # A replacement only of what is still stored: a forget meanwhile wins.
             expect = replace(since, existing=(item.id,) if existing else ())
@@ -362,9 +386,7 @@ class Writer:
         except ValueError as exc:
             raise InvalidInputError(f"invalid update of {current.id}: {exc}") from exc
         text_changed = updated.text != current.text
-        embeddings = (
-            self.parts.embedder.embed_documents([updated.search_text()]) if text_changed else None
-        )
+        embeddings = self.documents([updated.search_text()]) if text_changed else None
         try:  # only while it is still stored: a forget committed meanwhile wins
             self.store.put(
                 [updated],

@@ -73,6 +73,9 @@ class MiniLMEmbedder(PinnedModel[OnnxModel]):
 
     MODEL_ID = MODEL_ID
     DIMENSION = DIMENSION
+    #: Trained on English only: a store of Chinese, Japanese or Korean text recalls through
+    #: its keywords alone (the engine says so once, when such text is first stored).
+    english_only = True
 
     def __init__(
         self,

@@ -70,6 +70,8 @@ class MiniLML3Embedder(PinnedModel[OnnxModel]):
 
     MODEL_ID = L3_MODEL_ID
     DIMENSION = DIMENSION
+    #: Trained on English only, like `MiniLMEmbedder`.
+    english_only = True
 
     def __init__(
         self,

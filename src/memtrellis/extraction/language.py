@@ -33,6 +33,7 @@ __all__ = [
     "cjk_share",
     "detect_language",
     "detect_window_language",
+    "has_cjk",
     "language_of",
 ]
 
@@ -62,6 +63,22 @@ _ID_LIKE = re.compile(r"(?<![A-Za-z0-9_:./\-])[A-Za-z_:./\-]*[0-9][A-Za-z0-9_:./
 _HAN = re.compile(
     "[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ebef\U00030000-\U0003134f]"
 )
+
+
+# Han, kana and hangul: the scripts an English-only embedder cannot read.
+_CJK_SCRIPT = re.compile(
+    "[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0003134f]"
+)
+
+
+def has_cjk(text: str) -> bool:
+    """Whether ``text`` holds a Chinese, Japanese or Korean character.
+
+    Examples:
+        >>> has_cjk("我在深圳"), has_cjk("こんにちは"), has_cjk("안녕"), has_cjk("Zürich café")
+        (True, True, True, False)
+    """
+    return _CJK_SCRIPT.search(text) is not None
 
 
 def _strip_noise(text: str) -> str:
