@@ -58,7 +58,7 @@ def test_a_hanging_turn_does_not_block_the_turns_behind_it(tmp_path: Path) -> No
         embedder=HashingEmbedder(),
         llm=_hanging_llm(release, entered),
         extraction=ExtractionConfig(llm_timeout=None),  # the call would hang for good
-        capture=CaptureConfig(attempts=1, turn_budget=0.3),
+        capture=CaptureConfig(attempts=1, turn_budget=1.0),
     ) as memory:
         try:
             memory.capture([{"role": "user", "content": f"{POISON} I keep bees"}])
@@ -85,7 +85,7 @@ def test_a_hanging_turn_in_a_batch_holds_back_only_itself(tmp_path: Path) -> Non
         embedder=HashingEmbedder(),
         llm=llm,
         extraction=ExtractionConfig(llm_timeout=None),
-        capture=CaptureConfig(attempts=1, turn_budget=0.3),
+        capture=CaptureConfig(attempts=1, turn_budget=1.0),
     ) as memory:
         service = capture_service_of(memory)
         store_one = service._handle
