@@ -42,7 +42,7 @@ AGENTS_DEV = f"{AGENTS}[dev]"
 # small enough that a second worker's start and collection (~10 CPU-s each, the xdist
 # controller's too) cost more than it saves, and together they keep both cores busy.
 SUITES = [LANGCHAIN, LLAMA_INDEX, AGENTS]
-LINTED = ["src", "tests", "benchmarks", "integrations", "tools", "noxfile.py"]
+LINTED = ["src", "tests", "benchmarks", "integrations", "tools", "noxfile.py", "conftest.py"]
 # The environment `typecheck` and `tests` share, and what decides when it is rebuilt.
 SHARED = ROOT / ".nox" / "dev"
 PYPROJECTS = [

@@ -10,14 +10,13 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
 
 from memtrellis import Memory
 from memtrellis.store._pgscratch import ScratchServer, shared_server
-from memtrellis.testing import HashingEmbedder, own_tempdir
+from memtrellis.testing import HashingEmbedder
 
 
 @pytest.fixture
@@ -118,17 +117,3 @@ def postgres_url(postgres_server: ScratchServer) -> Iterator[str]:
         yield url
     finally:
         postgres_server.drop_database(url)
-
-
-# Every test run writes its temporary files into one directory of its own, removed at the
-# end: doctests and notebooks that call tempfile.mkdtemp() leave no store in the machine's
-# temp directory (pytest_configure is historic: it runs for the whole session).
-_CLEANUP = ExitStack()
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    _CLEANUP.enter_context(own_tempdir())
-
-
-def pytest_unconfigure(config: pytest.Config) -> None:
-    _CLEANUP.close()
