@@ -36,7 +36,14 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from memtrellis import InvalidInputError, Memory
-from memtrellis.binding import DEFAULT_K, DEFAULT_TOKEN_BUDGET, AdapterOptions, Binding
+from memtrellis.binding import (
+    DEFAULT_K,
+    DEFAULT_OPEN_ITEMS,
+    DEFAULT_RECENT_TURNS,
+    DEFAULT_TOKEN_BUDGET,
+    AdapterOptions,
+    Binding,
+)
 from memtrellis.context import strip_content
 from memtrellis.tool_calls import neutral_call
 from pydantic_ai import Agent, RunContext
@@ -174,6 +181,13 @@ class MemtrellisCapability(AbstractCapability[Any]):
         capture_mode: ``"fast"``/``"fine"`` for captured turns (None: the memory's default).
         capture: False to only recall (capture turns yourself, or not at all).
         strict: Raise memory failures instead of going on without memory.
+        recent_turns: Most messages of the block's recent-conversation stage (4; 0:
+            none): only conversation the call does not carry, never a message of it.
+        open_items: Most of the user's open decisions and action items the block keeps
+            room for, recalled or not (10; 0: only those recall returns).
+        context_hint: Let the conversation before the question steer recall (True).
+        session_history: Read up to this many of the session's earlier messages that the
+            call lacks for the recent stage (0: off; needs ``session_id``).
 
     Examples:
         >>> import tempfile
@@ -209,6 +223,10 @@ class MemtrellisCapability(AbstractCapability[Any]):
         capture_mode: str | None = None,
         capture: bool = True,
         strict: bool = False,
+        recent_turns: int = DEFAULT_RECENT_TURNS,
+        open_items: int = DEFAULT_OPEN_ITEMS,
+        context_hint: bool = True,
+        session_history: int = 0,
     ) -> None:
         if not isinstance(memory, Memory):
             raise InvalidInputError(f"expected a memtrellis Memory, got {type(memory).__name__}")
@@ -222,6 +240,10 @@ class MemtrellisCapability(AbstractCapability[Any]):
             token_budget=token_budget,
             capture_mode=capture_mode,
             strict=strict,
+            recent_turns=recent_turns,
+            open_items=open_items,
+            context_hint=context_hint,
+            session_history=session_history,
         )
         self.binding = Binding(memory, options, source=SOURCE)
         self.entity_id = entity_id
@@ -245,7 +267,11 @@ class MemtrellisCapability(AbstractCapability[Any]):
         scope: dict[str, str] = {}
         with self.binding.guard("recall", what="resolving the entity"):
             scope = self._scope(ctx)
-        context = await self.binding.acontext(_query(ctx), scope)
+        query = _query(ctx)
+        said = turn_of(ctx.messages)  # the history sent: it steers recall, never placed again
+        if query and query not in [m["content"] for m in said if m["role"] == "user"][-1:]:
+            said.append({"role": "user", "content": query})
+        context = await self.binding.acontext(query, scope, messages=said)
         return context.text
 
     async def after_run(
