@@ -1,7 +1,10 @@
 """Staged memory context in LangGraph apps (issue 22 item 4): the prompt the model
 receives holds facts, supporting excerpts with timestamps, the user's open items (one
 that recall did not return among them) and the recent conversation, in that order and
-within the one token budget; only the LLM is scripted."""
+within the one token budget. The recent stage holds only conversation the call does not
+carry: an app that sends the whole thread gets none (its earlier turns are in the
+messages, once), an app that sends only the latest message gets the session's earlier
+turns with ``session_history``. Only the LLM is scripted."""
 
 from __future__ import annotations
 
@@ -63,18 +66,30 @@ def block_of(sent: list[BaseMessage]) -> str:
     return system[system.index(OPEN_TAG) : system.index(CLOSE_TAG) + len(CLOSE_TAG)]
 
 
-def assert_staged(block: str) -> None:
-    assert [s for s in STAGES if s in block] == STAGES
-    positions = [block.index(s) for s in STAGES]
+def assert_staged(block: str, *, recent: bool) -> None:
+    stages = STAGES if recent else STAGES[:-1]
+    assert [s for s in STAGES if s in block] == stages
+    positions = [block.index(s) for s in stages]
     assert positions == sorted(positions)
     facts = block.split("Sources:")[0]
     assert "Alice visited the Serralves museum in Porto." in facts
     sources = block.split("Sources:")[1].split("Open decisions")[0]
     assert "- [2026-01-03 10:00, user] Guess what, Alice went to the Serralves" in sources
     assert f"- Action item: {TICKETS} (no deadline" in block
-    recent = block.split("Recent conversation:\n")[1]
-    assert recent.splitlines()[:2] == [f"- user: {FIRST}", f"- assistant: {FIRST_ANSWER}"]
+    if recent:
+        said = block.split("Recent conversation:\n")[1]
+        assert said.splitlines()[:2] == [f"- user: {FIRST}", f"- assistant: {FIRST_ANSWER}"]
     assert count_tokens(block) <= BUDGET
+
+
+def assert_said_once(sent: list[BaseMessage]) -> None:
+    """The first exchange reaches the model once, as messages of the prompt, and the
+    memory block does not repeat it."""
+    block = block_of(sent)
+    everything = "\n".join(str(m.content) for m in sent)
+    for text in (FIRST, FIRST_ANSWER):
+        assert text not in block
+        assert everything.count(text) == 1
 
 
 def stored(memory: Memory) -> list[tuple[str, str | None]]:
@@ -87,9 +102,11 @@ def _recall_misses_the_open_item(memory: Memory) -> None:
     assert TICKETS not in [h.memory.text for h in recalled.items]
 
 
-def _graph(chat: ChatMemoryWrapper) -> Any:
+def _graph(chat: ChatMemoryWrapper, *, latest_only: bool = False) -> Any:
     def model(state: MessagesState) -> dict[str, Any]:
-        return {"messages": [chat.invoke(state["messages"])]}
+        # latest_only: a stateless call, as an app that trims its history sends
+        sent = state["messages"][-1:] if latest_only else state["messages"]
+        return {"messages": [chat.invoke(sent)]}
 
     graph = StateGraph(MessagesState)
     graph.add_node("model", model)
@@ -98,21 +115,28 @@ def _graph(chat: ChatMemoryWrapper) -> Any:
     return graph.compile(checkpointer=InMemorySaver())
 
 
-def test_state_graph_prompt_shows_the_stages_in_order(memory: Memory) -> None:
-    _recall_misses_the_open_item(memory)
-    inner = StreamingChat(messages=iter([FIRST_ANSWER, ANSWER]))
-    app = _graph(ChatMemoryWrapper(inner, memory=memory, token_budget=BUDGET, k=K))
-    config = {"configurable": {"user_id": "ann", "thread_id": "trip-1"}}
-
+def _two_turns(app: Any, thread: str) -> str:
+    """The first exchange, then the question streamed with stream_mode="messages"."""
+    config = {"configurable": {"user_id": "ann", "thread_id": thread}}
     app.invoke({"messages": [("user", FIRST)]}, config)
     chunks = [
         str(m.content)
         for m, _ in app.stream({"messages": [("user", QUESTION)]}, config, stream_mode="messages")
         if str(m.content)
     ]
+    return "".join(chunks)
 
-    assert "".join(chunks) == ANSWER
-    assert_staged(block_of(inner.sent()))
+
+def test_state_graph_with_the_whole_thread_gets_no_turn_twice(memory: Memory) -> None:
+    _recall_misses_the_open_item(memory)
+    inner = StreamingChat(messages=iter([FIRST_ANSWER, ANSWER]))
+    chat = ChatMemoryWrapper(inner, memory=memory, token_budget=BUDGET, k=K, session_history=4)
+    assert _two_turns(_graph(chat), "trip-1") == ANSWER
+
+    sent = inner.sent()
+    assert [m.type for m in sent] == ["system", "human", "ai", "human"]
+    assert_staged(block_of(sent), recent=False)
+    assert_said_once(sent)
     assert stored(memory) == sorted(
         [
             ("Alice visited the Serralves museum in Porto.", None),
@@ -126,7 +150,26 @@ def test_state_graph_prompt_shows_the_stages_in_order(memory: Memory) -> None:
     )
 
 
-def test_create_agent_with_middleware_prompt_shows_the_stages_in_order(memory: Memory) -> None:
+def test_state_graph_sending_the_latest_message_gets_the_session_turns(memory: Memory) -> None:
+    _recall_misses_the_open_item(memory)
+    inner = StreamingChat(messages=iter([FIRST_ANSWER, ANSWER]))
+    chat = ChatMemoryWrapper(inner, memory=memory, token_budget=BUDGET, k=K, session_history=4)
+    assert _two_turns(_graph(chat, latest_only=True), "trip-3") == ANSWER
+
+    sent = inner.sent()
+    assert [m.type for m in sent] == ["system", "human"]
+    assert_staged(block_of(sent), recent=True)  # the turns the call lacks, once each
+    for text in (FIRST, FIRST_ANSWER):
+        assert "\n".join(str(m.content) for m in sent).count(text) == 1
+
+    # Without session history (the default) the stateless call gets no recent stage.
+    inner = StreamingChat(messages=iter([FIRST_ANSWER, ANSWER]))
+    chat = ChatMemoryWrapper(inner, memory=memory, token_budget=BUDGET, k=K)
+    assert _two_turns(_graph(chat, latest_only=True), "trip-4") == ANSWER
+    assert "Recent conversation:" not in block_of(inner.sent())
+
+
+def test_create_agent_with_middleware_gets_the_stages_and_no_turn_twice(memory: Memory) -> None:
     _recall_misses_the_open_item(memory)
     model = FakeChat(messages=iter([FIRST_ANSWER, ANSWER]))
     agent = create_agent(
@@ -144,7 +187,8 @@ def test_create_agent_with_middleware_prompt_shows_the_stages_in_order(memory: M
     assert result["messages"][-1].content == ANSWER
     sent = model.sent()
     assert str(sent[0].content).startswith("You are a trip planner.")
-    assert_staged(block_of(sent))
+    assert_staged(block_of(sent), recent=False)
+    assert_said_once(sent)
     state = agent.get_state(config).values["messages"]
     assert not any(OPEN_TAG in str(m.content) for m in state)  # the block is not kept
     assert stored(memory) == sorted(
