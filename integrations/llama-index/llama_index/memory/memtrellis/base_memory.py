@@ -186,7 +186,6 @@ class MemtrellisMemory(RecallFields, BaseMemory):
         context = binding.context(
             query,
             binding.scope(given(session_id=self._session())),
-            exclude=self._in(history),
             messages=self._said(history, input),
         )
         return self._placed(history, context)
@@ -200,14 +199,9 @@ class MemtrellisMemory(RecallFields, BaseMemory):
         context = await binding.acontext(
             query,
             binding.scope(given(session_id=self._session())),
-            exclude=self._in(history),
             messages=self._said(history, input),
         )
         return self._placed(history, context)
-
-    @staticmethod
-    def _in(history: list[ChatMessage]) -> set[str]:
-        return {m["content"] for m in conversation(history)}
 
     def get_all(self) -> list[ChatMessage]:
         """The whole chat history, without memory context."""

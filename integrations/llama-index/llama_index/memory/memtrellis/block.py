@@ -112,11 +112,9 @@ class MemtrellisMemoryBlock(RecallFields, BaseMemoryBlock[str]):
 
     _transcripts: Transcripts = PrivateAttr(default_factory=Transcripts)
     _react: ReactCheck = PrivateAttr(default_factory=ReactCheck)
-    # Recent renderings (text -> what was recalled, left out, its tokens), so that
+    # Recent renderings (text -> its stages and tokens), so that
     # atruncate can render the same recall again within fewer tokens.
-    _rendered: OrderedDict[str, tuple[Stages, frozenset[str], int]] = PrivateAttr(
-        default_factory=OrderedDict
-    )
+    _rendered: OrderedDict[str, tuple[Stages, int]] = PrivateAttr(default_factory=OrderedDict)
 
     async def _aget(self, messages: list[ChatMessage] | None = None, **block_kwargs: Any) -> str:
         self._react.check()
@@ -131,15 +129,14 @@ class MemtrellisMemoryBlock(RecallFields, BaseMemoryBlock[str]):
         query = latest_query(messages)
         if not query:
             return ""
-        said = conversation(messages)
-        in_history = frozenset(m["content"] for m in said)
         binding = self._binding
-        # The chat history the block receives steers recall; the recent stage holds only
-        # the session's turns it lacks (session_history), never a message of it.
-        stages = await binding.agather(query, binding.scope(given(session_id=session)), said)
-        context = binding.render(stages, exclude=in_history)
+        # The chat history the block receives steers recall and is never repeated in the
+        # block; the recent stage holds only the session's turns it lacks (session_history).
+        scope = binding.scope(given(session_id=session))
+        stages = await binding.agather(query, scope, conversation(messages))
+        context = binding.render(stages)
         if stages.result is not None and context.text:
-            self._rendered[context.text] = (stages, in_history, context.tokens)
+            self._rendered[context.text] = (stages, context.tokens)
             while len(self._rendered) > _KEEP_RENDERED:
                 self._rendered.popitem(last=False)
         return context.text
@@ -187,7 +184,7 @@ class MemtrellisMemoryBlock(RecallFields, BaseMemoryBlock[str]):
         rendered = self._rendered.get(content)
         if rendered is None:
             return None
-        stages, in_history, tokens = rendered
+        stages, tokens = rendered
         budget = max(0, tokens - max(tokens_to_truncate, 1))
-        context = self._binding.render(stages, exclude=in_history, token_budget=budget)
+        context = self._binding.render(stages, token_budget=budget)
         return context.text or None
