@@ -32,7 +32,14 @@ import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, cast
 
-from agents import Agent, RunContextWrapper, SQLiteSession, TResponseInputItem
+from agents import (
+    Agent,
+    FunctionTool,
+    RunContextWrapper,
+    SQLiteSession,
+    TResponseInputItem,
+    function_tool,
+)
 from agents.memory import Session, SessionSettings
 from agents.models.fake_id import FAKE_RESPONSES_ID
 from memtrellis import InvalidInputError, Memory
@@ -44,10 +51,23 @@ from memtrellis.binding import (
     AdapterOptions,
     Binding,
 )
-from memtrellis.context import last_user_text, place_in_instructions, strip_content
-from memtrellis.tool_calls import neutral_call
+from memtrellis.context import (
+    last_user_text,
+    place_in_instructions,
+    strip_content,
+)
+from memtrellis.tool_calls import mark_memory_tools, neutral_call
 
-__all__ = ["MemoryInstructions", "MemtrellisSession", "item_message", "register", "turn_item"]
+from memtrellis_agents._relate import DESCRIPTION, relate_answer
+
+__all__ = [
+    "MemoryInstructions",
+    "MemtrellisSession",
+    "item_message",
+    "register",
+    "relate_tool",
+    "turn_item",
+]
 
 SOURCE = "openai_agents"
 #: What an agent's own instructions can be: text, or the SDK's dynamic instructions.
@@ -371,6 +391,45 @@ class MemoryInstructions:
 
     def __repr__(self) -> str:
         return f"MemoryInstructions({self.own!r})"
+
+
+def relate_tool(
+    memory: Memory, *, entity_id: EntityOf = None, process_id: str | None = None
+) -> FunctionTool:
+    """A ``relate_memories`` tool for an Agents SDK ``Agent``: how two things the user's
+    memories mention are related (``Memory.relate``, no LLM), answered as every relate
+    tool answers (`memtrellis.context.relations_text`). Its calls and results are left
+    out of captured turns.
+
+    Args:
+        memory: The ``Memory`` to read.
+        entity_id: Whose memory: an id, a callable of the run context, or None (the
+            memory's default, or the active ``memory.scope(entity_id=...)`` block).
+        process_id: Which app or agent (None: the memory's own).
+
+    Examples:
+        >>> import tempfile
+        >>> from memtrellis.testing import HashingEmbedder
+        >>> with Memory(tempfile.mkdtemp(), embedder=HashingEmbedder()) as memory:
+        ...     tool = relate_tool(memory, entity_id="alice")
+        >>> tool.name, sorted(tool.params_json_schema["properties"])
+        ('relate_memories', ['a', 'b'])
+    """
+    if entity_id is not None and not (isinstance(entity_id, str) or callable(entity_id)):
+        raise InvalidInputError("entity_id must be a string, a callable of the context or None")
+
+    async def relate_memories(ctx: RunContextWrapper[Any], a: str, b: str) -> str:
+        """Find how two people, places or things are related through the user's memories.
+
+        Args:
+            a: A person, place or thing, e.g. "Hana", or a memory id.
+            b: Another one, e.g. "Kyoto".
+        """
+        entity = entity_id(ctx) if callable(entity_id) else entity_id
+        return await relate_answer(memory, a, b, entity_id=entity, process_id=process_id)
+
+    mark_memory_tools(["relate_memories"])
+    return function_tool(relate_memories, description_override=DESCRIPTION)
 
 
 def register(memory: Memory, obj: Any, **options: Any) -> Agent[Any]:

@@ -45,8 +45,8 @@ from memtrellis.binding import (
     Binding,
 )
 from memtrellis.context import strip_content
-from memtrellis.tool_calls import neutral_call
-from pydantic_ai import Agent, RunContext
+from memtrellis.tool_calls import mark_memory_tools, neutral_call
+from pydantic_ai import Agent, RunContext, Tool
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.messages import (
     ModelMessage,
@@ -60,7 +60,9 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.run import AgentRunResult
 
-__all__ = ["MemtrellisCapability", "register", "turn_of"]
+from memtrellis_agents._relate import DESCRIPTION, relate_answer
+
+__all__ = ["MemtrellisCapability", "register", "relate_tool", "turn_of"]
 
 SOURCE = "pydantic_ai"
 #: Whose memory: a fixed entity id, or one read from the run context (``ctx.deps``).
@@ -289,6 +291,45 @@ class MemtrellisCapability(AbstractCapability[Any]):
 
     def __repr__(self) -> str:
         return f"MemtrellisCapability(entity_id={self.entity_id!r})"
+
+
+def relate_tool(
+    memory: Memory, *, entity_id: EntityOf = None, process_id: str | None = None
+) -> Tool[Any]:
+    """A ``relate_memories`` tool for a PydanticAI ``Agent``: how two things the user's
+    memories mention are related (``Memory.relate``, no LLM), answered as every relate
+    tool answers (`memtrellis.context.relations_text`). Its calls and results are left
+    out of captured turns.
+
+    Args:
+        memory: The ``Memory`` to read.
+        entity_id: Whose memory: an id, a callable of the run context
+            (``lambda ctx: ctx.deps.user_id``), or None (the memory's default, or the
+            active ``memory.scope(entity_id=...)`` block).
+        process_id: Which app or agent (None: the memory's own).
+
+    Examples:
+        >>> import tempfile
+        >>> from memtrellis.testing import HashingEmbedder
+        >>> with Memory(tempfile.mkdtemp(), embedder=HashingEmbedder()) as memory:
+        ...     relate_tool(memory, entity_id="alice").name
+        'relate_memories'
+    """
+    if entity_id is not None and not (isinstance(entity_id, str) or callable(entity_id)):
+        raise InvalidInputError("entity_id must be a string, a callable of the context or None")
+
+    async def relate_memories(ctx: RunContext[Any], a: str, b: str) -> str:
+        """Find how two people, places or things are related through the user's memories.
+
+        Args:
+            a: A person, place or thing, e.g. "Hana", or a memory id.
+            b: Another one, e.g. "Kyoto".
+        """
+        entity = entity_id(ctx) if callable(entity_id) else entity_id
+        return await relate_answer(memory, a, b, entity_id=entity, process_id=process_id)
+
+    mark_memory_tools(["relate_memories"])
+    return Tool(relate_memories, takes_ctx=True, description=DESCRIPTION)
 
 
 def register(memory: Memory, obj: Any, **options: Any) -> MemtrellisCapability:
