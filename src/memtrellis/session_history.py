@@ -9,7 +9,8 @@ and session only; a message the request already contains is never placed again, 
 block's one token budget keeps the newest that fit.
 
 It is off unless asked for: per registration (``memory.register(client,
-session_history=6)``: up to six messages) or per call, for the calls made inside a
+session_history=6)``: up to six messages read, of which the block shows the newest
+``recent_turns``; any adapter takes the option) or per call, for the calls made inside a
 `session_history` block (this thread or asyncio task), which wins over the
 registration (``session_history(0)`` turns it off). A call without a session id (the
 registration's, a ``Memory.scope`` block's or the memory's own) gets none.
