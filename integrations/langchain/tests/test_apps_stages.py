@@ -18,7 +18,7 @@ from langchain.agents import create_agent
 from langchain_core.messages import BaseMessage, SystemMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
-from memtrellis import Memory, MemoryItem, Scope
+from memtrellis import InvalidInputError, Memory, MemoryItem, Scope
 from memtrellis.context import CLOSE_TAG, OPEN_TAG
 from memtrellis.testing import HashingEmbedder
 from memtrellis.tokens import count_tokens
@@ -33,6 +33,7 @@ FIRST = "We are planning the museum trip with Bob."
 FIRST_ANSWER = "Happy to help with the museum trip."
 QUESTION = "Which museums did Alice visit in Porto?"
 ANSWER = "The Serralves museum and the Soares dos Reis museum."
+QUESTION_FRIDAY = "What is booked for Friday?"
 BUDGET = 400
 K = 2  # recall returns the two museum facts, not the open item
 
@@ -218,3 +219,28 @@ def test_retriever_takes_the_chat_history_as_a_hint_and_adds_open_items(memory: 
     assert docs[0].page_content == "The dentist visit is booked for Friday"
     assert hinted[0].page_content == "The restaurant table is booked for Friday"
     assert [d.page_content for d in docs if d.metadata.get("open_item")] == [TICKETS]
+
+
+def test_retriever_stage_options_are_checked_and_bound(memory: Memory) -> None:
+    from langchain_memtrellis import MemoryRetriever
+
+    memory.add("Book the museum tickets", memory_type="action_item", entity_id="ann")
+    for bad in ({"open_items": -1}, {"open_items": "3"}, {"context_hint": 3}):
+        with pytest.raises(InvalidInputError, match=next(iter(bad))):
+            MemoryRetriever(memory=memory, **bad)
+    for limit, expected in ((1, 1), (10, 2), (True, 2)):
+        retriever = MemoryRetriever(memory=memory, entity_id="ann", k=1, open_items=limit)
+        opened = [d for d in retriever.invoke(QUESTION) if d.metadata.get("open_item")]
+        assert len(opened) == expected
+    memory.add("The restaurant table is booked for Friday", entity_id="ann")
+    memory.add("The dentist visit is booked for Friday", entity_id="ann")
+    talks = (
+        [("human", "My tooth hurts, I need my dentist.")],
+        [("human", "Our restaurant table?")],
+    )
+    for hint, firsts in ((True, 2), (False, 1)):
+        retriever = MemoryRetriever(memory=memory, entity_id="ann", k=1, context_hint=hint)
+        found = {retriever.invoke(QUESTION_FRIDAY, chat_history=t)[0].page_content for t in talks}
+        assert len(found) == firsts  # steered by each talk, or the same either way
+    plain = MemoryRetriever(memory=memory, entity_id="ann", k=1)
+    assert not [d for d in plain.invoke("museums?") if d.metadata.get("open_item")]
