@@ -58,7 +58,7 @@ from memtrellis.context import (
 )
 from memtrellis.tool_calls import mark_memory_tools, neutral_call
 
-from memtrellis_agents._relate import DESCRIPTION, relate_answer
+from memtrellis_agents._shared import DESCRIPTION, check_entity, relate_answer
 
 __all__ = [
     "MemoryInstructions",
@@ -342,8 +342,7 @@ class MemoryInstructions:
             instructions = instructions.own  # never recall twice
         if not (instructions is None or isinstance(instructions, str) or callable(instructions)):
             raise InvalidInputError("instructions must be text, a callable or None")
-        if entity_id is not None and not (isinstance(entity_id, str) or callable(entity_id)):
-            raise InvalidInputError("entity_id must be a string, a callable of the context or None")
+        check_entity(entity_id)
         #: The agent's own instructions (what ``base`` resolves).
         self.own: BaseInstructions = instructions
         self.entity_id = entity_id
@@ -415,8 +414,7 @@ def relate_tool(
         >>> tool.name, sorted(tool.params_json_schema["properties"])
         ('relate_memories', ['a', 'b'])
     """
-    if entity_id is not None and not (isinstance(entity_id, str) or callable(entity_id)):
-        raise InvalidInputError("entity_id must be a string, a callable of the context or None")
+    check_entity(entity_id)
 
     async def relate_memories(ctx: RunContextWrapper[Any], a: str, b: str) -> str:
         """Find how two people, places or things are related through the user's memories.

@@ -60,7 +60,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.run import AgentRunResult
 
-from memtrellis_agents._relate import DESCRIPTION, relate_answer
+from memtrellis_agents._shared import DESCRIPTION, check_entity, relate_answer
 
 __all__ = ["MemtrellisCapability", "register", "relate_tool", "turn_of"]
 
@@ -232,8 +232,7 @@ class MemtrellisCapability(AbstractCapability[Any]):
     ) -> None:
         if not isinstance(memory, Memory):
             raise InvalidInputError(f"expected a memtrellis Memory, got {type(memory).__name__}")
-        if entity_id is not None and not (isinstance(entity_id, str) or callable(entity_id)):
-            raise InvalidInputError("entity_id must be a string, a callable of the context or None")
+        check_entity(entity_id)
         options = AdapterOptions(
             entity_id=entity_id if isinstance(entity_id, str) else None,
             process_id=process_id,
@@ -315,8 +314,7 @@ def relate_tool(
         ...     relate_tool(memory, entity_id="alice").name
         'relate_memories'
     """
-    if entity_id is not None and not (isinstance(entity_id, str) or callable(entity_id)):
-        raise InvalidInputError("entity_id must be a string, a callable of the context or None")
+    check_entity(entity_id)
 
     async def relate_memories(ctx: RunContext[Any], a: str, b: str) -> str:
         """Find how two people, places or things are related through the user's memories.
