@@ -7,6 +7,7 @@ import asyncio
 import pytest
 
 from memtrellis import EdgeKind, InvalidInputError, Memory
+from memtrellis.context import relations_text
 from memtrellis.relations import PathStep
 from memtrellis.store.graph import HUB_MENTIONS
 from memtrellis.testing import store_of
@@ -134,3 +135,23 @@ def test_arelate_answers_the_same_on_an_event_loop(memory: Memory) -> None:
     memory.add("Hana moved to Kyoto.", entities=["Hana", "Kyoto"])
     found = asyncio.run(memory.arelate("Hana", "Kyoto"))
     assert found == memory.relate("Hana", "Kyoto")
+
+
+def test_relate_tools_read_one_rendering_of_the_paths(memory: Memory) -> None:
+    """`relations_text` is what every relate tool answers (LangChain's, LlamaIndex's and
+    the agent frameworks' tests assert their tools' answers equal it)."""
+    [works] = memory.add("Hana works with Kenji <at> the tea house.", entities=["Hana", "Kenji"])
+    [lives] = memory.add("Kenji lives in Kyoto.", entities=["Kenji", "Kyoto"])
+
+    found = memory.relate("hana", "Kyoto")
+
+    assert relations_text(found) == (
+        "Hana and Kyoto are related through:\n"
+        f"1. Hana -mentions- [{works.id}] Hana works with Kenji &lt;at&gt; the tea house."
+        f" -mentions- Kenji -mentions- [{lives.id}] Kenji lives in Kyoto. -mentions- Kyoto"
+    )
+    assert relations_text(memory.relate("Hana", "Atlantis")) == (
+        "Nothing in the memories is about Atlantis."
+    )
+    memory.add("Mia lives in Porto.", entities=["Mia", "Porto"])
+    assert relations_text(memory.relate("Hana", "Porto")) == "No memories connect Hana and Porto."

@@ -59,13 +59,25 @@ def test_open_items_are_the_valid_decisions_and_action_items(memory: Memory) -> 
     assert asyncio.run(memory.aopen_items()) == memory.open_items()
 
 
-def _block(memory: Memory, budget: int, **options: object) -> tuple[str, object]:
+EARLIER = [
+    {"role": "user", "content": "We are planning the museum trip with Bob."},
+    {"role": "assistant", "content": "Happy to help with the museum trip."},
+]
+QUESTION = {"role": "user", "content": "Which museums did Alice visit?"}
+
+
+def _block(
+    memory: Memory, budget: int, *, stateless: bool = True, **options: object
+) -> tuple[str, object]:
+    """The block for QUESTION after EARLIER was said in session s1: a stateless call
+    (the question alone, the session's turns read with session_history) or one that
+    carries the whole conversation."""
+    if not memory.session_turns(entity_id="ana", session_id="s1"):
+        memory.capture(EARLIER, session_id="s1", mode="fast")
+        assert memory.flush(30)
+    options = {"session_history": 4, "session_id": "s1", **options}
     binding = Binding(memory, AdapterOptions(token_budget=budget, **options), source="test")
-    messages = [
-        {"role": "user", "content": "We are planning the museum trip with Bob."},
-        {"role": "assistant", "content": "Happy to help with the museum trip."},
-        {"role": "user", "content": "Which museums did Alice visit?"},
-    ]
+    messages = [QUESTION] if stateless else [*EARLIER, QUESTION]
     context = binding.context(binding.query(messages), binding.scope(), messages=messages)
     return context.text, context
 
@@ -152,12 +164,54 @@ def test_recent_messages_already_recalled_are_not_repeated(memory: Memory) -> No
     assert context.recent == 1 and context.text.count("I moved to Porto last week.") == 1
 
 
-def test_the_recent_turns_alone_are_not_placed(memory: Memory) -> None:
-    # Nothing recalled and no open item: the block would only repeat the prompt.
-    binding = Binding(memory, AdapterOptions(), source="test")
-    chat = [
-        {"role": "user", "content": "Hello there"},
-        {"role": "assistant", "content": "Hi!"},
-        {"role": "user", "content": "Anything new?"},
-    ]
-    assert binding.context(binding.query(chat), binding.scope(), messages=chat).empty
+def test_the_prompts_own_turns_are_never_placed_again(memory: Memory) -> None:
+    _seed(memory)
+    text, _ = _block(memory, 5_000, stateless=False)
+    # The call carries the first exchange: the block neither repeats it under "Recent
+    # conversation" nor shows its captured messages as recalled memories.
+    assert "Recent conversation:" not in text and "Facts:" in text
+    for message in EARLIER:
+        assert message["content"] not in text
+
+
+def _recent(text: str) -> list[str]:
+    section = text.split("Recent conversation:\n")[1:]
+    return [line for line in "".join(section).splitlines() if line.startswith("- ")]
+
+
+def test_a_stateless_call_gets_the_session_turns_it_lacks_once(memory: Memory) -> None:
+    chat = [{"role": "user", "content": "Anything new?"}]
+    memory.capture(EARLIER, session_id="s1", mode="fast")
+    assert memory.flush(30)
+    binding = Binding(
+        memory, AdapterOptions(session_id="s1", session_history=4, k=1), source="test"
+    )
+    text = binding.context(binding.query(chat), binding.scope(), messages=chat).text
+    # k=1: recall shows one of the two earlier messages at most; the session history
+    # places the other, and neither is shown twice.
+    assert _recent(text)
+    for message in EARLIER:
+        assert text.count(message["content"]) == 1
+    # Without session history the call lacks nothing the block could know of.
+    plain = Binding(memory, AdapterOptions(session_id="s1", k=1), source="test")
+    assert _recent(plain.context("Anything new?", plain.scope(), messages=chat).text) == []
+
+
+def test_recent_turns_caps_what_the_session_history_shows(memory: Memory) -> None:
+    memory.capture(
+        [*EARLIER, {"role": "user", "content": "Bob prefers the modern art museum."}],
+        session_id="s1",
+        mode="fast",
+    )
+    assert memory.flush(30)
+    chat = [{"role": "user", "content": "Anything new?"}]
+    shown = {}
+    for recent_turns in (4, 1, 0):
+        options = AdapterOptions(session_id="s1", session_history=4, recent_turns=recent_turns, k=1)
+        binding = Binding(memory, options, source="test")
+        shown[recent_turns] = _recent(
+            binding.context("Anything new?", binding.scope(), messages=chat).text
+        )
+    assert len(shown[4]) == 2  # three said, one of them recalled (k=1)
+    assert shown[1] == shown[4][-1:]  # the newest kept
+    assert shown[0] == []

@@ -74,6 +74,9 @@ class AdapterDoors:
         capture_mode: str | None = None,
         strict: bool | None = None,
         session_history: int | None = None,
+        recent_turns: int | None = None,
+        open_items: int | None = None,
+        context_hint: bool | None = None,
         **named: Any,
     ) -> Any:
         """Give memory to an SDK client or a framework object, through one registry.
@@ -83,8 +86,13 @@ class AdapterDoors:
         [SDK clients](../sdk-clients.md)); ``register(langchain=obj)``...: the
         integration of that name (one keyword: the wrapped object; several: a dict by name).
         The options hold for the registration; ``Memory.scope`` overrides its scope per call.
-        ``session_history=n`` (SDK clients) places up to ``n`` of the session's earlier
-        messages the request lacks (`memtrellis.session_history`).
+        The block's later stages (`memtrellis.binding.AdapterOptions`): ``open_items``
+        (most of the entity's open decisions and action items it keeps room for, 10),
+        ``context_hint`` (the request's earlier turns steer recall, True),
+        ``session_history=n`` (reads up to ``n`` of the session's earlier messages the
+        request lacks, `memtrellis.session_history`; 0, opt-in) and ``recent_turns``
+        (the most of those the recent-conversation stage shows, 4). A message the
+        request carries is never placed again.
 
         Raises `UnsupportedClientError` for an unsupported client, `UnknownIntegrationError`
         for a name no installed package registers, `InvalidInputError` for nothing to
@@ -106,6 +114,9 @@ class AdapterDoors:
             capture_mode=capture_mode,
             strict=strict,
             session_history=session_history,
+            recent_turns=recent_turns,
+            open_items=open_items,
+            context_hint=context_hint,
         )
         return registry.register_objects(self, client, named, options)
 

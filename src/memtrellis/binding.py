@@ -13,12 +13,19 @@ async calls.
 
 * `AdapterOptions`: whose memory (entity, process, session), how much of it (``k``,
   ``token_budget``), where it goes (``position``), how turns are captured
-  (``capture_mode``) and whether failures raise (``strict``); the one set of defaults.
+  (``capture_mode``), whether failures raise (``strict``) and the block's later stages
+  (``recent_turns``, ``open_items``, ``context_hint``, ``session_history``); the one
+  set of defaults (defined in `memtrellis.adapter_options`, re-exported here).
 * `AdapterStats`: what one adapter did (recalls, blocks placed, captures, failures).
 * `Binding`: the steps and the one fail-open rule, counting in ``Memory.health()``.
 
 One token budget: recall returns ranked memories (``k`` of them) and `build_context`
 alone budgets them, counting the lines the model is shown.
+
+One rule for the recent-conversation stage, for every adapter (`Binding.gather`): it
+shows only conversation the model call does not carry, the session's earlier turns the
+request lacks (``session_history``, opt-in), never a message already in the prompt. The
+prompt's earlier turns still steer recall (``context_hint``), unrendered.
 
 Examples:
     >>> import tempfile
@@ -43,26 +50,38 @@ Examples:
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from memtrellis._host import MemoryHost
-from memtrellis.context import (
+from memtrellis.adapter_options import (
+    DEFAULT_K,
+    DEFAULT_OPEN_ITEMS,
+    DEFAULT_RECENT_TURNS,
     DEFAULT_TOKEN_BUDGET,
+    AdapterOptions,
+    AdapterStats,
+    Position,
+    Step,
+)
+from memtrellis.context import (
     MemoryContext,
     Placement,
     build_context,
     conversation_hint,
-    earlier_turns,
     last_user_text,
     new_turn,
     place_in_messages,
 )
-from memtrellis.errors import InvalidInputError
-from memtrellis.session_history import check_history, history_request, missing_turns
+from memtrellis.session_history import (
+    carried,
+    history_request,
+    missing_turns,
+    same_words,
+)
+from memtrellis.tool_calls import without_memory_tools
 from memtrellis.types import MemoryItem, RecallResult
 
 __all__ = [
@@ -75,21 +94,12 @@ __all__ = [
     "Binding",
     "MemoryDoors",
     "Position",
+    "Stages",
     "Step",
 ]
 
 log = logging.getLogger("memtrellis")
 
-#: Memories recalled per model call when an adapter does not say.
-DEFAULT_K = 8
-#: Conversation messages before the question shown in the block when an adapter does not say.
-DEFAULT_RECENT_TURNS = 4
-#: Open decisions and action items considered per call when an adapter does not say.
-DEFAULT_OPEN_ITEMS = 10
-Position = Literal["append", "insert"]
-#: What a failure broke: reading memories, handing a turn over, or rendering the block.
-Step = Literal["recall", "capture", "context"]
-_SCOPE_NAMES = ("entity_id", "process_id", "session_id")
 EMPTY = MemoryContext("", 0, 0)
 
 
@@ -99,140 +109,30 @@ MemoryDoors = MemoryHost
 
 
 @dataclass(frozen=True)
-class AdapterOptions:
-    """What one adapter asks of memory; the defaults every adapter shares.
+class Stages:
+    """What one call's memory-context block is built from (`Binding.gather`).
 
     Attributes:
-        entity_id: Whose memory (None: the ``Memory``'s own, or what the call names).
-        process_id: Which app or agent (None: the ``Memory``'s own).
-        session_id: Session recorded on captured turns (recall spans sessions).
-        k: Most memories recalled per call (1 to 1000).
-        token_budget: Most ``o200k_base`` tokens of the memory-context block.
-        position: ``"append"`` the block to the leading system message, or ``"insert"``
-            a system message of its own.
-        capture_mode: Extraction mode of captured turns (``"fast"``/``"fine"``; None:
-            the memory's default).
-        strict: Raise memory failures (after counting them) instead of going on
-            without memory.
-        recent_turns: Conversation messages before the question shown in the block's
-            recent-conversation stage (0: none).
-        open_items: Most of the entity's open decisions and action items the block
-            keeps room for, recalled or not (0: only those recall returns).
-        context_hint: Steer recall with the conversation before the question
-            (``Memory.recall(context_hint=...)``).
-        session_history: Messages of the session's earlier turns that the call lacks
-            placed in the block's recent-conversation stage (0: none; opt-in, see
-            `memtrellis.session_history`); needs a session id.
-
-    Raises:
-        InvalidInputError: A value is out of range or of the wrong type.
+        result: The recall (None: no query, or recall failed open).
+        open_items: The entity's open decisions and action items, recalled or not.
+        recent: The conversation the call does not carry (the session's earlier turns
+            the request lacks), oldest first; never a message of the prompt.
+        carried: The words of the messages the call carries
+            (`memtrellis.session_history.carried`): a memory whose text is one of them
+            is not rendered again.
 
     Examples:
-        >>> options = AdapterOptions(entity_id="alice", k=4)
-        >>> options.scope, options.token_budget, options.position
-        ({'entity_id': 'alice'}, 600, 'append')
-        >>> AdapterOptions(k=0)
-        Traceback (most recent call last):
-        ...
-        memtrellis.errors.InvalidInputError: k must be an integer from 1 to 1000
+        >>> Stages(None).result is None, Stages(None).recent
+        (True, ())
     """
 
-    entity_id: str | None = None
-    process_id: str | None = None
-    session_id: str | None = None
-    k: int = DEFAULT_K
-    token_budget: int = DEFAULT_TOKEN_BUDGET
-    position: Position = "append"
-    capture_mode: str | None = None
-    strict: bool = False
-    recent_turns: int = DEFAULT_RECENT_TURNS
-    open_items: int = DEFAULT_OPEN_ITEMS
-    context_hint: bool = True
-    session_history: int = 0
-
-    def __post_init__(self) -> None:
-        for name in _SCOPE_NAMES:
-            value = getattr(self, name)
-            if value is not None and not (isinstance(value, str) and value.strip()):
-                raise InvalidInputError(f"{name} must be a non-empty string or None")
-        if isinstance(self.k, bool) or not isinstance(self.k, int) or not 1 <= self.k <= 1000:
-            raise InvalidInputError("k must be an integer from 1 to 1000")
-        budget = self.token_budget
-        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
-            raise InvalidInputError("token_budget must be a non-negative integer")
-        if self.position not in ("append", "insert"):
-            raise InvalidInputError(f"position must be 'append' or 'insert', not {self.position!r}")
-        if self.capture_mode not in (None, "fast", "fine"):
-            raise InvalidInputError("capture_mode must be 'fast', 'fine' or None")
-        for name in ("recent_turns", "open_items"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 100:
-                raise InvalidInputError(f"{name} must be an integer from 0 to 100")
-        if not isinstance(self.context_hint, bool):
-            raise InvalidInputError("context_hint must be True or False")
-        check_history(self.session_history)
-
-    @property
-    def scope(self) -> dict[str, str]:
-        """The entity, process and session given, by name (the others left out)."""
-        return {n: v for n in _SCOPE_NAMES if (v := getattr(self, n)) is not None}
+    result: RecallResult | None
+    open_items: tuple[MemoryItem, ...] = ()
+    recent: tuple[dict[str, str], ...] = ()
+    carried: frozenset[str] = frozenset()
 
 
-@dataclass
-class AdapterStats:
-    """Counters of what an adapter did with memory; thread-safe.
-
-    Attributes:
-        recalls: Recalls run for a call.
-        placed: Calls that got a non-empty memory-context block.
-        captured: Turns handed to ``Memory.capture``.
-        recall_failures: Recalls (and renderings) that failed; the call went on.
-        capture_failures: Captures that failed; the call's answer was still returned.
-        last_error: ``"step: Type: message"`` of the latest failure, if any.
-
-    Examples:
-        >>> stats = AdapterStats()
-        >>> stats.count("captured")
-        >>> stats.as_dict()["captured"], stats.failures
-        (1, 0)
-    """
-
-    recalls: int = 0
-    placed: int = 0
-    captured: int = 0
-    recall_failures: int = 0
-    capture_failures: int = 0
-    last_error: str | None = None
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
-
-    def count(self, name: str) -> None:
-        """Add one to the counter ``name``."""
-        with self._lock:
-            setattr(self, name, getattr(self, name) + 1)
-
-    def failed(self, step: Step, exc: BaseException) -> None:
-        """Count one failure of ``step`` and remember it as the last error."""
-        with self._lock:
-            name = "capture_failures" if step == "capture" else "recall_failures"
-            setattr(self, name, getattr(self, name) + 1)
-            self.last_error = f"{step}: {type(exc).__name__}: {exc}"
-
-    @property
-    def failures(self) -> int:
-        """Every failure counted so far."""
-        with self._lock:
-            return self.recall_failures + self.capture_failures
-
-    def as_dict(self) -> dict[str, int]:
-        """The counters by name."""
-        with self._lock:
-            return {
-                "recalls": self.recalls,
-                "placed": self.placed,
-                "captured": self.captured,
-                "recall_failures": self.recall_failures,
-                "capture_failures": self.capture_failures,
-            }
+NOTHING = Stages(None)
 
 
 class Binding:
@@ -329,17 +229,6 @@ class Binding:
             self.log.debug("memtrellis: no conversation hint", exc_info=True)
             return None
 
-    def recent(self, messages: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
-        """The latest ``recent_turns`` messages before the question (`earlier_turns`), for
-        the block's recent-conversation stage."""
-        if not self.options.recent_turns:
-            return []
-        try:
-            return earlier_turns(messages, self.options.recent_turns)
-        except Exception:
-            self.log.debug("memtrellis: no recent conversation", exc_info=True)
-            return []
-
     def recall_args(
         self, query: str | None, scope: Mapping[str, str], *, hint: str | None = None
     ) -> dict[str, Any] | None:
@@ -414,14 +303,23 @@ class Binding:
             self.failed("recall", exc, what="open items")
             return []
 
+    def _history_request(
+        self, scope: Mapping[str, str], messages: Sequence[Mapping[str, Any]]
+    ) -> tuple[dict[str, Any], int] | None:
+        found = history_request(scope, messages, self.options.session_history)
+        if found is None or not self.options.recent_turns:
+            return None
+        args, limit = found
+        return args, min(limit, self.options.recent_turns)
+
     def history(
         self, scope: Mapping[str, str], messages: Sequence[Mapping[str, Any]]
     ) -> list[dict[str, str]]:
-        """The session's earlier turns that ``messages`` (the call's) lack, for the block's
-        recent-conversation stage (``Memory.session_turns``); ``[]`` when session history
-        is off (`memtrellis.session_history`), there is no session, or reading failed
-        open."""
-        found = history_request(scope, messages, self.options.session_history)
+        """The session's earlier turns that ``messages`` (the call's) lack, the newest
+        ``recent_turns`` of them, for the block's recent-conversation stage
+        (``Memory.session_turns``); ``[]`` when session history is off
+        (`memtrellis.session_history`), there is no session, or reading failed open."""
+        found = self._history_request(scope, messages)
         if found is None:
             return []
         args, limit = found
@@ -435,7 +333,7 @@ class Binding:
         self, scope: Mapping[str, str], messages: Sequence[Mapping[str, Any]]
     ) -> list[dict[str, str]]:
         """Async `history` (``Memory.asession_turns``: off the event loop)."""
-        found = history_request(scope, messages, self.options.session_history)
+        found = self._history_request(scope, messages)
         if found is None:
             return []
         args, limit = found
@@ -445,52 +343,80 @@ class Binding:
             self.failed("recall", exc, what="session history")
             return []
 
+    def gather(
+        self,
+        query: str | None,
+        scope: Mapping[str, str],
+        messages: Sequence[Mapping[str, Any]] = (),
+    ) -> Stages:
+        """What the block for ``query`` is built from: the session's turns ``messages``
+        (the conversation the call carries, as message dicts) lack, recall steered by the
+        hint of ``messages`` (`hint`), and the entity's open items. Nothing is read
+        without a query."""
+        if query is None or not query.strip():
+            return NOTHING
+        recent = self.history(scope, messages)
+        result = self.recall(query, scope, hint=self.hint(messages))
+        if result is None:
+            return NOTHING
+        return Stages(result, tuple(self.open_items(scope)), tuple(recent), carried(messages))
+
+    async def agather(
+        self,
+        query: str | None,
+        scope: Mapping[str, str],
+        messages: Sequence[Mapping[str, Any]] = (),
+    ) -> Stages:
+        """Async `gather` (every read off the event loop)."""
+        if query is None or not query.strip():
+            return NOTHING
+        recent = await self.ahistory(scope, messages)
+        result = await self.arecall(query, scope, hint=self.hint(messages))
+        if result is None:
+            return NOTHING
+        opened = tuple(await self.aopen_items(scope))
+        return Stages(result, opened, tuple(recent), carried(messages))
+
     def render(
         self,
-        result: RecallResult | None,
+        stages: Stages,
         *,
         exclude: Collection[str] = (),
         token_budget: int | None = None,
-        open_items: Sequence[MemoryItem] = (),
-        recent: Sequence[Mapping[str, Any] | MemoryItem] = (),
-        recent_in_prompt: bool = True,
     ) -> MemoryContext:
-        """The memory-context block for ``result`` within ``token_budget`` (default: the
+        """The memory-context block of ``stages`` within ``token_budget`` (default: the
         options'; a smaller one re-renders a block that must shrink), in stages: facts,
-        excerpts, ``open_items`` (the entity's, recalled or not), ``recent`` conversation.
+        excerpts, open items (the entity's, recalled or not), recent conversation (only
+        what the call lacks: `gather`).
 
-        Memories whose text is one of ``exclude`` (messages already in the prompt) are
-        left out. An empty block when there is nothing to place or rendering failed, or
-        when it would hold only ``recent`` turns that the prompt has
-        (``recent_in_prompt``; the session history of `history` is not in it).
+        A memory whose text is a message the call carries (``stages.carried``) or one of
+        ``exclude`` is left out: the prompt has it. An empty block when there is nothing
+        to place or rendering failed.
         """
         budget = self.options.token_budget if token_budget is None else token_budget
+        result = stages.result
         if result is None:
             return EMPTY
+        open_items: Sequence[MemoryItem] = stages.open_items
         try:
-            if exclude:
-                kept = [hit for hit in result.items if hit.memory.text not in exclude]
+            said = stages.carried | {same_words(text) for text in exclude}
+            if said:
+                kept = [hit for hit in result.items if same_words(hit.memory.text) not in said]
                 if len(kept) < len(result.items):
                     result = result.model_copy(update={"items": kept})
-                open_items = [item for item in open_items if item.text not in exclude]
+                open_items = [item for item in open_items if same_words(item.text) not in said]
             context = build_context(
                 result,
                 token_budget=budget,
                 open_items=list(open_items),
-                recent=list(recent),
+                recent=list(stages.recent),
                 now=result.as_of,
             )
         except Exception as exc:
             self.failed("context", exc)
             return EMPTY
-        if context.empty:
-            return context
-        if not (context.facts or context.messages or context.open_items) and (
-            recent_in_prompt or not context.recent
-        ):
-            # The recent turns alone are no memory (the prompt has them): nothing to place.
-            return MemoryContext("", 0, budget, truncated=context.truncated)
-        self.stats.count("placed")
+        if not context.empty:
+            self.stats.count("placed")
         return context
 
     def context(
@@ -501,11 +427,9 @@ class Binding:
         exclude: Collection[str] = (),
         messages: Sequence[Mapping[str, Any]] = (),
     ) -> MemoryContext:
-        """`recall` then `render`, with the stages ``messages`` (the conversation the
-        question ends, when the adapter has it) give: a hint, the recent turns."""
-        result = self.recall(query, scope, hint=self.hint(messages))
-        opened = self.open_items(scope) if result is not None else []
-        return self.render(result, exclude=exclude, open_items=opened, recent=self.recent(messages))
+        """`gather` then `render`: the block for ``query`` in a call carrying ``messages``
+        (the conversation the question ends, as message dicts, when the adapter has it)."""
+        return self.render(self.gather(query, scope, messages), exclude=exclude)
 
     async def acontext(
         self,
@@ -516,9 +440,7 @@ class Binding:
         messages: Sequence[Mapping[str, Any]] = (),
     ) -> MemoryContext:
         """Async `context`."""
-        result = await self.arecall(query, scope, hint=self.hint(messages))
-        opened = await self.aopen_items(scope) if result is not None else []
-        return self.render(result, exclude=exclude, open_items=opened, recent=self.recent(messages))
+        return self.render(await self.agather(query, scope, messages), exclude=exclude)
 
     def place(self, messages: Sequence[Mapping[str, Any]], context: MemoryContext) -> Placement:
         """``messages`` (dicts; not changed) with the block placed at ``position``."""
@@ -558,7 +480,10 @@ class Binding:
         what: str | None = None,
     ) -> str | None:
         """Queue ``turn`` for the background worker; its capture id, or None (an empty
-        turn, or capture failed open). ``what`` names the capture in a failure's log."""
+        turn, or capture failed open). ``what`` names the capture in a failure's log.
+        Calls of memtrellis's own memory tools and their results are left out
+        (`memtrellis.tool_calls.without_memory_tools`), whichever adapter built the turn."""
+        turn = without_memory_tools(turn)
         if not turn:
             return None
         try:
@@ -581,6 +506,7 @@ class Binding:
         what: str | None = None,
     ) -> str | None:
         """Async `capture` (``Memory.acapture`` only spools, so it is quick)."""
+        turn = without_memory_tools(turn)
         if not turn:
             return None
         try:

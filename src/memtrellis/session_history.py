@@ -9,7 +9,8 @@ and session only; a message the request already contains is never placed again, 
 block's one token budget keeps the newest that fit.
 
 It is off unless asked for: per registration (``memory.register(client,
-session_history=6)``: up to six messages) or per call, for the calls made inside a
+session_history=6)``: up to six messages read, of which the block shows the newest
+``recent_turns``; any adapter takes the option) or per call, for the calls made inside a
 `session_history` block (this thread or asyncio task), which wins over the
 registration (``session_history(0)`` turns it off). A call without a session id (the
 registration's, a ``Memory.scope`` block's or the memory's own) gets none.
@@ -40,10 +41,12 @@ from memtrellis.types import SourceRef
 
 __all__ = [
     "MAX_HISTORY",
+    "carried",
     "check_history",
     "history_request",
     "history_size",
     "missing_turns",
+    "same_words",
     "session_history",
 ]
 
@@ -135,13 +138,35 @@ def missing_turns(
     """
     if limit <= 0:
         return []
-    sent = {_words(_as_stored(message)) for message in request}
+    sent = carried(request)
     kept = [
         {"role": str(turn.role), "content": turn.content}
         for turn in turns
-        if turn.content.strip() and _words(turn.content) not in sent
+        if turn.content.strip() and same_words(turn.content) not in sent
     ]
     return kept[-limit:]
+
+
+def carried(request: Sequence[Mapping[str, Any]]) -> frozenset[str]:
+    """The words of each message of ``request`` (the call's message dicts) as a stored
+    message has them (its text, a line naming each attachment), spacing aside: what
+    `missing_turns` and the adapter binding compare stored text with (`same_words`).
+
+    Examples:
+        >>> carried([{"role": "user", "content": "Hi  there "}])
+        frozenset({'Hi there'})
+    """
+    return frozenset(same_words(_as_stored(message)) for message in request)
+
+
+def same_words(text: str) -> str:
+    """``text`` with its spacing folded, as `carried` has a message's words.
+
+    Examples:
+        >>> same_words(" Book\\n Lisbon ")
+        'Book Lisbon'
+    """
+    return " ".join(text.split())
 
 
 def _as_stored(message: Mapping[str, Any]) -> str:
@@ -150,7 +175,3 @@ def _as_stored(message: Mapping[str, Any]) -> str:
     content = message.get("content")
     found = (*attachments_of(content), *attachments_of(message.get("attachments")))
     return "\n".join([content_text(content), *map(mention, found)])
-
-
-def _words(text: str) -> str:
-    return " ".join(text.split())

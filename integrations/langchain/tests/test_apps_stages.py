@@ -1,7 +1,10 @@
 """Staged memory context in LangGraph apps (issue 22 item 4): the prompt the model
 receives holds facts, supporting excerpts with timestamps, the user's open items (one
 that recall did not return among them) and the recent conversation, in that order and
-within the one token budget; only the LLM is scripted."""
+within the one token budget. The recent stage holds only conversation the call does not
+carry: an app that sends the whole thread gets none (its earlier turns are in the
+messages, once), an app that sends only the latest message gets the session's earlier
+turns with ``session_history``. Only the LLM is scripted."""
 
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ from langchain.agents import create_agent
 from langchain_core.messages import BaseMessage, SystemMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
-from memtrellis import Memory, MemoryItem, Scope
+from memtrellis import InvalidInputError, Memory, MemoryItem, Scope
 from memtrellis.context import CLOSE_TAG, OPEN_TAG
 from memtrellis.testing import HashingEmbedder
 from memtrellis.tokens import count_tokens
@@ -30,6 +33,7 @@ FIRST = "We are planning the museum trip with Bob."
 FIRST_ANSWER = "Happy to help with the museum trip."
 QUESTION = "Which museums did Alice visit in Porto?"
 ANSWER = "The Serralves museum and the Soares dos Reis museum."
+QUESTION_FRIDAY = "What is booked for Friday?"
 BUDGET = 400
 K = 2  # recall returns the two museum facts, not the open item
 
@@ -63,18 +67,30 @@ def block_of(sent: list[BaseMessage]) -> str:
     return system[system.index(OPEN_TAG) : system.index(CLOSE_TAG) + len(CLOSE_TAG)]
 
 
-def assert_staged(block: str) -> None:
-    assert [s for s in STAGES if s in block] == STAGES
-    positions = [block.index(s) for s in STAGES]
+def assert_staged(block: str, *, recent: bool) -> None:
+    stages = STAGES if recent else STAGES[:-1]
+    assert [s for s in STAGES if s in block] == stages
+    positions = [block.index(s) for s in stages]
     assert positions == sorted(positions)
     facts = block.split("Sources:")[0]
     assert "Alice visited the Serralves museum in Porto." in facts
     sources = block.split("Sources:")[1].split("Open decisions")[0]
     assert "- [2026-01-03 10:00, user] Guess what, Alice went to the Serralves" in sources
     assert f"- Action item: {TICKETS} (no deadline" in block
-    recent = block.split("Recent conversation:\n")[1]
-    assert recent.splitlines()[:2] == [f"- user: {FIRST}", f"- assistant: {FIRST_ANSWER}"]
+    if recent:
+        said = block.split("Recent conversation:\n")[1]
+        assert said.splitlines()[:2] == [f"- user: {FIRST}", f"- assistant: {FIRST_ANSWER}"]
     assert count_tokens(block) <= BUDGET
+
+
+def assert_said_once(sent: list[BaseMessage]) -> None:
+    """The first exchange reaches the model once, as messages of the prompt, and the
+    memory block does not repeat it."""
+    block = block_of(sent)
+    everything = "\n".join(str(m.content) for m in sent)
+    for text in (FIRST, FIRST_ANSWER):
+        assert text not in block
+        assert everything.count(text) == 1
 
 
 def stored(memory: Memory) -> list[tuple[str, str | None]]:
@@ -87,9 +103,11 @@ def _recall_misses_the_open_item(memory: Memory) -> None:
     assert TICKETS not in [h.memory.text for h in recalled.items]
 
 
-def _graph(chat: ChatMemoryWrapper) -> Any:
+def _graph(chat: ChatMemoryWrapper, *, latest_only: bool = False) -> Any:
     def model(state: MessagesState) -> dict[str, Any]:
-        return {"messages": [chat.invoke(state["messages"])]}
+        # latest_only: a stateless call, as an app that trims its history sends
+        sent = state["messages"][-1:] if latest_only else state["messages"]
+        return {"messages": [chat.invoke(sent)]}
 
     graph = StateGraph(MessagesState)
     graph.add_node("model", model)
@@ -98,21 +116,28 @@ def _graph(chat: ChatMemoryWrapper) -> Any:
     return graph.compile(checkpointer=InMemorySaver())
 
 
-def test_state_graph_prompt_shows_the_stages_in_order(memory: Memory) -> None:
-    _recall_misses_the_open_item(memory)
-    inner = StreamingChat(messages=iter([FIRST_ANSWER, ANSWER]))
-    app = _graph(ChatMemoryWrapper(inner, memory=memory, token_budget=BUDGET, k=K))
-    config = {"configurable": {"user_id": "ann", "thread_id": "trip-1"}}
-
+def _two_turns(app: Any, thread: str) -> str:
+    """The first exchange, then the question streamed with stream_mode="messages"."""
+    config = {"configurable": {"user_id": "ann", "thread_id": thread}}
     app.invoke({"messages": [("user", FIRST)]}, config)
     chunks = [
         str(m.content)
         for m, _ in app.stream({"messages": [("user", QUESTION)]}, config, stream_mode="messages")
         if str(m.content)
     ]
+    return "".join(chunks)
 
-    assert "".join(chunks) == ANSWER
-    assert_staged(block_of(inner.sent()))
+
+def test_state_graph_with_the_whole_thread_gets_no_turn_twice(memory: Memory) -> None:
+    _recall_misses_the_open_item(memory)
+    inner = StreamingChat(messages=iter([FIRST_ANSWER, ANSWER]))
+    chat = ChatMemoryWrapper(inner, memory=memory, token_budget=BUDGET, k=K, session_history=4)
+    assert _two_turns(_graph(chat), "trip-1") == ANSWER
+
+    sent = inner.sent()
+    assert [m.type for m in sent] == ["system", "human", "ai", "human"]
+    assert_staged(block_of(sent), recent=False)
+    assert_said_once(sent)
     assert stored(memory) == sorted(
         [
             ("Alice visited the Serralves museum in Porto.", None),
@@ -126,7 +151,26 @@ def test_state_graph_prompt_shows_the_stages_in_order(memory: Memory) -> None:
     )
 
 
-def test_create_agent_with_middleware_prompt_shows_the_stages_in_order(memory: Memory) -> None:
+def test_state_graph_sending_the_latest_message_gets_the_session_turns(memory: Memory) -> None:
+    _recall_misses_the_open_item(memory)
+    inner = StreamingChat(messages=iter([FIRST_ANSWER, ANSWER]))
+    chat = ChatMemoryWrapper(inner, memory=memory, token_budget=BUDGET, k=K, session_history=4)
+    assert _two_turns(_graph(chat, latest_only=True), "trip-3") == ANSWER
+
+    sent = inner.sent()
+    assert [m.type for m in sent] == ["system", "human"]
+    assert_staged(block_of(sent), recent=True)  # the turns the call lacks, once each
+    for text in (FIRST, FIRST_ANSWER):
+        assert "\n".join(str(m.content) for m in sent).count(text) == 1
+
+    # Without session history (the default) the stateless call gets no recent stage.
+    inner = StreamingChat(messages=iter([FIRST_ANSWER, ANSWER]))
+    chat = ChatMemoryWrapper(inner, memory=memory, token_budget=BUDGET, k=K)
+    assert _two_turns(_graph(chat, latest_only=True), "trip-4") == ANSWER
+    assert "Recent conversation:" not in block_of(inner.sent())
+
+
+def test_create_agent_with_middleware_gets_the_stages_and_no_turn_twice(memory: Memory) -> None:
     _recall_misses_the_open_item(memory)
     model = FakeChat(messages=iter([FIRST_ANSWER, ANSWER]))
     agent = create_agent(
@@ -144,7 +188,8 @@ def test_create_agent_with_middleware_prompt_shows_the_stages_in_order(memory: M
     assert result["messages"][-1].content == ANSWER
     sent = model.sent()
     assert str(sent[0].content).startswith("You are a trip planner.")
-    assert_staged(block_of(sent))
+    assert_staged(block_of(sent), recent=False)
+    assert_said_once(sent)
     state = agent.get_state(config).values["messages"]
     assert not any(OPEN_TAG in str(m.content) for m in state)  # the block is not kept
     assert stored(memory) == sorted(
@@ -174,3 +219,28 @@ def test_retriever_takes_the_chat_history_as_a_hint_and_adds_open_items(memory: 
     assert docs[0].page_content == "The dentist visit is booked for Friday"
     assert hinted[0].page_content == "The restaurant table is booked for Friday"
     assert [d.page_content for d in docs if d.metadata.get("open_item")] == [TICKETS]
+
+
+def test_retriever_stage_options_are_checked_and_bound(memory: Memory) -> None:
+    from langchain_memtrellis import MemoryRetriever
+
+    memory.add("Book the museum tickets", memory_type="action_item", entity_id="ann")
+    for bad in ({"open_items": -1}, {"open_items": "3"}, {"context_hint": 3}):
+        with pytest.raises(InvalidInputError, match=next(iter(bad))):
+            MemoryRetriever(memory=memory, **bad)
+    for limit, expected in ((1, 1), (10, 2), (True, 2)):
+        retriever = MemoryRetriever(memory=memory, entity_id="ann", k=1, open_items=limit)
+        opened = [d for d in retriever.invoke(QUESTION) if d.metadata.get("open_item")]
+        assert len(opened) == expected
+    memory.add("The restaurant table is booked for Friday", entity_id="ann")
+    memory.add("The dentist visit is booked for Friday", entity_id="ann")
+    talks = (
+        [("human", "My tooth hurts, I need my dentist.")],
+        [("human", "Our restaurant table?")],
+    )
+    for hint, firsts in ((True, 2), (False, 1)):
+        retriever = MemoryRetriever(memory=memory, entity_id="ann", k=1, context_hint=hint)
+        found = {retriever.invoke(QUESTION_FRIDAY, chat_history=t)[0].page_content for t in talks}
+        assert len(found) == firsts  # steered by each talk, or the same either way
+    plain = MemoryRetriever(memory=memory, entity_id="ann", k=1)
+    assert not [d for d in plain.invoke("museums?") if d.metadata.get("open_item")]

@@ -11,7 +11,7 @@ import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from memtrellis import InvalidInputError, Memory, MemoryItem
-from memtrellis.context import escape_line
+from memtrellis.context import escape_line, relations_text
 
 from fakes import FakeChat, reply
 from langchain_memtrellis import (
@@ -183,7 +183,8 @@ def test_two_users_relate_what_they_saved_in_an_earlier_session(memory: Memory) 
         f"1. Hana -mentions- [{ids['Hana works with Kenji.']}] Hana works with Kenji. -mentions-"
         f" Kenji -mentions- [{ids['Kenji lives in Kyoto.']}] Kenji lives in Kyoto. -mentions-"
         " Kyoto"
-    )
+    )  # the core's one renderer of relate answers, as LlamaIndex's tool answers too:
+    assert answer.content == relations_text(memory.relate("hana", "Kyoto", entity_id="ana"))
     [path] = answer.artifact
     assert [s["memory"]["scope"]["entity_id"] for s in path["steps"] if s["memory"]] == ["ana"] * 2
     assert state["messages"][-1].content == "Via Kenji."

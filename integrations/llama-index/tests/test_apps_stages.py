@@ -1,7 +1,9 @@
 """Staged memory context in a LlamaIndex agent across sessions (issue 22 item 4): the
-prompt of the second session holds the facts of the first, their timestamped excerpts,
-the user's open item that recall did not return and the session's recent turns, in that
-order, within the block's token budget. Only the LLM is scripted."""
+prompt of a later session holds the facts of the first, their timestamped excerpts, the
+user's open item that recall did not return and, only when the chat history the model is
+sent lacks them, the session's earlier turns, in that order, within the block's token
+budget. A turn the chat history carries is never repeated in the block. Only the LLM is
+scripted."""
 
 from __future__ import annotations
 
@@ -45,12 +47,35 @@ def _seed(memory: Memory) -> None:
     memory.add(TICKETS, memory_type="action_item", session_id="alice-1")
 
 
-def _session(memory: Memory, session: str) -> ChatMemory:
-    block = MemtrellisMemoryBlock(memory=memory, mode="fast", k=K, token_budget=BUDGET)
+def _session(memory: Memory, session: str, **options: object) -> ChatMemory:
+    block = MemtrellisMemoryBlock(
+        memory=memory, mode="fast", k=K, token_budget=BUDGET, session_history=4, **options
+    )
     return ChatMemory.from_defaults(session_id=session, memory_blocks=[block])  # type: ignore[list-item]
 
 
-async def test_function_agent_second_session_prompt_shows_the_stages(memory: Memory) -> None:
+def _block(prompt: str) -> str:
+    assert prompt.count(OPEN_TAG) == 1
+    return prompt[prompt.index(OPEN_TAG) : prompt.index(CLOSE_TAG) + len(CLOSE_TAG)]
+
+
+def _assert_staged(block: str, *, recent: bool) -> None:
+    stages = STAGES if recent else STAGES[:-1]
+    assert [s for s in STAGES if s in block] == stages
+    positions = [block.index(s) for s in stages]
+    assert positions == sorted(positions)
+    assert "Alice visited the Serralves museum in Porto." in block.split("Sources:")[0]
+    assert "- [2026-01-03 10:00, user] Guess what, I went to the Serralves" in block
+    assert f"- Action item: {TICKETS} (no deadline" in block
+    if recent:
+        said = block.split("Recent conversation:\n")[1].splitlines()
+        assert said[:2] == [f"- user: {FIRST}", f"- assistant: {FIRST_ANSWER}"]
+    assert count_tokens(block) <= BUDGET
+
+
+async def test_function_agent_later_session_gets_the_stages_and_no_turn_twice(
+    memory: Memory,
+) -> None:
     _seed(memory)
     recalled = memory.recall(QUESTION, k=K)
     assert TICKETS not in [h.memory.text for h in recalled.items]
@@ -63,17 +88,10 @@ async def test_function_agent_second_session_prompt_shows_the_stages(memory: Mem
 
     assert str(reply) == "Serralves and Soares dos Reis."
     prompt = "\n".join(m.content or "" for m in script.calls[-1])
-    assert prompt.count(OPEN_TAG) == 1
-    block = prompt[prompt.index(OPEN_TAG) : prompt.index(CLOSE_TAG) + len(CLOSE_TAG)]
-    assert [s for s in STAGES if s in block] == STAGES
-    positions = [block.index(s) for s in STAGES]
-    assert positions == sorted(positions)
-    assert "Alice visited the Serralves museum in Porto." in block.split("Sources:")[0]
-    assert "- [2026-01-03 10:00, user] Guess what, I went to the Serralves" in block
-    assert f"- Action item: {TICKETS} (no deadline" in block
-    recent = block.split("Recent conversation:\n")[1].splitlines()
-    assert recent[:2] == [f"- user: {FIRST}", f"- assistant: {FIRST_ANSWER}"]
-    assert count_tokens(block) <= BUDGET
+    block = _block(prompt)
+    _assert_staged(block, recent=False)
+    for text in (FIRST, FIRST_ANSWER):  # in the chat history sent, once, not in the block
+        assert text not in block and prompt.count(text) == 1
     assert memory.flush(timeout=60)
     turns = sorted(
         (m.text, m.scope.session_id)
@@ -88,3 +106,29 @@ async def test_function_agent_second_session_prompt_shows_the_stages(memory: Mem
             ("Serralves and Soares dos Reis.", "alice-2"),
         ]
     )
+
+
+async def test_a_fresh_chat_memory_per_request_gets_the_session_turns_it_lacks(
+    memory: Memory,
+) -> None:
+    # A stateless app: each request builds a new LlamaIndex Memory for the session, so
+    # the chat history sent holds only the question; session_history fills the gap.
+    _seed(memory)
+    llm, script = scripted_llm(FIRST_ANSWER, "Serralves and Soares dos Reis.")
+    agent = FunctionAgent(llm=llm, tools=[], system_prompt="Be brief.")
+
+    await agent.run(FIRST, memory=_session(memory, "alice-3"))
+    await agent.run(QUESTION, memory=_session(memory, "alice-3"))
+
+    prompt = "\n".join(m.content or "" for m in script.calls[-1])
+    _assert_staged(_block(prompt), recent=True)
+    for text in (FIRST, FIRST_ANSWER):
+        assert prompt.count(text) == 1
+
+    # recent_turns=0: the same request without the recent stage
+    llm, script = scripted_llm(FIRST_ANSWER, "Serralves and Soares dos Reis.")
+    agent = FunctionAgent(llm=llm, tools=[], system_prompt="Be brief.")
+    await agent.run(FIRST, memory=_session(memory, "alice-4", recent_turns=0))
+    await agent.run(QUESTION, memory=_session(memory, "alice-4", recent_turns=0))
+    block = _block("\n".join(m.content or "" for m in script.calls[-1]))
+    _assert_staged(block, recent=False)

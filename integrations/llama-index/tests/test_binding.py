@@ -3,10 +3,11 @@ counters, with LlamaIndex messages read as the core's message dicts."""
 
 from __future__ import annotations
 
+import pytest
 from fakes import scripted_llm
 from llama_index.core.chat_engine import SimpleChatEngine
 from llama_index.core.llms import ChatMessage
-from memtrellis import Memory
+from memtrellis import InvalidInputError, Memory
 from memtrellis.binding import AdapterOptions
 from memtrellis.tokens import count_tokens
 
@@ -81,3 +82,45 @@ def test_a_tool_call_reply_is_captured_at_once_and_the_answer_with_its_exchange(
         {"role": "tool", "content": "sunny", "tool_call_id": "c1"},
         {"role": "assistant", "content": "It is sunny."},
     ]
+
+
+BAD_STAGES = [
+    {"recent_turns": -1},
+    {"recent_turns": True},
+    {"open_items": "3"},
+    {"open_items": 101},
+    {"context_hint": "yes"},
+    {"context_hint": 0},
+    {"session_history": -1},
+    {"session_history": 1.5},
+]
+
+
+@pytest.mark.parametrize("bad", BAD_STAGES, ids=lambda bad: f"{next(iter(bad))}={bad}")
+def test_every_adapter_refuses_a_bad_stage_option_with_a_typed_error(
+    memory: Memory, bad: dict[str, object]
+) -> None:
+    name = next(iter(bad))
+    inner, _ = scripted_llm("ok")
+    makers = [
+        lambda: MemtrellisLLM(llm=inner, memory=memory, **bad),
+        lambda: MemtrellisMemoryBlock(memory=memory, **bad),
+        lambda: MemtrellisMemory.from_defaults(memory=memory, **bad),
+        lambda: memory.register(llama_index=inner, **bad),
+    ]
+    for make in makers:
+        with pytest.raises(InvalidInputError, match=name):
+            make()
+
+
+def test_the_stage_options_reach_the_binding(memory: Memory) -> None:
+    stages = {"recent_turns": 2, "open_items": 0, "context_hint": False, "session_history": 6}
+    inner, _ = scripted_llm("ok")
+    for adapter in (
+        MemtrellisLLM(llm=inner, memory=memory, **stages),
+        MemtrellisMemoryBlock(memory=memory, **stages),
+        MemtrellisMemory.from_defaults(memory=memory, **stages),
+        memory.register(llama_index=inner, **stages),
+    ):
+        options = adapter._binding.options
+        assert {name: getattr(options, name) for name in stages} == stages

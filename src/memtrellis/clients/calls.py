@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from memtrellis._host import MemoryHost
-from memtrellis.binding import DEFAULT_K, DEFAULT_TOKEN_BUDGET, AdapterOptions, Binding, Step
+from memtrellis.binding import AdapterOptions, Binding, Step
 from memtrellis.clients.payload import Collector, Reply, capture_metadata, given
 from memtrellis.clients.streams import (
     AsyncCapturingManager,
@@ -25,7 +25,7 @@ from memtrellis.clients.streams import (
     wrap_stream,
 )
 from memtrellis.context import MemoryContext
-from memtrellis.types import MemoryItem, RecallResult, utcnow
+from memtrellis.types import utcnow
 
 __all__ = ["Api", "Call", "Collector", "Kind", "Settings", "patched_method"]
 
@@ -86,30 +86,16 @@ class Api:
 
 @dataclass
 class Settings:
-    """What one registration asks of memory (see ``Memory.register``)."""
+    """What one registration asks of memory (see ``Memory.register``): its checked
+    `AdapterOptions` (scope, ``k``, budget, capture mode, strictness, the block's stages)."""
 
     memory: MemoryHost
-    scope: dict[str, str] = field(default_factory=dict)
-    k: int = DEFAULT_K
-    token_budget: int = DEFAULT_TOKEN_BUDGET
-    capture_mode: str | None = None
-    strict: bool = False
-    session_history: int = 0
+    options: AdapterOptions = field(default_factory=AdapterOptions)
 
     @functools.cached_property
     def binding(self) -> Binding:
         """The adapter binding of this registration (counted as source ``"client"``)."""
-        options = AdapterOptions(
-            entity_id=self.scope.get("entity_id"),
-            process_id=self.scope.get("process_id"),
-            session_id=self.scope.get("session_id"),
-            k=self.k,
-            token_budget=self.token_budget,
-            capture_mode=self.capture_mode,
-            strict=self.strict,
-            session_history=self.session_history,
-        )
-        return Binding(self.memory, options, source="client")
+        return Binding(self.memory, self.options, source="client")
 
 
 class Call:
@@ -156,18 +142,8 @@ class Call:
         """Arguments of the recall for this call; None when there is no user text."""
         return self.binding.recall_args(self.binding.query(self.conversation), self.scope)
 
-    def placed(
-        self,
-        result: RecallResult | None,
-        opened: Sequence[MemoryItem] = (),
-        history: Sequence[Mapping[str, str]] = (),
-    ) -> dict[str, Any]:
-        """The keyword arguments to send: memory context placed when there is any (with
-        the entity's open items and the session's turns the request lacks, when session
-        history is on; the request's own earlier turns are in the prompt already)."""
-        context = self.binding.render(
-            result, open_items=opened, recent=history, recent_in_prompt=False
-        )
+    def placed(self, context: MemoryContext) -> dict[str, Any]:
+        """The keyword arguments to send: ``context`` placed when there is any."""
         if context.empty:
             return self.kwargs
         try:
@@ -177,23 +153,16 @@ class Call:
             return self.kwargs
 
     def prepare(self) -> dict[str, Any]:
-        """Recall (``Memory.recall``) and place."""
-        query, hint = self.binding.query(self.conversation), self.binding.hint(self.conversation)
-        result = self.binding.recall(query, self.scope, hint=hint)
-        if result is None:
-            return self.kwargs
-        opened = self.binding.open_items(self.scope)
-        return self.placed(result, opened, self.binding.history(self.scope, self.conversation))
+        """Recall (``Memory.recall``) and place (the binding's stages: the request's own
+        earlier turns steer recall and are never placed again)."""
+        query = self.binding.query(self.conversation)
+        return self.placed(self.binding.context(query, self.scope, messages=self.conversation))
 
     async def aprepare(self) -> dict[str, Any]:
         """Async `prepare`: recall runs off the event loop (``Memory.arecall``)."""
-        query, hint = self.binding.query(self.conversation), self.binding.hint(self.conversation)
-        result = await self.binding.arecall(query, self.scope, hint=hint)
-        if result is None:
-            return self.kwargs
-        opened = await self.binding.aopen_items(self.scope)
-        history = await self.binding.ahistory(self.scope, self.conversation)
-        return self.placed(result, opened, history)
+        query = self.binding.query(self.conversation)
+        context = await self.binding.acontext(query, self.scope, messages=self.conversation)
+        return self.placed(context)
 
     # -- after the call ------------------------------------------------------------------
     def finish(self, response: Any) -> Any:

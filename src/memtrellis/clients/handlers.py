@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from memtrellis._host import MemoryHost
+from memtrellis.binding import AdapterOptions
 from memtrellis.clients.anthropic import ANTHROPIC_APIS
 from memtrellis.clients.bedrock import BEDROCK_APIS
 from memtrellis.clients.calls import Api, Settings
@@ -33,11 +34,9 @@ from memtrellis.clients.matchers import match_client, supported_clients
 from memtrellis.clients.ollama import OLLAMA_APIS
 from memtrellis.clients.openai import OPENAI_APIS
 from memtrellis.clients.patch import install, restore_on_close
-from memtrellis.context import DEFAULT_TOKEN_BUDGET
 from memtrellis.errors import InvalidInputError, UnsupportedClientError
 from memtrellis.registry import integration_names
 from memtrellis.registry import register_client as _register_client
-from memtrellis.session_history import check_history
 from memtrellis.types import Scope
 
 __all__ = [
@@ -50,6 +49,12 @@ __all__ = [
     "register_openai",
     "settings_for",
 ]
+
+#: The options of a client registration besides its scope (`AdapterOptions`' fields).
+_OPTIONS = frozenset(
+    ("k", "token_budget", "capture_mode", "strict", "recent_turns", "open_items",
+     "context_hint", "session_history")
+)  # fmt: skip
 
 _APIS: dict[str, tuple[Api, ...]] = {
     "openai": OPENAI_APIS,
@@ -105,30 +110,26 @@ def settings_for(
     entity_id: str | None = None,
     process_id: str | None = None,
     session_id: str | None = None,
-    k: int = 8,
-    token_budget: int = DEFAULT_TOKEN_BUDGET,
-    capture_mode: str | None = None,
-    strict: bool = False,
-    session_history: int = 0,
+    **options: Any,
 ) -> Settings:
-    """Checked settings of one registration (the options of ``Memory.register``)."""
+    """Checked settings of one registration (the options of ``Memory.register``: the
+    scope, then those of `AdapterOptions`, checked there: ``k``, ``token_budget``,
+    ``capture_mode``, ``strict``, ``recent_turns``, ``open_items``, ``context_hint``,
+    ``session_history``).
+
+    Raises:
+        InvalidInputError: A value is out of range or of the wrong type, or an option is
+            not one of those.
+    """
     scope = _checked_scope(entity_id, process_id, session_id)
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 1000:
-        raise InvalidInputError("k must be an integer from 1 to 1000")
-    if isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget < 0:
-        raise InvalidInputError("token_budget must be a non-negative integer")
-    if capture_mode not in (None, "fast", "fine"):
-        raise InvalidInputError("capture_mode must be 'fast', 'fine' or None")
+    unknown = sorted(set(options) - _OPTIONS)
+    if unknown:
+        raise InvalidInputError(f"unknown option(s) for an SDK client: {', '.join(unknown)}")
+    if "strict" in options:
+        options["strict"] = bool(options["strict"])
     given = {"entity_id": entity_id, "process_id": process_id, "session_id": session_id}
-    return Settings(
-        memory=memory,
-        scope={name: getattr(scope, name) for name, value in given.items() if value is not None},
-        k=k,
-        token_budget=token_budget,
-        capture_mode=capture_mode,
-        strict=bool(strict),
-        session_history=check_history(session_history),
-    )
+    named = {name: getattr(scope, name) for name, value in given.items() if value is not None}
+    return Settings(memory=memory, options=AdapterOptions(**named, **options))
 
 
 def _checked_scope(entity_id: Any, process_id: Any, session_id: Any) -> Scope:

@@ -29,6 +29,7 @@ from memtrellis.context.place import (
     strip_content,
     strip_messages,
 )
+from memtrellis.context.relations import path_line, relations_text
 from memtrellis.context.render import (
     DEFAULT_TOKEN_BUDGET,
     MemoryContext,
@@ -65,9 +66,11 @@ __all__ = [
     "line_tokens",
     "memory_line",
     "new_turn",
+    "path_line",
     "place_in_anthropic_system",
     "place_in_instructions",
     "place_in_messages",
+    "relations_text",
     "strip_blocks",
     "strip_content",
     "strip_messages",

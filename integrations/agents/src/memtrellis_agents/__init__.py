@@ -1,11 +1,13 @@
 """memtrellis for agent frameworks: one module per framework, each in its own extra.
 
 * `memtrellis_agents.openai_agents` (``pip install "memtrellis-agents[openai-agents]"``):
-  `MemtrellisSession`, the SDK's ``Session`` that captures each finished turn, and
-  `MemoryInstructions`, dynamic instructions that recall.
+  `MemtrellisSession`, the SDK's ``Session`` that captures each finished turn,
+  `MemoryInstructions`, dynamic instructions that recall, and `relate_tool`, how two
+  things the user's memories mention are related.
 * `memtrellis_agents.pydantic_ai` (``pip install "memtrellis-agents[pydantic-ai]"``):
   `MemtrellisCapability`, a PydanticAI capability that places memory in the agent's
-  instructions and captures each run's turn from its message history.
+  instructions and captures each run's turn from its message history, and
+  `relate_tool`.
 * `memtrellis_agents.crewai` (``pip install "memtrellis-agents[crewai]"``):
   `MemtrellisMemory`, CrewAI's unified ``Memory`` answered by memtrellis (recall before a
   task, what the task found remembered after it).

@@ -32,15 +32,42 @@ import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, cast
 
-from agents import Agent, RunContextWrapper, SQLiteSession, TResponseInputItem
+from agents import (
+    Agent,
+    FunctionTool,
+    RunContextWrapper,
+    SQLiteSession,
+    TResponseInputItem,
+    function_tool,
+)
 from agents.memory import Session, SessionSettings
 from agents.models.fake_id import FAKE_RESPONSES_ID
 from memtrellis import InvalidInputError, Memory
-from memtrellis.binding import DEFAULT_K, DEFAULT_TOKEN_BUDGET, AdapterOptions, Binding
-from memtrellis.context import last_user_text, place_in_instructions, strip_content
-from memtrellis.tool_calls import neutral_call
+from memtrellis.binding import (
+    DEFAULT_K,
+    DEFAULT_OPEN_ITEMS,
+    DEFAULT_RECENT_TURNS,
+    DEFAULT_TOKEN_BUDGET,
+    AdapterOptions,
+    Binding,
+)
+from memtrellis.context import (
+    last_user_text,
+    place_in_instructions,
+    strip_content,
+)
+from memtrellis.tool_calls import mark_memory_tools, neutral_call
 
-__all__ = ["MemoryInstructions", "MemtrellisSession", "item_message", "register", "turn_item"]
+from memtrellis_agents._shared import DESCRIPTION, check_entity, relate_answer
+
+__all__ = [
+    "MemoryInstructions",
+    "MemtrellisSession",
+    "item_message",
+    "register",
+    "relate_tool",
+    "turn_item",
+]
 
 SOURCE = "openai_agents"
 #: What an agent's own instructions can be: text, or the SDK's dynamic instructions.
@@ -124,29 +151,10 @@ def turn_item(item: Mapping[str, Any]) -> dict[str, Any] | None:
     return item_message(item)
 
 
-def _binding(
-    memory: Memory,
-    *,
-    entity_id: str | None,
-    process_id: str | None,
-    session_id: str | None,
-    k: int,
-    token_budget: int,
-    capture_mode: str | None,
-    strict: bool,
-) -> Binding:
+def _binding(memory: Memory, **options: Any) -> Binding:
     if not isinstance(memory, Memory):
         raise InvalidInputError(f"expected a memtrellis Memory, got {type(memory).__name__}")
-    options = AdapterOptions(
-        entity_id=entity_id,
-        process_id=process_id,
-        session_id=session_id,
-        k=k,
-        token_budget=token_budget,
-        capture_mode=capture_mode,
-        strict=strict,
-    )
-    return Binding(memory, options, source=SOURCE)
+    return Binding(memory, AdapterOptions(**options), source=SOURCE)
 
 
 class MemtrellisSession:
@@ -212,8 +220,6 @@ class MemtrellisSession:
             entity_id=entity_id,
             process_id=process_id,
             session_id=session_id,
-            k=DEFAULT_K,
-            token_budget=DEFAULT_TOKEN_BUDGET,
             capture_mode=capture_mode,
             strict=strict,
         )
@@ -292,6 +298,14 @@ class MemoryInstructions:
         k: Most memories recalled.
         token_budget: Most tokens of the memory-context block.
         strict: Raise memory failures instead of going on without memory.
+        recent_turns: Most messages of the block's recent-conversation stage (4; 0:
+            none): only conversation the call does not carry, never a message of it.
+        open_items: Most of the user's open decisions and action items the block keeps
+            room for, recalled or not (10; 0: only those recall returns).
+        context_hint: Let the conversation before the question steer recall (True).
+        session_history: Read up to this many of the session's earlier messages that the
+            call lacks for the recent stage (0: off; needs a session id: an active
+            ``memory.scope(session_id=...)`` block's).
 
     Examples:
         >>> import asyncio, tempfile
@@ -319,13 +333,16 @@ class MemoryInstructions:
         k: int = DEFAULT_K,
         token_budget: int = DEFAULT_TOKEN_BUDGET,
         strict: bool = False,
+        recent_turns: int = DEFAULT_RECENT_TURNS,
+        open_items: int = DEFAULT_OPEN_ITEMS,
+        context_hint: bool = True,
+        session_history: int = 0,
     ) -> None:
         if isinstance(instructions, MemoryInstructions):
             instructions = instructions.own  # never recall twice
         if not (instructions is None or isinstance(instructions, str) or callable(instructions)):
             raise InvalidInputError("instructions must be text, a callable or None")
-        if entity_id is not None and not (isinstance(entity_id, str) or callable(entity_id)):
-            raise InvalidInputError("entity_id must be a string, a callable of the context or None")
+        check_entity(entity_id)
         #: The agent's own instructions (what ``base`` resolves).
         self.own: BaseInstructions = instructions
         self.entity_id = entity_id
@@ -333,11 +350,13 @@ class MemoryInstructions:
             memory,
             entity_id=entity_id if isinstance(entity_id, str) else None,
             process_id=process_id,
-            session_id=None,
             k=k,
             token_budget=token_budget,
-            capture_mode=None,
             strict=strict,
+            recent_turns=recent_turns,
+            open_items=open_items,
+            context_hint=context_hint,
+            session_history=session_history,
         )
 
     async def base(self, ctx: RunContextWrapper[Any], agent: Agent[Any]) -> str | None:
@@ -351,7 +370,8 @@ class MemoryInstructions:
         return cast("str | None", value)
 
     def _scope(self, ctx: RunContextWrapper[Any]) -> dict[str, str]:
-        named: dict[str, str] = {}
+        # The session of an active memory.scope block: whose history session_history reads.
+        named = {n: v for n, v in self.binding.memory.call_scope().items() if n == "session_id"}
         if callable(self.entity_id):
             entity = self.entity_id(ctx)
             if entity is not None:
@@ -365,11 +385,49 @@ class MemoryInstructions:
         scope: dict[str, str] = {}
         with self.binding.guard("recall", what="resolving the entity"):
             scope = self._scope(ctx)
-        context = await self.binding.acontext(last_user_text(messages), scope)
+        context = await self.binding.acontext(last_user_text(messages), scope, messages=messages)
         return place_in_instructions(base, context) or ""
 
     def __repr__(self) -> str:
         return f"MemoryInstructions({self.own!r})"
+
+
+def relate_tool(
+    memory: Memory, *, entity_id: EntityOf = None, process_id: str | None = None
+) -> FunctionTool:
+    """A ``relate_memories`` tool for an Agents SDK ``Agent``: how two things the user's
+    memories mention are related (``Memory.relate``, no LLM), answered as every relate
+    tool answers (`memtrellis.context.relations_text`). Its calls and results are left
+    out of captured turns.
+
+    Args:
+        memory: The ``Memory`` to read.
+        entity_id: Whose memory: an id, a callable of the run context, or None (the
+            memory's default, or the active ``memory.scope(entity_id=...)`` block).
+        process_id: Which app or agent (None: the memory's own).
+
+    Examples:
+        >>> import tempfile
+        >>> from memtrellis.testing import HashingEmbedder
+        >>> with Memory(tempfile.mkdtemp(), embedder=HashingEmbedder()) as memory:
+        ...     tool = relate_tool(memory, entity_id="alice")
+        >>> tool.name, sorted(tool.params_json_schema["properties"])
+        ('relate_memories', ['a', 'b'])
+    """
+    check_entity(entity_id)
+
+    async def relate_memories(ctx: RunContextWrapper[Any], a: str, b: str) -> str:
+        """Find how two people, places or things are related through the user's memories.
+
+        Args:
+            a: A person, place or thing, e.g. "Hana", or a memory id.
+            b: Another one, e.g. "Kyoto".
+        """
+        entity = entity_id(ctx) if callable(entity_id) else entity_id
+        return await relate_answer(memory, a, b, entity_id=entity, process_id=process_id)
+
+    mark_memory_tools(["relate_memories"])
+    return function_tool(relate_memories, description_override=DESCRIPTION)
 
 
 def register(memory: Memory, obj: Any, **options: Any) -> Agent[Any]:

@@ -36,10 +36,17 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from memtrellis import InvalidInputError, Memory
-from memtrellis.binding import DEFAULT_K, DEFAULT_TOKEN_BUDGET, AdapterOptions, Binding
+from memtrellis.binding import (
+    DEFAULT_K,
+    DEFAULT_OPEN_ITEMS,
+    DEFAULT_RECENT_TURNS,
+    DEFAULT_TOKEN_BUDGET,
+    AdapterOptions,
+    Binding,
+)
 from memtrellis.context import strip_content
-from memtrellis.tool_calls import neutral_call
-from pydantic_ai import Agent, RunContext
+from memtrellis.tool_calls import mark_memory_tools, neutral_call
+from pydantic_ai import Agent, RunContext, Tool
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.messages import (
     ModelMessage,
@@ -53,7 +60,9 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.run import AgentRunResult
 
-__all__ = ["MemtrellisCapability", "register", "turn_of"]
+from memtrellis_agents._shared import DESCRIPTION, check_entity, relate_answer
+
+__all__ = ["MemtrellisCapability", "register", "relate_tool", "turn_of"]
 
 SOURCE = "pydantic_ai"
 #: Whose memory: a fixed entity id, or one read from the run context (``ctx.deps``).
@@ -174,6 +183,13 @@ class MemtrellisCapability(AbstractCapability[Any]):
         capture_mode: ``"fast"``/``"fine"`` for captured turns (None: the memory's default).
         capture: False to only recall (capture turns yourself, or not at all).
         strict: Raise memory failures instead of going on without memory.
+        recent_turns: Most messages of the block's recent-conversation stage (4; 0:
+            none): only conversation the call does not carry, never a message of it.
+        open_items: Most of the user's open decisions and action items the block keeps
+            room for, recalled or not (10; 0: only those recall returns).
+        context_hint: Let the conversation before the question steer recall (True).
+        session_history: Read up to this many of the session's earlier messages that the
+            call lacks for the recent stage (0: off; needs ``session_id``).
 
     Examples:
         >>> import tempfile
@@ -209,11 +225,14 @@ class MemtrellisCapability(AbstractCapability[Any]):
         capture_mode: str | None = None,
         capture: bool = True,
         strict: bool = False,
+        recent_turns: int = DEFAULT_RECENT_TURNS,
+        open_items: int = DEFAULT_OPEN_ITEMS,
+        context_hint: bool = True,
+        session_history: int = 0,
     ) -> None:
         if not isinstance(memory, Memory):
             raise InvalidInputError(f"expected a memtrellis Memory, got {type(memory).__name__}")
-        if entity_id is not None and not (isinstance(entity_id, str) or callable(entity_id)):
-            raise InvalidInputError("entity_id must be a string, a callable of the context or None")
+        check_entity(entity_id)
         options = AdapterOptions(
             entity_id=entity_id if isinstance(entity_id, str) else None,
             process_id=process_id,
@@ -222,6 +241,10 @@ class MemtrellisCapability(AbstractCapability[Any]):
             token_budget=token_budget,
             capture_mode=capture_mode,
             strict=strict,
+            recent_turns=recent_turns,
+            open_items=open_items,
+            context_hint=context_hint,
+            session_history=session_history,
         )
         self.binding = Binding(memory, options, source=SOURCE)
         self.entity_id = entity_id
@@ -245,7 +268,11 @@ class MemtrellisCapability(AbstractCapability[Any]):
         scope: dict[str, str] = {}
         with self.binding.guard("recall", what="resolving the entity"):
             scope = self._scope(ctx)
-        context = await self.binding.acontext(_query(ctx), scope)
+        query = _query(ctx)
+        said = turn_of(ctx.messages)  # the history sent: it steers recall, never placed again
+        if query and query not in [m["content"] for m in said if m["role"] == "user"][-1:]:
+            said.append({"role": "user", "content": query})
+        context = await self.binding.acontext(query, scope, messages=said)
         return context.text
 
     async def after_run(
@@ -263,6 +290,44 @@ class MemtrellisCapability(AbstractCapability[Any]):
 
     def __repr__(self) -> str:
         return f"MemtrellisCapability(entity_id={self.entity_id!r})"
+
+
+def relate_tool(
+    memory: Memory, *, entity_id: EntityOf = None, process_id: str | None = None
+) -> Tool[Any]:
+    """A ``relate_memories`` tool for a PydanticAI ``Agent``: how two things the user's
+    memories mention are related (``Memory.relate``, no LLM), answered as every relate
+    tool answers (`memtrellis.context.relations_text`). Its calls and results are left
+    out of captured turns.
+
+    Args:
+        memory: The ``Memory`` to read.
+        entity_id: Whose memory: an id, a callable of the run context
+            (``lambda ctx: ctx.deps.user_id``), or None (the memory's default, or the
+            active ``memory.scope(entity_id=...)`` block).
+        process_id: Which app or agent (None: the memory's own).
+
+    Examples:
+        >>> import tempfile
+        >>> from memtrellis.testing import HashingEmbedder
+        >>> with Memory(tempfile.mkdtemp(), embedder=HashingEmbedder()) as memory:
+        ...     relate_tool(memory, entity_id="alice").name
+        'relate_memories'
+    """
+    check_entity(entity_id)
+
+    async def relate_memories(ctx: RunContext[Any], a: str, b: str) -> str:
+        """Find how two people, places or things are related through the user's memories.
+
+        Args:
+            a: A person, place or thing, e.g. "Hana", or a memory id.
+            b: Another one, e.g. "Kyoto".
+        """
+        entity = entity_id(ctx) if callable(entity_id) else entity_id
+        return await relate_answer(memory, a, b, entity_id=entity, process_id=process_id)
+
+    mark_memory_tools(["relate_memories"])
+    return Tool(relate_memories, takes_ctx=True, description=DESCRIPTION)
 
 
 def register(memory: Memory, obj: Any, **options: Any) -> MemtrellisCapability:

@@ -17,9 +17,11 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from langchain_core.messages import BaseMessage
-from memtrellis import InvalidInputError, Memory, MemoryItem, RecallResult
+from memtrellis import InvalidInputError, Memory
 from memtrellis.binding import (
     DEFAULT_K,
+    DEFAULT_OPEN_ITEMS,
+    DEFAULT_RECENT_TURNS,
     DEFAULT_TOKEN_BUDGET,
     AdapterOptions,
     AdapterStats,
@@ -162,6 +164,13 @@ class MemoryBridge:
         position: ``"append"`` to the leading system message or ``"insert"`` one.
         capture_mode: ``"fast"``/``"fine"`` for captured turns; None: the memory's default.
         strict: Raise memory failures instead of logging and counting them.
+        recent_turns: Most messages of the block's recent-conversation stage (only
+            conversation the call does not carry; 0: none).
+        open_items: Most of the entity's open decisions and action items the block
+            keeps room for (0: only those recall returns).
+        context_hint: Steer recall with the conversation before the question.
+        session_history: The session's earlier messages the call lacks read for the
+            recent stage (0: none; needs a session id).
         stats: Counters to share; a new set when None.
         user_keys: Keys naming the user (the entity) in a run's context, configurable
             or metadata (see `scope_from`).
@@ -182,6 +191,10 @@ class MemoryBridge:
         position: Position = "append",
         capture_mode: str | None = None,
         strict: bool = False,
+        recent_turns: int = DEFAULT_RECENT_TURNS,
+        open_items: int = DEFAULT_OPEN_ITEMS,
+        context_hint: bool = True,
+        session_history: int = 0,
         stats: AdapterStats | None = None,
         user_keys: Sequence[str] = USER_KEYS,
         session_keys: Sequence[str] = SESSION_KEYS,
@@ -197,6 +210,10 @@ class MemoryBridge:
             position=position,
             capture_mode=capture_mode,
             strict=strict,
+            recent_turns=recent_turns,
+            open_items=open_items,
+            context_hint=context_hint,
+            session_history=session_history,
         )
         self.binding = Binding(self.memory, options, source=SOURCE, stats=stats, logger=log)
         self.user_keys = tuple(user_keys)
@@ -323,12 +340,9 @@ class MemoryBridge:
         self,
         messages: Sequence[BaseMessage],
         scope: dict[str, str],
-        result: RecallResult | None,
+        context: MemoryContext,
         metadata: Mapping[str, Any] | None = None,
-        opened: Sequence[MemoryItem] = (),
     ) -> Prepared:
-        recent = self.binding.recent(self._conversation(messages))
-        context = self.binding.render(result, open_items=opened, recent=recent)
         original = list(messages)
         placed = place(original, context, self.position)
         return Prepared(placed, original, context, scope, self.captures(metadata))
@@ -346,13 +360,14 @@ class MemoryBridge:
         *,
         scope: dict[str, str] | None = None,
     ) -> Prepared:
-        """Recall for the last user message and place the memory context."""
+        """Recall for the last user message and place the memory context (the
+        binding's stages: the run's earlier messages steer recall, and the recent stage
+        holds only the session's turns they lack)."""
         scope = self.scope(metadata) if scope is None else scope
         self.check_user(scope)
-        hint = self.binding.hint(self._conversation(messages))
-        result = self.binding.recall(self._query(messages), scope, hint=hint)
-        opened = self.binding.open_items(scope) if result is not None else []
-        return self._placed(messages, scope, result, metadata, opened)
+        said = self._conversation(messages)
+        context = self.binding.context(self._query(messages), scope, messages=said)
+        return self._placed(messages, scope, context, metadata)
 
     async def aprepare(
         self,
@@ -364,10 +379,9 @@ class MemoryBridge:
         """Async `prepare`: recall runs off the event loop (``Memory.arecall``)."""
         scope = self.scope(metadata) if scope is None else scope
         self.check_user(scope)
-        hint = self.binding.hint(self._conversation(messages))
-        result = await self.binding.arecall(self._query(messages), scope, hint=hint)
-        opened = await self.binding.aopen_items(scope) if result is not None else []
-        return self._placed(messages, scope, result, metadata, opened)
+        said = self._conversation(messages)
+        context = await self.binding.acontext(self._query(messages), scope, messages=said)
+        return self._placed(messages, scope, context, metadata)
 
     # -- after the model -----------------------------------------------------------------
     def _turn(

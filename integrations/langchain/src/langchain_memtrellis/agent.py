@@ -14,7 +14,12 @@ from langchain.agents.middleware import AgentMiddleware, AgentState, ModelReques
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langgraph.runtime import Runtime
 from memtrellis import Memory
-from memtrellis.binding import DEFAULT_K, DEFAULT_TOKEN_BUDGET
+from memtrellis.binding import (
+    DEFAULT_K,
+    DEFAULT_OPEN_ITEMS,
+    DEFAULT_RECENT_TURNS,
+    DEFAULT_TOKEN_BUDGET,
+)
 
 from langchain_memtrellis._bridge import (
     SESSION_KEYS,
@@ -73,6 +78,13 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         capture: Capture the agent's turns.
         capture_mode: ``"fast"``/``"fine"``; default the memory's own.
         strict: Raise memory failures.
+        recent_turns: Most messages of the block's recent-conversation stage (only
+            conversation the call does not carry; 0: none).
+        open_items: Most of the user's open decisions and action items the block keeps
+            room for (0: only those recall returns).
+        context_hint: Let the messages before the question steer recall.
+        session_history: Read up to this many of the session's earlier messages that
+            the call lacks for the recent stage (0: off; needs the run's ``thread_id``).
         user_keys: Keys naming the user in the run's context, configurable or metadata.
         session_keys: Keys naming the session there.
         require_user: Refuse a run that names no user (``InvalidInputError``) when no
@@ -106,6 +118,10 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         capture: bool = True,
         capture_mode: Literal["fast", "fine"] | None = None,
         strict: bool = False,
+        recent_turns: int = DEFAULT_RECENT_TURNS,
+        open_items: int = DEFAULT_OPEN_ITEMS,
+        context_hint: bool = True,
+        session_history: int = 0,
         user_keys: Sequence[str] = USER_KEYS,
         session_keys: Sequence[str] = SESSION_KEYS,
         require_user: bool = False,
@@ -120,6 +136,10 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             token_budget=token_budget,
             capture_mode=capture_mode,
             strict=strict,
+            recent_turns=recent_turns,
+            open_items=open_items,
+            context_hint=context_hint,
+            session_history=session_history,
             user_keys=user_keys,
             session_keys=session_keys,
             require_user=require_user,

@@ -9,7 +9,12 @@ from langchain_core.messages import BaseMessage, HumanMessage, convert_to_messag
 from langchain_core.prompt_values import ChatPromptValue, PromptValue
 from langchain_core.runnables import Runnable, RunnableConfig
 from memtrellis import InvalidInputError, Memory
-from memtrellis.binding import DEFAULT_K, DEFAULT_TOKEN_BUDGET
+from memtrellis.binding import (
+    DEFAULT_K,
+    DEFAULT_OPEN_ITEMS,
+    DEFAULT_RECENT_TURNS,
+    DEFAULT_TOKEN_BUDGET,
+)
 
 from langchain_memtrellis._bridge import AdapterStats, MemoryBridge
 
@@ -48,6 +53,13 @@ class MemoryContextRunnable(Runnable[Any, Any]):
         token_budget: Tokens the block may take.
         position: ``"append"`` to the leading system message or ``"insert"`` one.
         strict: Raise memory failures.
+        recent_turns: Most messages of the block's recent-conversation stage (only
+            conversation the call does not carry; 0: none).
+        open_items: Most of the user's open decisions and action items the block keeps
+            room for (0: only those recall returns).
+        context_hint: Let the messages before the question steer recall.
+        session_history: Read up to this many of the session's earlier messages that
+            the call lacks for the recent stage (0: off; needs the run's ``thread_id``).
 
     Examples:
         >>> import tempfile
@@ -74,6 +86,10 @@ class MemoryContextRunnable(Runnable[Any, Any]):
         token_budget: int = DEFAULT_TOKEN_BUDGET,
         position: Literal["append", "insert"] = "append",
         strict: bool = False,
+        recent_turns: int = DEFAULT_RECENT_TURNS,
+        open_items: int = DEFAULT_OPEN_ITEMS,
+        context_hint: bool = True,
+        session_history: int = 0,
     ) -> None:
         self.bridge = MemoryBridge(
             memory,
@@ -83,6 +99,10 @@ class MemoryContextRunnable(Runnable[Any, Any]):
             token_budget=token_budget,
             position=position,
             strict=strict,
+            recent_turns=recent_turns,
+            open_items=open_items,
+            context_hint=context_hint,
+            session_history=session_history,
         )
         self.name = "memory_context"
 

@@ -20,6 +20,7 @@ from memtrellis import (
     RecallExplanation,
     RecallResult,
 )
+from memtrellis.binding import DEFAULT_OPEN_ITEMS, AdapterOptions
 from memtrellis.context import conversation_hint
 from pydantic import Field
 
@@ -81,12 +82,15 @@ class MemoryRetriever(BaseRetriever):
         process_id: Only this app's or agent's memories.
         session_id: Only this session's memories (default: every session).
         strict: Raise memory failures instead of returning no documents.
-        context_hint: A summary of the conversation that steers recall
-            (``Memory.recall(context_hint=...)``); per call, ``invoke(query,
-            context_hint=...)`` or ``invoke(query, chat_history=[...messages])`` (the
-            hint is then the turns before the question).
-        open_items: Also return the entity's open decisions and action items that
-            recall did not (``metadata["open_item"]`` is True), after the recalled ones.
+        context_hint: Whether the conversation steers recall
+            (``Memory.recall(context_hint=...)``): ``True`` (default) takes the turns of
+            ``invoke(query, chat_history=[...messages])``, ``False`` never steers, a
+            string is the summary itself; per call, ``invoke(query, context_hint=...)``.
+        open_items: Also return up to this many of the entity's open decisions and
+            action items that recall did not (``metadata["open_item"]`` is True), after
+            the recalled ones (0, the default: none; ``True``: the adapters' default, 10).
+            The retriever has no recent-conversation stage: it returns documents, and
+            the chain decides what else the prompt holds.
 
     Examples:
         >>> import tempfile
@@ -108,14 +112,30 @@ class MemoryRetriever(BaseRetriever):
     process_id: str | None = None
     session_id: str | None = None
     strict: bool = False
-    context_hint: str | None = None
-    open_items: bool = False
+    context_hint: bool | str | None = True
+    open_items: int = 0
+
+    def __init__(self, /, **data: Any) -> None:
+        # The adapters' checks (InvalidInputError) before pydantic's coercion.
+        hint, opened = data.get("context_hint"), data.get("open_items", 0)
+        if opened is True:
+            data["open_items"] = DEFAULT_OPEN_ITEMS
+        elif opened is not False:
+            AdapterOptions(open_items=opened)
+        if not (hint is None or isinstance(hint, (bool, str))):
+            raise InvalidInputError("context_hint must be True, False or a summary text")
+        super().__init__(**data)
 
     def _args(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         hint = kwargs.get("context_hint", self.context_hint)
         history = kwargs.get("chat_history")
-        if hint is None and history:
-            hint = conversation_hint([*history_dicts(history), {"role": "user", "content": "?"}])
+        if hint is True or hint is None:
+            hint = None
+            if history:
+                said = [*history_dicts(history), {"role": "user", "content": "?"}]
+                hint = conversation_hint(said)
+        elif hint is False:
+            hint = None
         return {
             "k": kwargs.get("k", self.k),
             "token_budget": kwargs.get("token_budget", self.token_budget),
@@ -137,7 +157,11 @@ class MemoryRetriever(BaseRetriever):
         return documents
 
     def _open_args(self) -> dict[str, Any]:
-        return {"entity_id": self.entity_id, "process_id": self.process_id}
+        return {
+            "entity_id": self.entity_id,
+            "process_id": self.process_id,
+            "limit": self.open_items,
+        }
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any

@@ -19,7 +19,7 @@ from typing import Any, Literal
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from memtrellis import InvalidInputError, Memory, MemoryItem, MemoryNotFoundError, MemoryType, Scope
-from memtrellis.context import escape_line
+from memtrellis.context import escape_line, relations_text
 from memtrellis.tool_calls import mark_memory_tools
 from pydantic import BaseModel, Field, PrivateAttr
 
@@ -300,23 +300,7 @@ class RelateMemoriesTool(_MemoryTool):
         if not a.strip() or not b.strip():
             return "Name two things to relate.", []
         found = self.memory.relate(a, b, entity_id=entity, process_id=self._process())
-        if not found.paths:
-            missing = [n for n, r in ((a, found.a_resolved), (b, found.b_resolved)) if r is None]
-            if missing:
-                return f"Nothing in the memories is about {' or '.join(missing)}.", []
-            return f"No memories connect {found.a_resolved} and {found.b_resolved}.", []
-        lines = [f"{found.a_resolved} and {found.b_resolved} are related through:"]
-        for number, path in enumerate(found.paths, 1):
-            parts = []
-            for step in path.steps:
-                if step.memory is not None:
-                    parts.append(f"[{step.memory.id}] {escape_line(step.memory.text)}")
-                else:
-                    parts.append(escape_line(step.text))
-                if step.edge is not None:
-                    parts.append(f"-{step.edge}-")
-            lines.append(f"{number}. {' '.join(parts)}")
-        return "\n".join(lines), [path.model_dump(mode="json") for path in found.paths]
+        return relations_text(found), [path.model_dump(mode="json") for path in found.paths]
 
     async def _arun(
         self, a: str, b: str, *, config: RunnableConfig

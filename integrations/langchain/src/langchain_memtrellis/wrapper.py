@@ -41,7 +41,13 @@ from langchain_core.runnables import Runnable, RunnableConfig, ensure_config
 from langchain_core.tools import BaseTool
 from langchain_core.tracers.base import AsyncBaseTracer, BaseTracer
 from memtrellis import InvalidInputError, Memory
-from memtrellis.binding import DEFAULT_K, DEFAULT_TOKEN_BUDGET
+from memtrellis.binding import (
+    DEFAULT_K,
+    DEFAULT_OPEN_ITEMS,
+    DEFAULT_RECENT_TURNS,
+    DEFAULT_TOKEN_BUDGET,
+    AdapterOptions,
+)
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 from typing_extensions import Self
 
@@ -158,6 +164,16 @@ class ChatMemoryWrapper(BaseChatModel):
         capture: Capture turns (``False``: recall and place only).
         capture_mode: ``"fast"`` or ``"fine"`` extraction of captured turns.
         strict: Raise memory failures instead of logging and counting them.
+        recent_turns: Most messages of the block's recent-conversation stage (4; 0:
+            none). It holds only conversation the call does not carry (the session's
+            earlier turns of ``session_history``), never a message of the prompt.
+        open_items: Most of the user's open decisions and action items the block keeps
+            room for, recalled or not (10; 0: only those recall returns).
+        context_hint: Let the messages before the question steer recall (True).
+        session_history: Read up to this many of the session's earlier messages that
+            the call lacks for the recent stage (0: off; for an app that sends only the
+            latest message or trims its history; needs a session: the run's
+            ``thread_id`` or ``session_id``).
         temperature: When set, passed to the inner model with each call.
         max_tokens: When set, passed to the inner model with each call.
         timeout: When set, passed to the inner model with each call.
@@ -195,6 +211,10 @@ class ChatMemoryWrapper(BaseChatModel):
     capture: bool = True
     capture_mode: Literal["fast", "fine"] | None = None
     strict: bool = False
+    recent_turns: int = DEFAULT_RECENT_TURNS
+    open_items: int = DEFAULT_OPEN_ITEMS
+    context_hint: bool = True
+    session_history: int = 0
     temperature: float | None = None
     max_tokens: int | None = None
     timeout: float | None = None
@@ -214,6 +234,7 @@ class ChatMemoryWrapper(BaseChatModel):
     ) -> None:
         if llm is not None:
             data["llm"] = llm
+        AdapterOptions.of(data)  # InvalidInputError for a bad option, before pydantic's
         super().__init__(**data)
 
     @field_validator("llm", mode="plain")
@@ -238,6 +259,10 @@ class ChatMemoryWrapper(BaseChatModel):
             position=self.position,
             capture_mode=self.capture_mode,
             strict=self.strict,
+            recent_turns=self.recent_turns,
+            open_items=self.open_items,
+            context_hint=self.context_hint,
+            session_history=self.session_history,
             user_keys=self.user_keys,
             session_keys=self.session_keys,
             require_user=self.require_user,

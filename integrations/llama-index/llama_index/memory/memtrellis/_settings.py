@@ -14,6 +14,8 @@ from llama_index.core.bridge.pydantic import BaseModel, ConfigDict, Field, Priva
 from memtrellis import Memory
 from memtrellis.binding import (
     DEFAULT_K,
+    DEFAULT_OPEN_ITEMS,
+    DEFAULT_RECENT_TURNS,
     DEFAULT_TOKEN_BUDGET,
     AdapterOptions,
     AdapterStats,
@@ -27,6 +29,8 @@ log = logging.getLogger("llama_index.memory.memtrellis")
 SOURCE = "llama_index"
 #: Tag of every memory captured by this package.
 TAGS = ("llama_index",)
+# Scope fields: "" means the memory's default here, so they are checked as `_options` has them.
+_SCOPE = ("entity_id", "process_id", "session_id")
 
 
 def binding_for(memory: Memory, stats: AdapterStats, **options: Any) -> Binding:
@@ -81,13 +85,38 @@ class CaptureFields(BaseModel):
 
 
 class RecallFields(CaptureFields):
-    """Fields of an adapter that also places memory context."""
+    """Fields of an adapter that also places memory context: how much (``k``, the token
+    budget) and the block's later stages (`memtrellis.binding.AdapterOptions`)."""
 
     k: int = Field(default=DEFAULT_K, ge=1, le=1000, description="Most memories recalled per read.")
     token_budget: int = Field(
         default=DEFAULT_TOKEN_BUDGET, ge=0, description="Most tokens of memory context."
     )
     strict: bool = Field(default=False, description="Raise memory failures.")
+    recent_turns: int = Field(
+        default=DEFAULT_RECENT_TURNS,
+        description="Most messages of the recent-conversation stage (only what the call lacks).",
+    )
+    open_items: int = Field(
+        default=DEFAULT_OPEN_ITEMS, description="Most open decisions and action items kept."
+    )
+    context_hint: bool = Field(default=True, description="Earlier turns steer recall.")
+    session_history: int = Field(
+        default=0, description="The session's earlier messages the call lacks, read (0: off)."
+    )
+
+    def __init__(self, /, **data: Any) -> None:
+        # The binding's checks first: pydantic would raise its own error, or coerce.
+        AdapterOptions.of({n: v for n, v in data.items() if n not in _SCOPE})
+        super().__init__(**data)
 
     def _options(self) -> dict[str, Any]:
-        return {**super()._options(), "k": self.k, "token_budget": self.token_budget}
+        return {
+            **super()._options(),
+            "k": self.k,
+            "token_budget": self.token_budget,
+            "recent_turns": self.recent_turns,
+            "open_items": self.open_items,
+            "context_hint": self.context_hint,
+            "session_history": self.session_history,
+        }

@@ -72,6 +72,13 @@ class MemtrellisMemory(RecallFields, BaseMemory):
             message; needed by a ``ReActAgent`` without a ``system_prompt``).
         mode: Extraction mode of captured turns (``"fast"``/``"fine"``).
         strict: Raise memory failures.
+        recent_turns: Most messages of the block's recent-conversation stage (4; 0:
+            none): only conversation the call does not carry, never a message of it.
+        open_items: Most of the user's open decisions and action items the block keeps
+            room for, recalled or not (10; 0: only those recall returns).
+        context_hint: Let the messages before the question steer recall (True).
+        session_history: Read up to this many of the session's earlier messages that the
+            call lacks for the recent stage (0: off; needs a session id).
 
     Examples:
         >>> import tempfile
@@ -177,7 +184,9 @@ class MemtrellisMemory(RecallFields, BaseMemory):
         query = self._query(history, input) or None
         binding = self._binding
         context = binding.context(
-            query, binding.scope(), exclude=self._in(history), messages=self._said(history, input)
+            query,
+            binding.scope(given(session_id=self._session())),
+            messages=self._said(history, input),
         )
         return self._placed(history, context)
 
@@ -188,13 +197,11 @@ class MemtrellisMemory(RecallFields, BaseMemory):
         query = self._query(history, input) or None
         binding = self._binding
         context = await binding.acontext(
-            query, binding.scope(), exclude=self._in(history), messages=self._said(history, input)
+            query,
+            binding.scope(given(session_id=self._session())),
+            messages=self._said(history, input),
         )
         return self._placed(history, context)
-
-    @staticmethod
-    def _in(history: list[ChatMessage]) -> set[str]:
-        return {m["content"] for m in conversation(history)}
 
     def get_all(self) -> list[ChatMessage]:
         """The whole chat history, without memory context."""

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.memory.memory import BaseMemoryBlock
-from memtrellis import MemoryItem, RecallResult
+from memtrellis.binding import Stages
 
 from llama_index.memory.memtrellis._messages import latest_query
 from llama_index.memory.memtrellis._react import ReactCheck
@@ -22,14 +21,6 @@ __all__ = ["MemtrellisMemoryBlock"]
 _KEEP_RENDERED = 16
 
 Capture = Literal["turns", "flushed", "off"]
-
-
-@dataclass(frozen=True)
-class _Stages:
-    """What a rendering placed beside the recall: open items and recent messages."""
-
-    open_items: list[MemoryItem]
-    recent: list[dict[str, str]]
 
 
 class MemtrellisMemoryBlock(RecallFields, BaseMemoryBlock[str]):
@@ -83,6 +74,16 @@ class MemtrellisMemoryBlock(RecallFields, BaseMemoryBlock[str]):
         mode: Extraction mode of captured messages (``"fast"``/``"fine"``; default: fine
             when the ``Memory`` has an LLM).
         strict: Raise memory failures instead of reading as empty.
+        recent_turns: Most messages of the block's recent-conversation stage (4; 0:
+            none). It holds only conversation the chat history lacks (the session's
+            earlier turns, with ``session_history``), never a message of it.
+        open_items: Most of the user's open decisions and action items the block keeps
+            room for, recalled or not (10; 0: only those recall returns).
+        context_hint: Let the chat history before the question steer recall (True).
+        session_history: Read up to this many of the session's earlier messages that the
+            chat history lacks (those ``Memory`` flushed, a session resumed with a short
+            history) for the recent stage (0: off); the session is ``Memory``'s
+            ``session_id``.
 
     Examples:
         >>> import asyncio, tempfile
@@ -111,38 +112,31 @@ class MemtrellisMemoryBlock(RecallFields, BaseMemoryBlock[str]):
 
     _transcripts: Transcripts = PrivateAttr(default_factory=Transcripts)
     _react: ReactCheck = PrivateAttr(default_factory=ReactCheck)
-    # Recent renderings (text -> what was recalled, left out, its tokens), so that
+    # Recent renderings (text -> its stages and tokens), so that
     # atruncate can render the same recall again within fewer tokens.
-    _rendered: OrderedDict[str, tuple[RecallResult, frozenset[str], int, _Stages]] = PrivateAttr(
-        default_factory=OrderedDict
-    )
+    _rendered: OrderedDict[str, tuple[Stages, int]] = PrivateAttr(default_factory=OrderedDict)
 
     async def _aget(self, messages: list[ChatMessage] | None = None, **block_kwargs: Any) -> str:
         self._react.check()
         session = block_kwargs.get("session_id")
-        text = await self._recall(messages or [])
+        text = await self._recall(messages or [], session)
         # Captured after recall, so that the question is never recalled as its own answer.
         if self.capture == "turns" and messages:
             await self._capture(self._transcripts.read(str(session or ""), messages), session)
         return text
 
-    async def _recall(self, messages: list[ChatMessage]) -> str:
+    async def _recall(self, messages: list[ChatMessage], session: object) -> str:
         query = latest_query(messages)
         if not query:
             return ""
-        said = conversation(messages)
-        in_history = frozenset(m["content"] for m in said)
         binding = self._binding
-        scope = binding.scope()
-        # The chat history the block receives steers recall and fills the recent stage.
-        result = await binding.arecall(query, scope, hint=binding.hint(said))
-        opened = await binding.aopen_items(scope) if result is not None else []
-        stages = _Stages(opened, binding.recent(said))
-        context = binding.render(
-            result, exclude=in_history, open_items=stages.open_items, recent=stages.recent
-        )
-        if result is not None and context.text:
-            self._rendered[context.text] = (result, in_history, context.tokens, stages)
+        # The chat history the block receives steers recall and is never repeated in the
+        # block; the recent stage holds only the session's turns it lacks (session_history).
+        scope = binding.scope(given(session_id=session))
+        stages = await binding.agather(query, scope, conversation(messages))
+        context = binding.render(stages)
+        if stages.result is not None and context.text:
+            self._rendered[context.text] = (stages, context.tokens)
             while len(self._rendered) > _KEEP_RENDERED:
                 self._rendered.popitem(last=False)
         return context.text
@@ -190,13 +184,7 @@ class MemtrellisMemoryBlock(RecallFields, BaseMemoryBlock[str]):
         rendered = self._rendered.get(content)
         if rendered is None:
             return None
-        result, in_history, tokens, stages = rendered
+        stages, tokens = rendered
         budget = max(0, tokens - max(tokens_to_truncate, 1))
-        context = self._binding.render(
-            result,
-            exclude=in_history,
-            token_budget=budget,
-            open_items=stages.open_items,
-            recent=stages.recent,
-        )
+        context = self._binding.render(stages, token_budget=budget)
         return context.text or None

@@ -69,6 +69,13 @@ class MemtrellisLLM(RecallFields, FunctionCallingLLM):
         capture: Capture turns (``False``: read-only memory).
         mode: Extraction mode of captured turns (``"fast"``/``"fine"``).
         strict: Raise memory failures instead of answering without memory.
+        recent_turns: Most messages of the block's recent-conversation stage (4; 0:
+            none): only conversation the call does not carry, never a message of it.
+        open_items: Most of the user's open decisions and action items the block keeps
+            room for, recalled or not (10; 0: only those recall returns).
+        context_hint: Let the messages before the question steer recall (True).
+        session_history: Read up to this many of the session's earlier messages that the
+            call lacks for the recent stage (0: off; needs a session id).
 
     Examples:
         >>> import tempfile

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from llama_index.core.tools.tool_spec.base import SPEC_FUNCTION_TYPE, BaseToolSpec
 from memtrellis import InvalidInputError, Memory, MemoryNotFoundError
-from memtrellis.context import escape_line
+from memtrellis.context import escape_line, relations_text
 from memtrellis.tool_calls import mark_memory_tools
 
 __all__ = ["MemtrellisToolSpec"]
@@ -119,16 +119,7 @@ class MemtrellisToolSpec(BaseToolSpec):
             found = self.memory.relate(a, b, entity_id=self.entity_id, process_id=self.process_id)
         except InvalidInputError as exc:
             return f"Cannot relate them: {exc}"
-        if not found.paths:
-            return f"No memories connect {a!r} and {b!r}."
-        return "\n".join(
-            f"{n}. " + " ".join(
-                (f"{s.id}: {escape_line(s.text)}" if s.kind == "memory" else escape_line(s.text))
-                + (f" -{s.edge}-" if s.edge else "")
-                for s in path.steps
-            )
-            for n, path in enumerate(found.paths, 1)
-        )  # fmt: skip
+        return relations_text(found)
 
     def forget_memory(self, memory_id: str) -> str:
         """Forget one of the user's memories, e.g. one that is wrong or that the user asked
