@@ -123,3 +123,13 @@ def test_memory_register_llama_index(memory: Memory) -> None:
     with pytest.raises(UnknownIntegrationError) as caught:
         memory.register(llamaindex=MockLLM())
     assert "llama_index" in caught.value.known
+
+
+def test_register_takes_the_cores_name_of_the_capture_mode(memory: Memory) -> None:
+    wrapped = memory.register(llama_index=MockLLM(), capture_mode="fine")
+    assert wrapped.mode == "fine"
+    assert MemtrellisLLM(memory=memory, llm=MockLLM(), capture_mode="fast").mode == "fast"
+    with pytest.raises(InvalidInputError, match="differ"):
+        MemtrellisLLM(memory=memory, llm=MockLLM(), mode="fast", capture_mode="fine")
+    with pytest.raises(InvalidInputError):
+        memory.register(llama_index=MockLLM(), capture_mode="coarse")

@@ -21,6 +21,7 @@ from memtrellis.binding import (
     AdapterStats,
     Binding,
 )
+from memtrellis.errors import InvalidInputError
 
 __all__ = ["SOURCE", "CaptureFields", "RecallFields", "binding_for"]
 
@@ -54,6 +55,16 @@ class CaptureFields(BaseModel):
     mode: str | None = Field(default=None, description="Extraction mode of captured turns.")
 
     _stats: AdapterStats = PrivateAttr(default_factory=AdapterStats)
+
+    def __init__(self, /, **data: Any) -> None:
+        # `capture_mode` is the core's name of `mode` (`AdapterOptions`, and so what
+        # `memory.register(llama_index=llm, capture_mode=...)` passes).
+        if "capture_mode" in data:
+            mode = data.pop("capture_mode")
+            if data.get("mode") not in (None, mode):
+                raise InvalidInputError(f"mode={data['mode']!r} and capture_mode={mode!r} differ")
+            data["mode"] = mode
+        super().__init__(**data)
 
     def model_post_init(self, context: Any, /) -> None:
         """Check the options (the binding's rules)."""
