@@ -346,6 +346,7 @@ class _Lane:
         self.running: list[_Job] = []
         self.done: list[_Job] = []
         self.closed = False
+        self.stopped = False
         self.error: str | None = None
         self.lock = threading.Lock()
         self.thread = threading.Thread(target=self._loop, name="nox-lane", daemon=True)
@@ -392,6 +393,11 @@ class _Lane:
         for job in list(self.running):
             if job.process is None:  # waiting for what it needs
                 assert job.after is not None
+                if self.stopped:
+                    job.log.write_text("not started: the checks were interrupted")
+                    job.failed = True
+                    self._end(job)
+                    continue
                 what, before, log = job.after
                 cpu = _wait(before, block=False) if before.returncode is None else 0.0
                 if cpu is None:
@@ -431,6 +437,16 @@ class _Lane:
         self.session.log(
             f"{job.name}: {outcome}{wall:.0f} s wall, {job.cpu:.0f} CPU-s (load average {_load()})"
         )
+
+    def stop(self) -> None:
+        """Start nothing more and end what runs (the checks were interrupted or failed
+        before the core's suite ran); `finish` still reports it."""
+        with self.lock:
+            self.stopped = True
+            self.queue.clear()
+            for job in self.running:
+                if job.process is not None and job.process.returncode is None:
+                    job.process.terminate()
 
     def finish(self) -> list[str]:
         """Wait for every job; print each log; the names of the jobs that failed."""
@@ -482,20 +498,24 @@ def tests(session: nox.Session) -> None:
     _tests_started = True
     install = _start_install_test(session)
     crewai_install = _start_crewai_install(session)
-    python, env = _shared_env(session)
-    lane = _the_lane(session)
-    for name in SUITES:
-        lane.add(_Job(name, [(ROOT, _pytest(python, name, *session.posargs, workers="0"))], env))
-    environment = ("CrewAI's environment", crewai_install, CREWAI_ENV / "install.log")
-    lane.add(_Job("crewai", _crewai_checks(session), CREWAI_VARIABLES, after=environment))
+    lane = _the_lane(session)  # mypy may be running in it already (see typecheck)
     failed: list[str] = []
     try:
+        python, env = _shared_env(session)
+        for name in SUITES:
+            suite = _pytest(python, name, *session.posargs, workers="0")
+            lane.add(_Job(name, [(ROOT, suite)], env))
+        environment = ("CrewAI's environment", crewai_install, CREWAI_ENV / "install.log")
+        lane.add(_Job("crewai", _crewai_checks(session), CREWAI_VARIABLES, after=environment))
         core = _pytest(python, f"--ignore={INSTALL_TEST}", *session.posargs)
         if _run(session, "the core's suite", core, env) != 0:
             failed.append("the core's suite")
-        lane.widen(len(SUITES) + 1)  # what is left of the lane, at once
-        failed += lane.finish()
+    except BaseException:
+        lane.stop()
+        raise
     finally:
+        lane.widen(len(SUITES) + 1)  # what is left of the lane, at once
+        failed += lane.finish()  # and whatever happened, report it and leave nothing running
         with _stage(session, f"waiting for {INSTALL_TEST} (its CPU time since it started)"):
             returncode = install.wait()
         shutil.rmtree(INSTALL_ENV / "tmp", ignore_errors=True)
