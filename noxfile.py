@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -93,6 +94,10 @@ MYPY_CACHE = ROOT / ".mypy_cache"
 BYTECODE = {"PYTHONDONTWRITEBYTECODE": ""}
 
 
+# A command and the folder it runs in.
+Command = tuple[Path, list[str]]
+
+
 def _bin(env: Path) -> Path:
     return env / ("Scripts" if sys.platform == "win32" else "bin")
 
@@ -170,8 +175,11 @@ def _stage(session: nox.Session, name: str) -> Iterator[None]:
         yield
     finally:
         wall, cpu = time.monotonic() - started, _children_cpu() - cpu
-        load = ", ".join(f"{x:.1f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
-        session.log(f"{name}: {wall:.0f} s wall, {cpu:.0f} CPU-s (load average {load})")
+        session.log(f"{name}: {wall:.0f} s wall, {cpu:.0f} CPU-s (load average {_load()})")
+
+
+def _load() -> str:
+    return ", ".join(f"{x:.1f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
 
 
 _install_test: subprocess.Popen[bytes] | None = None
@@ -181,6 +189,17 @@ def _sessions_selected(session: nox.Session) -> list[str]:
     """The sessions this run of nox was asked for (`-s ...`, else the defaults)."""
     config = getattr(getattr(session, "_runner", None), "global_config", None)
     return list(getattr(config, "sessions", None) or nox.options.sessions or [])
+
+
+_tests_started = False
+
+
+def _tests_follow(session: nox.Session) -> bool:
+    """Whether `tests` runs after this session in this run of nox."""
+    selected = _sessions_selected(session)
+    if _tests_started or "tests" not in selected:
+        return False
+    return session.name not in selected or selected.index(session.name) < selected.index("tests")
 
 
 def _start_install_test(session: nox.Session) -> subprocess.Popen[bytes]:
@@ -234,95 +253,278 @@ def _start_crewai_install(session: nox.Session) -> subprocess.Popen[bytes]:
     return _crewai_install
 
 
-def _crewai_checks(session: nox.Session) -> list[list[str]]:
-    """Wait for CrewAI's environment; its checks, to run in turn with `CREWAI_VARIABLES`:
-    mypy --strict over the integration's module (its cache in the environment: its pydantic
-    is not the shared environment's) and the module's tests and doctests."""
-    if _start_crewai_install(session).wait() != 0:
-        log = (CREWAI_ENV / "install.log").read_text(errors="replace")
-        session.error(f"CrewAI's environment could not be installed:\n{log}")
+def _crewai_checks(session: nox.Session) -> list[Command]:
+    """CrewAI's checks, to run in turn with `CREWAI_VARIABLES` once its environment is
+    installed: mypy --strict over the integration's module (its cache in the environment:
+    its pydantic is not the shared environment's) and the module's tests and doctests."""
     python = str(_python(CREWAI_ENV))
     config = [f"--config-file={AGENTS}/pyproject.toml", f"--cache-dir={CREWAI_ENV / 'mypy'}"]
     mypy = [python, "-m", "mypy", "--strict", *config, CREWAI_MODULE]
     tests = [f"{AGENTS}/tests/test_crewai.py", CREWAI_MODULE, *session.posargs]
-    return [mypy, _pytest(python, *tests, workers="0")]
+    return [(ROOT, mypy), (ROOT, _pytest(python, *tests, workers="0"))]
 
 
-def _run_together(
-    session: nox.Session, jobs: dict[str, tuple[list[list[str]], dict[str, str]]]
-) -> None:
-    """Run the jobs at once, each its commands in turn (stopping at one that fails) with
-    its variables, writing to a log of its own; print each log in turn and fail if any of
-    them failed."""
-    logs = ROOT / ".nox" / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
-    paths = {name: logs / f"{name.replace('/', '-')}.log" for name in jobs}
-    for path in paths.values():
-        path.write_bytes(b"")
-    waiting = {name: list(commands) for name, (commands, _) in jobs.items()}
-    running: dict[str, subprocess.Popen[bytes]] = {}
-    failed: list[str] = []
+def _mypy_runs(python: str) -> list[Command]:
+    """mypy --strict over src/ and the LangChain, LlamaIndex and agent-framework packages:
+    four runs, each under its package's own settings (in its folder), and one cache: every
+    run type-checks the core and pydantic again (the integrations import them), so the later
+    runs reuse what the first one cached instead of doing it anew (mypy rechecks a cached
+    module whose options differ). Measured: 150 CPU-s with a cache per run, 78 with one."""
+    mypy = [python, "-m", "mypy", f"--cache-dir={MYPY_CACHE}"]
+    return [
+        (ROOT, [*mypy, "src"]),
+        (ROOT, [*mypy, f"{LANGCHAIN}/src"]),
+        (ROOT / LLAMA_INDEX, mypy),  # a namespace package: its settings say how to find it
+        (ROOT / AGENTS, mypy),
+    ]
+
+
+def _wait(process: subprocess.Popen[bytes], *, block: bool) -> float | None:
+    """Reap `process` if it has ended (or wait for it when `block`); the CPU seconds it and
+    the children it waited for used (read with wait4, so that checks running at once each
+    get their own figure), None while it runs."""
+    if sys.platform == "win32" or not hasattr(os, "wait4"):
+        if process.poll() is None and not block:
+            return None
+        process.wait()
+        return 0.0
+    pid, status, usage = os.wait4(process.pid, 0 if block else os.WNOHANG)
+    if pid == 0:
+        return None
+    process.returncode = os.waitstatus_to_exitcode(status)
+    return float(usage.ru_utime + usage.ru_stime)
+
+
+def _run(session: nox.Session, name: str, command: list[str], env: dict[str, str]) -> int:
+    """Run `command` in the foreground (its output to the terminal) and log its wall and
+    CPU time like `_stage`, counting only its own processes (the lane's jobs run beside it)."""
+    session.log(" ".join(command))
+    started = time.monotonic()
+    process = subprocess.Popen(command, cwd=ROOT, env={**os.environ, **env})
     try:
-        while waiting or running:
-            for name in [n for n in waiting if n not in running]:
-                command = waiting[name].pop(0)
-                if not waiting[name]:
-                    del waiting[name]
-                session.log(f"{' '.join(command)} (log: {paths[name].relative_to(ROOT)})")
-                with paths[name].open("ab") as out:
-                    env = {**os.environ, **jobs[name][1]}
-                    running[name] = subprocess.Popen(
-                        command, cwd=ROOT, env=env, stdout=out, stderr=out
-                    )
-            for name, process in list(running.items()):
-                if process.poll() is not None:
-                    del running[name]
-                    if process.returncode != 0:
-                        failed.append(name)
-                        waiting.pop(name, None)
-            if running:
-                time.sleep(0.2)
-    finally:
-        for process in running.values():  # interrupted: leave nothing running
-            process.terminate()
-            process.wait()
-    for name, path in paths.items():
-        session.log(f"{name}:\n{path.read_text(errors='replace')}")
-    if failed:
-        session.error(f"failed: {', '.join(failed)}")
+        cpu = _wait(process, block=True)
+    except BaseException:  # interrupted: leave nothing running
+        process.terminate()
+        process.wait()
+        raise
+    wall = time.monotonic() - started
+    session.log(f"{name}: {wall:.0f} s wall, {cpu or 0:.0f} CPU-s (load average {_load()})")
+    return process.returncode
+
+
+class _Job:
+    """A check of the lane: its commands, run in turn in their folders with its variables
+    (stopping at one that fails), writing to .nox/logs/NAME.log; once `after` (what it
+    needs: a name, the background process making it, that process's log) has ended well."""
+
+    def __init__(
+        self,
+        name: str,
+        commands: list[Command],
+        env: dict[str, str],
+        after: tuple[str, subprocess.Popen[bytes], Path] | None = None,
+    ) -> None:
+        self.name, self.commands, self.env, self.after = name, list(commands), env, after
+        self.log = ROOT / ".nox" / "logs" / f"{name.replace('/', '-')}.log"
+        self.process: subprocess.Popen[bytes] | None = None
+        self.started = 0.0
+        self.cpu = 0.0
+        self.failed = False
+
+
+class _Lane:
+    """Checks that need no other check's result, run in a background thread of nox's
+    beside the core's suite (two cores, ~1,000 CPU-s of checks: the core's suite alone
+    leaves a core idle a fifth of its time, waiting on servers and child processes, and
+    mypy runs on one core): at most `slots` jobs at once, in the order they were added.
+    Each job's wall and CPU time are logged as it ends; `finish` prints the logs."""
+
+    def __init__(self, session: nox.Session) -> None:
+        self.session = session
+        self.slots = 1
+        self.queue: list[_Job] = []
+        self.running: list[_Job] = []
+        self.done: list[_Job] = []
+        self.closed = False
+        self.stopped = False
+        self.error: str | None = None
+        self.lock = threading.Lock()
+        self.thread = threading.Thread(target=self._loop, name="nox-lane", daemon=True)
+        (ROOT / ".nox" / "logs").mkdir(parents=True, exist_ok=True)
+        self.thread.start()
+
+    def add(self, job: _Job) -> None:
+        job.log.write_bytes(b"")
+        with self.lock:
+            self.queue.append(job)
+
+    def widen(self, slots: int) -> None:
+        """Run up to `slots` jobs at once from now on (the core's suite has ended)."""
+        with self.lock:
+            self.slots = slots
+
+    def _start(self, job: _Job) -> None:
+        folder, command = job.commands.pop(0)
+        where = f"cd {folder.relative_to(ROOT)} && " if folder != ROOT else ""
+        self.session.log(f"{where}{' '.join(command)} (log: {job.log.relative_to(ROOT)})")
+        with job.log.open("ab") as out:
+            job.process = subprocess.Popen(
+                command, cwd=folder, env={**os.environ, **job.env}, stdout=out, stderr=out
+            )
+
+    def _next(self) -> _Job | None:
+        """Start the next job once a slot is free; None when the lane is done."""
+        while True:
+            with self.lock:
+                if self.queue and len(self.running) < self.slots:
+                    job = self.queue.pop(0)
+                    self.running.append(job)
+                    break
+                if self.closed and not self.queue and not self.running:
+                    return None
+            self._reap()
+            time.sleep(0.2)
+        job.started = time.monotonic()
+        if job.after is None:
+            self._start(job)
+        return job
+
+    def _reap(self) -> None:
+        for job in list(self.running):
+            if job.process is None:  # waiting for what it needs
+                assert job.after is not None
+                if self.stopped:
+                    job.log.write_text("not started: the checks were interrupted")
+                    job.failed = True
+                    self._end(job)
+                    continue
+                what, before, log = job.after
+                cpu = _wait(before, block=False) if before.returncode is None else 0.0
+                if cpu is None:
+                    continue
+                outcome = "ready" if before.returncode == 0 else "failed"
+                self.session.log(f"{what}: {outcome} ({cpu:.0f} CPU-s, load average {_load()})")
+                if before.returncode == 0:
+                    self._start(job)
+                else:
+                    job.log.write_text(f"{what} failed:\n{log.read_text(errors='replace')}")
+                    job.failed = True
+                    self._end(job)
+                continue
+            cpu = _wait(job.process, block=False)
+            if cpu is None:
+                continue
+            job.cpu += cpu
+            if job.process.returncode == 0 and job.commands:
+                self._start(job)
+            else:
+                job.failed = job.process.returncode != 0
+                self._end(job)
+
+    def _loop(self) -> None:
+        try:
+            while self._next() is not None:
+                pass
+        except Exception as exc:  # reported by `finish`, not lost with the thread
+            self.error = f"the lane stopped: {type(exc).__name__}: {exc}"
+
+    def _end(self, job: _Job) -> None:
+        with self.lock:
+            self.running.remove(job)
+            self.done.append(job)
+        wall = time.monotonic() - job.started
+        outcome = "failed, " if job.failed else ""
+        self.session.log(
+            f"{job.name}: {outcome}{wall:.0f} s wall, {job.cpu:.0f} CPU-s (load average {_load()})"
+        )
+
+    def stop(self) -> None:
+        """Start nothing more and end what runs (the checks were interrupted or failed
+        before the core's suite ran); `finish` still reports it."""
+        with self.lock:
+            self.stopped = True
+            self.queue.clear()
+            for job in self.running:
+                if job.process is not None and job.process.returncode is None:
+                    job.process.terminate()
+
+    def finish(self) -> list[str]:
+        """Wait for every job; print each log; the names of the jobs that failed."""
+        with self.lock:
+            self.closed = True
+        try:
+            while self.thread.is_alive():
+                self.thread.join(0.5)
+        finally:
+            with self.lock:  # interrupted, or the lane stopped: leave nothing running
+                unfinished = [job.name for job in self.running + self.queue]
+                self.queue.clear()
+                for job in self.running:
+                    if job.process is not None and job.process.returncode is None:
+                        job.process.terminate()
+                        job.process.wait()
+        for job in self.done:
+            self.session.log(f"{job.name}:\n{job.log.read_text(errors='replace')}")
+        failed = [job.name for job in self.done if job.failed]
+        if self.error is not None:
+            self.session.log(self.error)
+            failed.append(f"the lane ({', '.join(unfinished)} did not finish)")
+        return failed
+
+
+_lane: _Lane | None = None
+
+
+def _the_lane(session: nox.Session) -> _Lane:
+    global _lane
+    if _lane is None:
+        _lane = _Lane(session)
+    return _lane
 
 
 @nox.session(venv_backend="none")
 def tests(session: nox.Session) -> None:
-    """The whole test suite, including a real `chroma run` server on loopback, then the
-    LangChain, LlamaIndex and agent-framework integrations' suites together (each with its
-    own pytest configuration, see SUITES), and beside them CrewAI's mypy --strict and tests
-    in its own environment (see `crewai`).
+    """The whole test suite, including a real `chroma run` server on loopback, and beside
+    it, in the lane (see `_Lane`), mypy (when `typecheck` ran before) and then the
+    LangChain, LlamaIndex and agent-framework integrations' suites (each in one process with
+    its own pytest configuration, see SUITES) and CrewAI's mypy --strict and tests in its
+    own environment (see `crewai`); what is left of them when the core's suite ends runs at
+    once.
 
     The install test (tests/test_install.py: the README's install command into a fresh venv)
     waits on the package index rather than the CPU, so it runs beside the other checks, and
     CrewAI's environment is installed in the background from the start."""
+    global _tests_started
+    _tests_started = True
     install = _start_install_test(session)
-    _start_crewai_install(session)
-    python, env = _shared_env(session)
+    crewai_install = _start_crewai_install(session)
+    lane = _the_lane(session)  # mypy may be running in it already (see typecheck)
+    failed: list[str] = []
     try:
-        with _stage(session, "the core's suite"):
-            session.run(*_pytest(python, f"--ignore={INSTALL_TEST}", *session.posargs), env=env)
-        suites = {
-            name: ([_pytest(python, name, *session.posargs, workers="0")], env) for name in SUITES
-        }
-        with _stage(session, "waiting for CrewAI's environment (its install's CPU time)"):
-            suites["crewai"] = _crewai_checks(session), CREWAI_VARIABLES
-        with _stage(session, "the integrations' suites and CrewAI's checks"):
-            _run_together(session, suites)
+        python, env = _shared_env(session)
+        for name in SUITES:
+            suite = _pytest(python, name, *session.posargs, workers="0")
+            lane.add(_Job(name, [(ROOT, suite)], env))
+        environment = ("CrewAI's environment", crewai_install, CREWAI_ENV / "install.log")
+        lane.add(_Job("crewai", _crewai_checks(session), CREWAI_VARIABLES, after=environment))
+        core = _pytest(python, f"--ignore={INSTALL_TEST}", *session.posargs)
+        if _run(session, "the core's suite", core, env) != 0:
+            failed.append("the core's suite")
+    except BaseException:
+        lane.stop()
+        raise
     finally:
+        lane.widen(len(SUITES) + 1)  # what is left of the lane, at once
+        failed += lane.finish()  # and whatever happened, report it and leave nothing running
         with _stage(session, f"waiting for {INSTALL_TEST} (its CPU time since it started)"):
             returncode = install.wait()
         shutil.rmtree(INSTALL_ENV / "tmp", ignore_errors=True)
         log = (INSTALL_ENV / "test_install.log").read_text()
         session.log(f"{INSTALL_TEST} (beside the other checks):\n{log}")
     if returncode != 0:
-        session.error("tests/test_install.py failed")
+        failed.append(INSTALL_TEST)
+    if failed:
+        session.error(f"failed: {', '.join(failed)}")
 
 
 @nox.session
@@ -336,25 +538,24 @@ def lint(session: nox.Session) -> None:
 @nox.session(venv_backend="none")
 def typecheck(session: nox.Session) -> None:
     """mypy --strict over src/ and the LangChain, LlamaIndex and agent-framework packages (in
-    the environment `tests` uses)."""
-    if "tests" in _sessions_selected(session):
+    the environment `tests` uses). When `tests` follows in this run of nox, mypy runs in
+    the lane beside the core's suite instead (mypy takes one core for ~80 s; the suite
+    leaves one idle about a fifth of its time), and `tests` reports its result."""
+    later = _tests_follow(session)
+    if later:
         # beside the shared install and mypy (pip waits on the index, uv on the disk)
         _start_install_test(session)
         _start_crewai_install(session)
     with _stage(session, "the shared environment"):
         python, env = _shared_env(session)
-    # Four runs, each under its package's own settings, and one cache: every run type-checks
-    # the core and pydantic again (the integrations import them), so the later runs reuse
-    # what the first one cached instead of doing it anew (mypy rechecks a cached module whose
-    # options differ). Measured: 150 CPU-s with a cache per run, 78 with one.
-    mypy = [python, "-m", "mypy", f"--cache-dir={MYPY_CACHE}"]
+    if later:
+        _the_lane(session).add(_Job("mypy", _mypy_runs(python), env))
+        session.log("mypy runs beside the core's suite; `tests` reports its result")
+        return
     with _stage(session, "mypy"):
-        session.run(*mypy, "src", env=env)
-        session.run(*mypy, f"{LANGCHAIN}/src", env=env)
-        with session.chdir(LLAMA_INDEX):  # its own settings: a namespace package
-            session.run(*mypy, env=env)
-        with session.chdir(AGENTS):
-            session.run(*mypy, env=env)
+        for folder, command in _mypy_runs(python):
+            with session.chdir(folder):
+                session.run(*command, env=env)
 
 
 @nox.session(venv_backend="none")
@@ -362,8 +563,12 @@ def crewai(session: nox.Session) -> None:
     """memtrellis_agents.crewai on the real CrewAI, in its own environment: mypy --strict
     and its tests (a Crew with a scripted LLM, offline), as `tests` runs them beside the
     other integrations. `nox -s crewai -- -k register` passes arguments to pytest."""
-    for command in _crewai_checks(session):
-        session.run(*command, env=CREWAI_VARIABLES)
+    if _start_crewai_install(session).wait() != 0:
+        log = (CREWAI_ENV / "install.log").read_text(errors="replace")
+        session.error(f"CrewAI's environment could not be installed:\n{log}")
+    for folder, command in _crewai_checks(session):
+        with session.chdir(folder):
+            session.run(*command, env=CREWAI_VARIABLES)
 
 
 @nox.session

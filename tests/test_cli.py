@@ -318,21 +318,25 @@ def test_import_missing_file_is_an_error(runner: CliRunner, store: Path, tmp_pat
     assert "cannot read" in result.stderr
 
 
-def test_script_export_import_round_trip(tmp_path: Path) -> None:
-    source, target = str(tmp_path / "a"), str(tmp_path / "b")
+def test_script_export_import_round_trip(runner: CliRunner, tmp_path: Path) -> None:
+    """Export to and import from a pipe between real console-script processes; the store is
+    filled and read through the runner (each console script pays ~2 CPU-s of imports)."""
+    source, target = tmp_path / "a", tmp_path / "b"
     base = ["--embedder", "hashing", "--json"]
     for text in ("Ines lives in Valencia", "Pimiento is a greyhound", "Rafael is the CTO"):
-        added = run_script(tmp_path, "--path", source, *base, "add", text)
-        assert added.returncode == 0, added.stderr
-    exported = run_script(tmp_path, "--path", source, *base, "export", "-")
+        add_json(runner, source, text)
+    exported = run_script(tmp_path, "--path", str(source), *base, "export", "-")
     assert exported.returncode == 0, exported.stderr
     lines = exported.stdout.splitlines()
     assert len(lines) == 3
 
-    imported = run_script(tmp_path, "--path", target, *base, "import", "-", input=exported.stdout)
+    imported = run_script(
+        tmp_path, "--path", str(target), *base, "import", "-", input=exported.stdout
+    )
     assert imported.returncode == 0, imported.stderr
     assert json.loads(imported.stdout)["imported"] == 3
-    listed = run_script(tmp_path, "--path", target, *base, "list")
+    listed = cli(runner, target, "--json", "list")
+    assert listed.exit_code == 0, listed.output
     landed = {(i["id"], i["text"]) for i in json.loads(listed.stdout)}
     original = {(e.item.id, e.item.text) for e in map(parse_line, lines)}
     assert landed == original
