@@ -52,6 +52,7 @@ __all__ = [
     "is_memory_tool",
     "mark_memory_tools",
     "neutral_call",
+    "only_tool_results",
     "result_of",
     "without_memory_tools",
 ]
@@ -173,6 +174,20 @@ def _blocks(content: Any) -> list[Any]:
     if isinstance(content, Sequence) and not isinstance(content, (str, bytes, bytearray)):
         return list(content)
     return []
+
+
+def only_tool_results(content: Any) -> bool:
+    """Whether message content is a list of tool results and nothing else: how Anthropic
+    sends tool outputs back, as a ``user`` message whose blocks are all ``tool_result``.
+
+    Examples:
+        >>> only_tool_results([{"type": "tool_result", "tool_use_id": "t1", "content": "18 °C"}])
+        True
+        >>> only_tool_results([{"type": "text", "text": "thanks"}]), only_tool_results("hi")
+        (False, False)
+    """
+    blocks = _blocks(content)
+    return bool(blocks) and all(_field(b, "type") == "tool_result" for b in blocks)
 
 
 def calls_of(message: Any) -> list[ToolUse]:

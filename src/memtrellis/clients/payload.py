@@ -24,7 +24,13 @@ from typing import Any, Protocol
 
 from memtrellis.attachments import content_text, is_attachment_part
 from memtrellis.clients.endpoints import client_endpoint
-from memtrellis.tool_calls import arguments_text, calls_of, neutral_call, result_of
+from memtrellis.tool_calls import (
+    arguments_text,
+    calls_of,
+    neutral_call,
+    only_tool_results,
+    result_of,
+)
 
 __all__ = [
     "USAGE_FIELDS",
@@ -75,12 +81,6 @@ def text_of(content: Any) -> str:
     """The text of message content: a string, or the text of its text parts/blocks
     (`memtrellis.attachments.content_text`); an SDK's omit sentinel has none."""
     return content_text(given(content))
-
-
-def _only_tool_results(content: Any) -> bool:
-    if isinstance(content, (str, bytes, bytearray)) or not isinstance(content, Sequence):
-        return False
-    return bool(content) and all(field_of(b, "type") == "tool_result" for b in content)
 
 
 def tool_result(
@@ -146,7 +146,7 @@ def message_of(message: Any) -> dict[str, Any] | None:
         return None
     content = given(field_of(message, "content"))
     out: dict[str, Any] = {"role": role, "content": text_of(content)}
-    if role == "tool" or _only_tool_results(content):  # Anthropic: a user message of them
+    if role == "tool" or only_tool_results(content):  # Anthropic: a user message of them
         found = {
             "role": "tool",
             "content": content,
@@ -177,7 +177,7 @@ def messages_of(message: Any) -> list[dict[str, Any]]:
     """`message_of`, with an Anthropic user message of ``tool_result`` blocks as one tool
     message per result (with the images and documents it returned)."""
     content = given(field_of(message, "content"))
-    if field_of(message, "role") == "user" and _only_tool_results(content):
+    if field_of(message, "role") == "user" and only_tool_results(content):
         return [
             tool_result(
                 field_of(block, "content"),

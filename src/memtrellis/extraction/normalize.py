@@ -54,7 +54,7 @@ from memtrellis.attachments import attachments_of, content_text, mention
 from memtrellis.errors import InvalidInputError
 from memtrellis.extraction.documents import read_document
 from memtrellis.extraction.model import Document, Normalized, Turn
-from memtrellis.tool_calls import ToolUse, call_line, calls_of, result_of
+from memtrellis.tool_calls import ToolUse, call_line, calls_of, only_tool_results, result_of
 from memtrellis.types import SourceKind, _clean_text, utcnow
 
 __all__ = ["ROLES", "check_labels", "extractable", "new_id", "normalize"]
@@ -289,7 +289,7 @@ class _Reader:
         if calls:  # each call is a line of the text, so it is searched like the words
             lines = [line for line in map(call_line, calls) if line not in text]
             text = "\n".join(filter(None, [text, *lines]))
-        if role == "user" and _only_tool_results(content):
+        if role == "user" and only_tool_results(content):
             role = "tool"  # Anthropic sends a tool's output as a user message
         attached = (
             *attachments_of(content, keep_bytes=self.keep_bytes),
@@ -316,13 +316,6 @@ class _Reader:
             tool=result_of({**message, "role": role}) if role == "tool" else None,
             context=message.get("context") is True,
         )
-
-
-def _only_tool_results(content: Any) -> bool:
-    parts = content if _is_list(content) else ()
-    return bool(parts) and all(
-        isinstance(p, Mapping) and p.get("type") == "tool_result" for p in parts
-    )
 
 
 def _answered(turns: list[Turn]) -> list[Turn]:
