@@ -44,7 +44,83 @@ class OnnxModel(NamedTuple):
     session: Any
 
 
-class MiniLMEmbedder(PinnedModel[OnnxModel]):
+class OnnxSentenceEmbedder(PinnedModel[OnnxModel]):
+    """What the BERT-vocabulary ONNX embedders share: their settings, checked once, and
+    `encode`: texts tokenised once, sorted by length and run in batches of `batch_size`,
+    so padding stays small. A subclass loads its model in ``_load`` and turns a batch of
+    token ids into unit vectors in ``_run``.
+
+    Raises:
+        InvalidInputError: A bad ``batch_size``, ``max_length`` or ``intra_op_threads``.
+    """
+
+    def __init__(self, *, batch_size: int, max_length: int, intra_op_threads: int | None) -> None:
+        super().__init__()
+        if batch_size < 1:
+            raise InvalidInputError(f"batch_size must be >= 1, got {batch_size}")
+        if not 2 < max_length <= 512:
+            raise InvalidInputError(f"max_length must be in 3..512, got {max_length}")
+        threads = intra_op_threads if intra_op_threads is not None else _default_threads()
+        if threads < 1:
+            raise InvalidInputError(f"intra_op_threads must be >= 1, got {threads}")
+        self.batch_size = batch_size
+        self.max_length = max_length
+        self.intra_op_threads = threads
+
+    def encode(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        """Embed ``texts`` into a ``(len(texts), dimension)`` float32 array of unit vectors.
+
+        Examples:
+            >>> from memtrellis.embeddings import default_embedder
+            >>> default_embedder().encode(["hello", "world"]).shape
+            (2, 384)
+        """
+        batch = check_texts(texts)
+        out = np.zeros((len(batch), self.DIMENSION), dtype=np.float32)
+        if not batch:
+            return out
+        ids = self._ids(batch)
+        for chunk in self._batches(ids):
+            out[chunk] = self._run([ids[i] for i in chunk])
+        return out
+
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        """Embed texts to store; each vector is a ``list[float]`` of length `dimension`."""
+        result: list[list[float]] = self.encode(texts).tolist()
+        return result
+
+    def _ids(self, batch: list[str]) -> list[list[int]]:
+        encodings = self._model().tokenizer.encode_batch(batch, add_special_tokens=True)
+        return [e.ids for e in encodings]
+
+    def _batches(self, ids: list[list[int]]) -> list[list[int]]:
+        """The texts' indices, shortest first, cut into batches of `batch_size`."""
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        return [order[at : at + self.batch_size] for at in range(0, len(order), self.batch_size)]
+
+    def _run(self, rows: list[list[int]]) -> NDArray[np.float32]:
+        raise NotImplementedError
+
+
+def padded(rows: list[list[int]]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Token id rows padded with zeros to the longest, and their attention mask."""
+    width = max(len(r) for r in rows)
+    input_ids = np.zeros((len(rows), width), dtype=np.int64)
+    mask = np.zeros((len(rows), width), dtype=np.int64)
+    for i, row in enumerate(rows):
+        input_ids[i, : len(row)] = row
+        mask[i, : len(row)] = 1
+    return input_ids, mask
+
+
+def unit_rows(vectors: NDArray[np.float32]) -> NDArray[np.float32]:
+    """``vectors`` with each row L2-normalised, as float32."""
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    result: NDArray[np.float32] = (vectors / np.maximum(norms, 1e-12)).astype(np.float32)
+    return result
+
+
+class MiniLMEmbedder(OnnxSentenceEmbedder):
     """all-MiniLM-L6-v2 (int8 ONNX): 384-dim, L2-normalised sentence vectors, offline.
 
     Loads lazily and thread-safely on first use. Texts are tokenised once, sorted by
@@ -86,19 +162,11 @@ class MiniLMEmbedder(PinnedModel[OnnxModel]):
         max_length: int = 256,
         intra_op_threads: int | None = None,
     ) -> None:
-        super().__init__()
-        if batch_size < 1:
-            raise InvalidInputError(f"batch_size must be >= 1, got {batch_size}")
-        if not 2 < max_length <= 512:
-            raise InvalidInputError(f"max_length must be in 3..512, got {max_length}")
-        threads = intra_op_threads if intra_op_threads is not None else _default_threads()
-        if threads < 1:
-            raise InvalidInputError(f"intra_op_threads must be >= 1, got {threads}")
+        super().__init__(
+            batch_size=batch_size, max_length=max_length, intra_op_threads=intra_op_threads
+        )
         self._model_path = Path(model_path) if model_path is not None else None
         self._tokenizer_path = Path(tokenizer_path) if tokenizer_path is not None else None
-        self.batch_size = batch_size
-        self.max_length = max_length
-        self.intra_op_threads = threads
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Pickled as its settings (``Memory(engine_process=True)`` sends it to the engine
@@ -121,26 +189,6 @@ class MiniLMEmbedder(PinnedModel[OnnxModel]):
         model_bytes = _read_verified_model(self._model_path or _packaged_model_path())
         return OnnxModel(tokenizer, _make_session(model_bytes, self.intra_op_threads))
 
-    def encode(self, texts: Sequence[str]) -> NDArray[np.float32]:
-        """Embed ``texts`` into a ``(len(texts), 384)`` float32 array of unit vectors.
-
-        Examples:
-            >>> from memtrellis.embeddings import default_embedder
-            >>> default_embedder().encode(["hello", "world"]).shape
-            (2, 384)
-        """
-        batch = check_texts(texts)
-        out = np.zeros((len(batch), DIMENSION), dtype=np.float32)
-        if not batch:
-            return out
-        encodings = self._model().tokenizer.encode_batch(batch, add_special_tokens=True)
-        ids = [e.ids for e in encodings]
-        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-        for start in range(0, len(order), self.batch_size):
-            chunk = order[start : start + self.batch_size]
-            out[chunk] = self._run([ids[i] for i in chunk])
-        return out
-
     def token_vectors(self, texts: Sequence[str]) -> list[NDArray[np.float32]]:
         """Each text's contextual token vectors, ``(tokens, 384)`` unit rows, without the
         ``[CLS]`` and ``[SEP]`` tokens (late-interaction scoring reads them).
@@ -153,39 +201,21 @@ class MiniLMEmbedder(PinnedModel[OnnxModel]):
         batch = check_texts(texts)
         if not batch:
             return []
-        encodings = self._model().tokenizer.encode_batch(batch, add_special_tokens=True)
-        ids = [e.ids for e in encodings]
+        ids = self._ids(batch)
         out: list[NDArray[np.float32]] = [np.zeros((0, DIMENSION), np.float32)] * len(ids)
-        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-        for start in range(0, len(order), self.batch_size):
-            chunk = order[start : start + self.batch_size]
+        for chunk in self._batches(ids):
             hidden = self._hidden([ids[i] for i in chunk])
             for row, index in enumerate(chunk):
-                tokens = hidden[row, 1 : len(ids[index]) - 1]
-                norms = np.linalg.norm(tokens, axis=1, keepdims=True)
-                out[index] = (tokens / np.maximum(norms, 1e-12)).astype(np.float32)
+                out[index] = unit_rows(hidden[row, 1 : len(ids[index]) - 1])
         return out
 
-    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        """Embed texts to store; each vector is a ``list[float]`` of length 384."""
-        result: list[list[float]] = self.encode(texts).tolist()
-        return result
-
     def _run(self, rows: list[list[int]]) -> NDArray[np.float32]:
-        hidden, mask = self._hidden(rows), _mask(rows)
+        hidden, (_, mask) = self._hidden(rows), padded(rows)
         weights = mask[:, :, None].astype(np.float32)
-        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        result: NDArray[np.float32] = (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
-        return result
+        return unit_rows((hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9))
 
     def _hidden(self, rows: list[list[int]]) -> NDArray[np.float32]:
-        width = max(len(r) for r in rows)
-        input_ids = np.zeros((len(rows), width), dtype=np.int64)
-        mask = np.zeros((len(rows), width), dtype=np.int64)
-        for i, row in enumerate(rows):
-            input_ids[i, : len(row)] = row
-            mask[i, : len(row)] = 1
+        input_ids, mask = padded(rows)
         feeds = {
             "input_ids": input_ids,
             "attention_mask": mask,
@@ -196,13 +226,6 @@ class MiniLMEmbedder(PinnedModel[OnnxModel]):
 
     def __repr__(self) -> str:
         return f"MiniLMEmbedder(model_id={MODEL_ID!r}, threads={self.intra_op_threads})"
-
-
-def _mask(rows: list[list[int]]) -> NDArray[np.int64]:
-    mask = np.zeros((len(rows), max(len(r) for r in rows)), dtype=np.int64)
-    for i, row in enumerate(rows):
-        mask[i, : len(row)] = 1
-    return mask
 
 
 _default: MiniLMEmbedder | None = None

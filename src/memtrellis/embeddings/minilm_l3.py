@@ -9,23 +9,23 @@ loads until the first text is embedded, and nothing is downloaded.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, distribution
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from memtrellis.embeddings._adapters import check_texts
 from memtrellis.embeddings.minilm import (
     OnnxModel,
-    _default_threads,
+    OnnxSentenceEmbedder,
     _load_tokenizer,
     _make_session,
     _packaged_tokenizer_path,
+    padded,
+    unit_rows,
 )
-from memtrellis.embeddings.pinned import PinnedModel, read_pinned
-from memtrellis.errors import EmbedderUnavailableError, InvalidInputError
+from memtrellis.embeddings.pinned import read_pinned
+from memtrellis.errors import EmbedderUnavailableError
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -42,7 +42,7 @@ _MODEL_FILE = "paraphrase-MiniLM-L3-v2.onnx"
 _POOLED_OUTPUT = "461"  # the graph's attention-masked mean of the last hidden state
 
 
-class MiniLML3Embedder(PinnedModel[OnnxModel]):
+class MiniLML3Embedder(OnnxSentenceEmbedder):
     """paraphrase-MiniLM-L3-v2 (fp32 ONNX): 384-dim, L2-normalised sentence vectors, offline.
 
     Three transformer layers instead of six: about twice as fast to embed as
@@ -81,18 +81,10 @@ class MiniLML3Embedder(PinnedModel[OnnxModel]):
         max_length: int = 128,
         intra_op_threads: int | None = None,
     ) -> None:
-        super().__init__()
-        if batch_size < 1:
-            raise InvalidInputError(f"batch_size must be >= 1, got {batch_size}")
-        if not 2 < max_length <= 512:
-            raise InvalidInputError(f"max_length must be in 3..512, got {max_length}")
-        threads = intra_op_threads if intra_op_threads is not None else _default_threads()
-        if threads < 1:
-            raise InvalidInputError(f"intra_op_threads must be >= 1, got {threads}")
+        super().__init__(
+            batch_size=batch_size, max_length=max_length, intra_op_threads=intra_op_threads
+        )
         self._model_path = Path(model_path) if model_path is not None else None
-        self.batch_size = batch_size
-        self.max_length = max_length
-        self.intra_op_threads = threads
 
     def _load(self) -> OnnxModel:
         tokenizer = _load_tokenizer(_packaged_tokenizer_path())
@@ -104,38 +96,10 @@ class MiniLML3Embedder(PinnedModel[OnnxModel]):
         )
         return OnnxModel(tokenizer, _make_session(model, self.intra_op_threads))
 
-    def encode(self, texts: Sequence[str]) -> NDArray[np.float32]:
-        """Embed ``texts`` into a ``(len(texts), 384)`` float32 array of unit vectors."""
-        batch = check_texts(texts)
-        out = np.zeros((len(batch), DIMENSION), dtype=np.float32)
-        if not batch:
-            return out
-        encodings = self._model().tokenizer.encode_batch(batch, add_special_tokens=True)
-        ids = [e.ids for e in encodings]
-        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-        for start in range(0, len(order), self.batch_size):
-            chunk = order[start : start + self.batch_size]
-            out[chunk] = self._run([ids[i] for i in chunk])
-        return out
-
-    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        """Embed texts to store; each vector is a ``list[float]`` of length 384."""
-        result: list[list[float]] = self.encode(texts).tolist()
-        return result
-
     def _run(self, rows: list[list[int]]) -> NDArray[np.float32]:
-        width = max(len(r) for r in rows)
-        input_ids = np.zeros((len(rows), width), dtype=np.int64)
-        mask = np.zeros((len(rows), width), dtype=np.int64)
-        for i, row in enumerate(rows):
-            input_ids[i, : len(row)] = row
-            mask[i, : len(row)] = 1
-        pooled = self._model().session.run(
-            [_POOLED_OUTPUT], {"input_ids": input_ids, "attention_mask": mask}
-        )[0]
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        result: NDArray[np.float32] = (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
-        return result
+        input_ids, mask = padded(rows)
+        feeds = {"input_ids": input_ids, "attention_mask": mask}
+        return unit_rows(self._model().session.run([_POOLED_OUTPUT], feeds)[0])
 
     def __repr__(self) -> str:
         return f"MiniLML3Embedder(model_id={L3_MODEL_ID!r}, threads={self.intra_op_threads})"
