@@ -96,7 +96,7 @@ class Visibility:
         at recall's ``now``, if any."""
         if item.memory_type is not MemoryType.EPISODE:
             return None
-        preds = self._pred.get(item.id)
+        preds: dict[str, dict[str, object]] | None = self._pred.get(item.id)
         if not preds:
             return None
         now = self._req.now
