@@ -50,10 +50,10 @@ from memtrellis.context.render import line_tokens
 from memtrellis.context.render import memory_line as context_line
 from memtrellis.lifecycle.config import LifecycleConfig
 from memtrellis.recall import neighbours
-from memtrellis.recall.cues import ANCHOR_SCAN, Voice, apply_cues, voice_of
+from memtrellis.recall.cues import ANCHOR_SCAN, Voice, apply_cues
 from memtrellis.recall.paths import route_path
 from memtrellis.recall.rerank import RerankStage
-from memtrellis.recall.scoring import Score, Step, rank
+from memtrellis.recall.scoring import Score, Step, rank, traits
 from memtrellis.recall.subjects import NamedSubject, named_subjects
 from memtrellis.recall.visibility import SCOPE, Visibility, hidden
 from memtrellis.store import MemoryGraph, Store
@@ -408,8 +408,8 @@ def hybrid_recall(
 
 def _voice(graph: MemoryGraph, memory_id: str) -> Voice | None:
     """A memory's `Voice`, kept on its node until the item changes."""
-    found = graph.memo(memory_id, "voice", voice_of)
-    return found[1] if found is not None else None
+    found = traits(graph, memory_id)
+    return found[1].voice if found is not None else None
 
 
 def _text(graph: MemoryGraph, memory_id: str) -> str:

@@ -30,16 +30,36 @@ from memtrellis.lifecycle.confidence import (
     weight_basis,
 )
 from memtrellis.lifecycle.config import LifecycleConfig
+from memtrellis.recall.cues import Voice, voice_of
 from memtrellis.store import MemoryGraph
 from memtrellis.types import EdgeKind, MemoryItem, RecallExplanation
 
-__all__ = ["Score", "Step", "rank"]
+__all__ = ["Score", "Step", "Traits", "rank", "traits"]
 
 #: One step of a hop's route: (node, kind of the edge to the next step, its direction).
 Step = tuple[str, str | None, bool | None]
 #: Room for rounding: a bound computed in another order than the final score must not
 #: fall below it when the two are equal.
 _ROUNDING = 1.0 + 1e-9
+
+
+@dataclass(frozen=True, slots=True)
+class Traits:
+    """What recall reads of a stored item alone, kept on its node until the item changes
+    (`MemoryGraph.memo`): what weighing needs besides the edges (`weight_basis`: latest
+    evidence, merged duplicates) and who said it when (the cues' `Voice`)."""
+
+    basis: tuple[float, int]
+    voice: Voice
+
+
+def _traits_of(item: MemoryItem) -> Traits:
+    return Traits(weight_basis(item), voice_of(item))
+
+
+def traits(graph: MemoryGraph, memory_id: str) -> tuple[MemoryItem, Traits] | None:
+    """The stored item and its `Traits`, or ``None`` when the memory is not stored."""
+    return graph.memo(memory_id, "recall", _traits_of)
 
 
 @dataclass(slots=True)
@@ -109,10 +129,10 @@ def rank(
     hottest = 1.0 + config.heat_cap
     bounds: list[tuple[float, str, MemoryItem, tuple[float, int]]] = []
     for memory_id, entry in scores.items():
-        found = graph.memo(memory_id, "weight", weight_basis)
+        found = traits(graph, memory_id)
         if found is None:
             continue  # forgotten: never weighed, never ranked
-        item, basis = found
+        item, basis = found[0], found[1].basis
         relevance = entry.relevance
         most = 0.0
         if relevance > 0:

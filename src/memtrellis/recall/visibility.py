@@ -60,12 +60,14 @@ class Visibility:
     ``turns`` maps each turn left out as replaced to the newer turn that replaces it.
     """
 
-    __slots__ = ("_nodes", "_pred", "_req", "seen", "turns")
+    __slots__ = ("_nodes", "_plain", "_pred", "_req", "seen", "turns")
 
     def __init__(self, graph: MemoryGraph, req: RecallRequest) -> None:
         self._nodes = graph.g._node
         self._pred = graph.g._pred
         self._req = req
+        # Neither process, session nor filters narrow it: the entity and validity decide.
+        self._plain = req.process_id is None and req.session_id is None and not req.filtered
         self.seen: dict[str, str | None] = {}
         self.turns: dict[str, str] = {}
 
@@ -81,7 +83,14 @@ class Visibility:
             data["item"] if data is not None and data.get("kind") == _MEMORY else None
         )
         req = self._req
-        reason = hidden(item, req)
+        if self._plain and item is not None and item.scope.entity_id == req.entity_id:
+            reason = item.invalid_reason(
+                req.now,
+                include_expired=req.include_expired,
+                include_superseded=req.include_superseded,
+            )
+        else:
+            reason = hidden(item, req)
         if reason is None and not req.include_superseded:
             assert item is not None
             newer = self._replaced_by(item)
