@@ -23,10 +23,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from memtrellis import Memory
-from memtrellis.lifecycle.config import LifecycleConfig
 from memtrellis.lifecycle.confidence import effective_confidence, heat
+from memtrellis.lifecycle.config import LifecycleConfig
 from memtrellis.recall import hybrid
 from memtrellis.recall.hybrid import RecallRequest, hybrid_recall
 from memtrellis.recall.scoring import Score
@@ -35,10 +37,31 @@ from memtrellis.testing import HashingEmbedder, store_of, temp_memory
 from memtrellis.types import EdgeKind, MemoryItem, MemoryType, Scope, SourceRef
 
 NOW = datetime(2026, 6, 1, 12, tzinfo=timezone.utc)
-WORDS = (
-    "tea coffee porto lisbon hiking guitar jazz dog cat garden bread sister brother "
-    "moved bought painted trip summer winter school job bike boat"
-).split()
+WORDS = [
+    "tea",
+    "coffee",
+    "porto",
+    "lisbon",
+    "hiking",
+    "guitar",
+    "jazz",
+    "dog",
+    "cat",
+    "garden",
+    "bread",
+    "sister",
+    "brother",
+    "moved",
+    "bought",
+    "painted",
+    "trip",
+    "summer",
+    "winter",
+    "school",
+    "job",
+    "bike",
+    "boat",
+]
 NAMES = ["Ana", "Bo", "Kenji", "Clara"]
 SUBJECTS = ["Porto", "Rex", "Lisbon", "Kenji", "Garden Club"]
 TYPES = [MemoryType.EPISODE, MemoryType.EPISODE, MemoryType.FACT, MemoryType.PREFERENCE]
@@ -303,3 +326,64 @@ def test_times_read_from_a_store_compare_in_python_s_utc(tmp_path: Path) -> None
         assert all(t is not None and t.tzinfo is timezone.utc for t in times)
         assert stored.valid_from == NOW
         assert stored.model_dump_json() == dumped
+
+
+def _reference_reason(
+    item: MemoryItem, when: datetime, include_expired: bool, include_superseded: bool
+) -> str | None:
+    """`MemoryItem.invalid_reason` as its rule reads, without the fast path."""
+    ended = item.valid_until is not None and item.valid_until <= when
+    replaced = item.superseded_by is not None and (item.valid_until is None or ended)
+    if include_expired:
+        return "superseded" if replaced and not include_superseded else None
+    if (item.valid_from or item.created_at) > when:
+        return "not yet valid"
+    if replaced and not include_superseded:
+        return "superseded"
+    if ended and item.superseded_by is None:
+        return "expired"
+    return None
+
+
+days = st.integers(min_value=-5, max_value=5)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    created=days,
+    start=st.none() | days,
+    end=st.none() | days,
+    superseded=st.booleans(),
+    when=days,
+    naive=st.booleans(),
+    include_expired=st.booleans(),
+    include_superseded=st.booleans(),
+)
+def test_invalid_reason_s_shortcut_keeps_its_rule(
+    created: int,
+    start: int | None,
+    end: int | None,
+    superseded: bool,
+    when: int,
+    naive: bool,
+    include_expired: bool,
+    include_superseded: bool,
+) -> None:
+    def at(day: int) -> datetime:
+        return NOW + timedelta(days=day)
+
+    if start is not None and end is not None:
+        assume(end > start)  # a window that ends before it starts is refused
+    item = MemoryItem(
+        text="x",
+        scope=Scope(entity_id="u"),
+        created_at=at(created),
+        valid_from=None if start is None else at(start),
+        valid_until=None if end is None else at(end),
+        superseded_by="newer" if superseded else None,
+    )
+    moment = at(when).replace(tzinfo=None) if naive else at(when)
+    got = item.invalid_reason(
+        moment, include_expired=include_expired, include_superseded=include_superseded
+    )
+    assert got == _reference_reason(item, at(when), include_expired, include_superseded)

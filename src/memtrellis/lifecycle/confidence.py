@@ -99,7 +99,8 @@ def decay_factor(latest: float, now: float, config: LifecycleConfig) -> float:
     age_days = (now - latest) / 86400.0
     if age_days <= 0:
         return 1.0
-    return max(config.decay_floor, 0.5 ** (age_days / config.half_life_days))
+    halved: float = 0.5 ** (age_days / config.half_life_days)
+    return max(config.decay_floor, halved)
 
 
 def heat(item: MemoryItem, config: LifecycleConfig) -> float:

@@ -28,10 +28,13 @@
 7. Confidence: the score so far (relevance) is multiplied by the memory's effective
    confidence (its confidence, a capped bonus per ``supports`` edge, time decay) and a
    small capped prior for memories recalled before (`memtrellis.lifecycle.confidence`).
+   Only the candidates whose own bound can still reach the top k are weighed
+   (`memtrellis.recall.scoring`).
 8. Expired, superseded and not-yet-valid memories (at ``now``, which ``as_of`` moves)
    are left out unless asked for (a conversation turn is superseded by a ``supersedes``
-   edge from a newer turn, see `memtrellis.lifecycle.turns`), and the search hits left
-   out are reported; a token budget cuts the list before it is exceeded.
+   edge from a newer turn, see `memtrellis.lifecycle.turns`; `memtrellis.recall.visibility`),
+   and the search hits left out are reported; a token budget cuts the list before it is
+   exceeded.
 9. Optional second stage (``RecallRequest.reranker``, `memtrellis.recall.rerank`): the
    best ``depth`` candidates after step 7 are reordered by a reranker, run outside the
    shard's lock; off by default (``docs/benchmarks.md``, "Embedders and reranking").
@@ -43,7 +46,7 @@ Measured on LoCoMo (``benchmarks/locomo.py``, ``benchmarks/recall_ab.py``): see
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from memtrellis.context.render import line_tokens
@@ -62,7 +65,6 @@ from memtrellis.types import (
     MemoryItem,
     MemoryType,
     RecalledMemory,
-    RecallExplanation,
     SkippedMemory,
 )
 
@@ -192,7 +194,7 @@ def _lend_context(
     if named:
         seeds = _lend_named(graph, scores, visible, floor, k, named, seeds, by_fused)
     reached = 0
-    for rank, (memory_id, seed_score) in enumerate(seeds):
+    for place, (memory_id, seed_score) in enumerate(seeds):
         entry = scores[memory_id]
         start: list[Step] = entry.route[:-1] if entry.route else []
         for other, kind, forward in _related(graph, memory_id):
@@ -200,7 +202,7 @@ def _lend_context(
             # lifts from every seed pushed direct answers out (measured on the Chinese
             # set, where document chunks extend one another); one no search found is
             # reached from any of them.
-            if other in scores and rank >= EDGE_LIFTERS:
+            if other in scores and place >= EDGE_LIFTERS:
                 continue
             if other != memory_id and visible(other):
                 target = scores.get(other) or scores.setdefault(other, Score(fused=floor))

@@ -83,6 +83,7 @@ class Visibility:
             data["item"] if data is not None and data.get("kind") == _MEMORY else None
         )
         req = self._req
+        reason: str | None
         if self._plain and item is not None and item.scope.entity_id == req.entity_id:
             reason = item.invalid_reason(
                 req.now,
