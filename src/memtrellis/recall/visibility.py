@@ -16,13 +16,9 @@ more than the checks.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from memtrellis.recall.request import RecallRequest
 from memtrellis.store import MemoryGraph
 from memtrellis.types import EdgeKind, MemoryItem, MemoryType
-
-if TYPE_CHECKING:
-    from memtrellis.recall.hybrid import RecallRequest
 
 __all__ = ["SCOPE", "Visibility", "hidden"]
 
