@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from memtrellis.lifecycle import LifecycleConfig
 from memtrellis.lifecycle.confidence import effective_confidence, heat
-from memtrellis.recall.hybrid import RecallRequest, _rank, _Score
+from memtrellis.recall.scoring import Score, rank
 from memtrellis.store import MemoryGraph
 from memtrellis.types import EdgeKind, MemoryItem, Scope
 
@@ -27,7 +27,7 @@ candidate = st.tuples(
 @given(st.lists(candidate, min_size=1, max_size=40), st.integers(min_value=1, max_value=12))
 def test_rank_equals_weighing_everything(rows: list[tuple], k: int) -> None:
     graph = MemoryGraph()
-    scores: dict[str, _Score] = {}
+    scores: dict[str, Score] = {}
     scope = Scope(entity_id="u")
     for n, (relevance, confidence, age, recalls, supported) in enumerate(rows):
         item = MemoryItem(
@@ -41,21 +41,8 @@ def test_rank_equals_weighing_everything(rows: list[tuple], k: int) -> None:
         graph.put(item)
         if supported and n:
             graph.add_edge(f"m{n - 1:02d}", item.id, EdgeKind.SUPPORTS)
-        scores[item.id] = _Score(fused=relevance)
+        scores[item.id] = Score(fused=relevance)
     config = LifecycleConfig()
-    request = RecallRequest(
-        query="q",
-        embedding=[0.0],
-        entity_id="u",
-        process_id=None,
-        session_id=None,
-        k=k,
-        token_budget=None,
-        include_superseded=False,
-        include_expired=False,
-        now=NOW,
-        lifecycle=config,
-    )
 
     def final(memory_id: str) -> float:
         item = graph.item(memory_id)
@@ -65,5 +52,5 @@ def test_rank_equals_weighing_everything(rows: list[tuple], k: int) -> None:
         return scores[memory_id].relevance * weight * heat(item, config)
 
     expected = sorted(scores, key=lambda i: -final(i))[:k]
-    got = _rank(graph, scores, request)
+    got = rank(graph, scores, k, NOW, config)
     assert [round(final(i), 9) for i in got] == [round(final(i), 9) for i in expected]

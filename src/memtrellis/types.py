@@ -417,9 +417,16 @@ class MemoryItem(Model):
             >>> print(item.invalid_reason(datetime(2026, 2, 1, tzinfo=timezone.utc)))
             None
         """
-        when = _aware(when) or when
-        ended = self.valid_until is not None and self.valid_until <= when
-        replaced = self.superseded_by is not None and (self.valid_until is None or ended)
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=timezone.utc)
+        until = self.valid_until
+        if until is None and self.superseded_by is None:
+            # Open-ended and current, as most memories are (recall asks hundreds a query).
+            if include_expired or (self.valid_from or self.created_at) <= when:
+                return None
+            return "not yet valid"
+        ended = until is not None and until <= when
+        replaced = self.superseded_by is not None and (until is None or ended)
         if include_expired:
             return "superseded" if replaced and not include_superseded else None
         if (self.valid_from or self.created_at) > when:

@@ -30,6 +30,7 @@ from memtrellis.types import MemoryItem, SourceKind, voice_sources
 
 __all__ = [
     "decay",
+    "decay_factor",
     "effective_confidence",
     "evidence_time",
     "heat",
@@ -87,12 +88,19 @@ def effective_confidence(
     """
     latest, merged = basis if basis is not None else weight_basis(item)
     bonus = min(config.support_cap, config.support_bonus * (supports + merged))
-    factor = 1.0
-    if config.half_life_days is not None:
-        age_days = (now.timestamp() - latest) / 86400.0
-        if age_days > 0:
-            factor = max(config.decay_floor, 0.5 ** (age_days / config.half_life_days))
+    factor = decay_factor(latest, now.timestamp(), config)
     return min(1.0, item.confidence + bonus) * factor, factor
+
+
+def decay_factor(latest: float, now: float, config: LifecycleConfig) -> float:
+    """The decay of evidence last given at ``latest`` at ``now`` (both POSIX seconds)."""
+    if config.half_life_days is None:
+        return 1.0
+    age_days = (now - latest) / 86400.0
+    if age_days <= 0:
+        return 1.0
+    halved: float = 0.5 ** (age_days / config.half_life_days)
+    return max(config.decay_floor, halved)
 
 
 def heat(item: MemoryItem, config: LifecycleConfig) -> float:

@@ -28,10 +28,13 @@
 7. Confidence: the score so far (relevance) is multiplied by the memory's effective
    confidence (its confidence, a capped bonus per ``supports`` edge, time decay) and a
    small capped prior for memories recalled before (`memtrellis.lifecycle.confidence`).
+   Only the candidates whose own bound can still reach the top k are weighed
+   (`memtrellis.recall.scoring`).
 8. Expired, superseded and not-yet-valid memories (at ``now``, which ``as_of`` moves)
    are left out unless asked for (a conversation turn is superseded by a ``supersedes``
-   edge from a newer turn, see `memtrellis.lifecycle.turns`), and the search hits left
-   out are reported; a token budget cuts the list before it is exceeded.
+   edge from a newer turn, see `memtrellis.lifecycle.turns`; `memtrellis.recall.visibility`),
+   and the search hits left out are reported; a token budget cuts the list before it is
+   exceeded.
 9. Optional second stage (``RecallRequest.reranker``, `memtrellis.recall.rerank`): the
    best ``depth`` candidates after step 7 are reordered by a reranker, run outside the
    shard's lock; off by default (``docs/benchmarks.md``, "Embedders and reranking").
@@ -42,27 +45,22 @@ Measured on LoCoMo (``benchmarks/locomo.py``, ``benchmarks/recall_ab.py``): see
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
-from datetime import datetime
 
 from memtrellis.context.render import line_tokens
 from memtrellis.context.render import memory_line as context_line
-from memtrellis.lifecycle.confidence import effective_confidence, heat, weight_basis
-from memtrellis.lifecycle.config import LifecycleConfig
 from memtrellis.recall import neighbours
-from memtrellis.recall.cues import ANCHOR_SCAN, Voice, apply_cues, voice_of
+from memtrellis.recall.cues import ANCHOR_SCAN, Voice, apply_cues
 from memtrellis.recall.paths import route_path
-from memtrellis.recall.rerank import RerankStage
+from memtrellis.recall.request import RecallRequest
+from memtrellis.recall.scoring import Score, Step, rank, traits
 from memtrellis.recall.subjects import NamedSubject, named_subjects
+from memtrellis.recall.visibility import SCOPE, Visibility, hidden
 from memtrellis.store import MemoryGraph, Store
 from memtrellis.types import (
     EdgeKind,
     MemoryItem,
-    MemoryType,
     RecalledMemory,
-    RecallExplanation,
     SkippedMemory,
 )
 
@@ -88,8 +86,6 @@ _EDGES = (EdgeKind.SUPPORTS.value, EdgeKind.EXTENDS.value)
 #: Only the best this many seeds lend along those edges to candidates already found
 #: (any seed reaches one no search found).
 EDGE_LIFTERS = 1
-#: One step of a hop's route: (node, kind of the edge to the next step, its direction).
-Step = tuple[str, str | None, bool | None]
 _MIN_FETCH = 100
 #: Most search hits reported as left out of one recall.
 MAX_SKIPPED = 20
@@ -123,148 +119,9 @@ def memory_line(item: MemoryItem, confidence: float | None = None) -> str:
     return context_line(item, confidence=confidence)
 
 
-@dataclass(slots=True)
-class _Score:
-    # Plain accumulator while ranking; a validated RecallExplanation is built per result.
-    dense: float | None = None
-    dense_rank: int | None = None
-    keyword: float | None = None
-    keyword_rank: int | None = None
-    fused: float = 0.0
-    context: float = 0.0
-    best_lend: float = 0.0
-    path: list[str] = field(default_factory=list)
-    route: list[Step] = field(default_factory=list)
-    confidence: float = 1.0
-    decay: float = 1.0
-    supports: int = 0
-    heat: float = 1.0
-    boost: float = 0.0  # share of relevance lent by speaker and time cues (recall.cues)
-    boosts: list[str] = field(default_factory=list)
-    rerank: float | None = None
-
-    @property
-    def relevance(self) -> float:
-        return (self.fused + self.context) * (1.0 + self.boost)
-
-    @property
-    def final(self) -> float:
-        return self.relevance * self.confidence * self.heat
-
-    def lend(self, amount: float, path: list[str], route: list[Step] | None = None) -> None:
-        self.context += amount
-        if amount > self.best_lend:
-            self.best_lend, self.path = amount, path
-            self.route = route or []
-
-    def explain(self) -> RecallExplanation:
-        return RecallExplanation(
-            dense_score=None if self.dense is None else round(self.dense, 6),
-            dense_rank=self.dense_rank,
-            keyword_score=None if self.keyword is None else round(self.keyword, 6),
-            keyword_rank=self.keyword_rank,
-            graph_path=self.path,
-            fused_score=round(self.fused, 8),
-            relevance=round(self.relevance, 8),
-            confidence=round(self.confidence, 6),
-            decay=round(self.decay, 6),
-            supports=self.supports,
-            heat=round(self.heat, 6),
-            final_score=round(self.final, 8),
-            boosts=list(self.boosts),
-            rerank_score=None if self.rerank is None else round(self.rerank, 6),
-        )
-
-
-@dataclass(frozen=True)
-class RecallRequest:
-    """One recall, with its scope already resolved."""
-
-    query: str
-    embedding: Sequence[float]
-    entity_id: str
-    process_id: str | None
-    session_id: str | None
-    k: int
-    token_budget: int | None
-    include_superseded: bool
-    include_expired: bool
-    now: datetime
-    graph_context: bool = True  # conversation neighbours and entity hops
-    lifecycle: LifecycleConfig = field(default_factory=LifecycleConfig)
-    #: Candidates taken from each search; ``None`` for ``max(4k, 100)``.
-    fetch: int | None = None
-    #: Only memories of one of these types / with one of these tags (``None``: any).
-    memory_types: frozenset[MemoryType] | None = None
-    tags: frozenset[str] | None = None
-    #: The embedder's `similarity_floor`: cosines are read as ``(s - floor) / (1 - floor)``.
-    similarity_floor: float = 0.0
-
-    def dense_part(self, similarity: float) -> float:
-        """The cosine on the scale fusion expects (unchanged for a floor of 0)."""
-        floor = self.similarity_floor
-        if not floor:
-            return similarity
-        return max(0.0, (similarity - floor) / (1.0 - floor))
-
-    #: Second stage over the best first-stage candidates (`memtrellis.recall.rerank`).
-    reranker: RerankStage | None = None
-
-    @property
-    def filtered(self) -> bool:
-        """Whether types or tags narrow the memories searched."""
-        return self.memory_types is not None or self.tags is not None
-
-    def wanted(self, item: MemoryItem) -> bool:
-        """``item`` passes the type and tag filters."""
-        if self.memory_types is not None and item.memory_type not in self.memory_types:
-            return False
-        return self.tags is None or not self.tags.isdisjoint(item.tags)
-
-
-_SCOPE = "scope"
-
-
-def _hidden(item: MemoryItem | None, req: RecallRequest) -> str | None:
-    """Why ``item`` is left out of this recall, or ``None`` when it is visible."""
-    if item is None or item.scope.entity_id != req.entity_id:
-        return _SCOPE
-    if req.process_id is not None and item.scope.process_id != req.process_id:
-        return _SCOPE
-    if req.session_id is not None and item.scope.session_id != req.session_id:
-        return _SCOPE
-    if req.filtered and not req.wanted(item):
-        return _SCOPE
-    # The validity rule is the item's own (MemoryItem.invalid_reason), shared with
-    # MemoryItem.is_valid_at.
-    return item.invalid_reason(
-        req.now,
-        include_expired=req.include_expired,
-        include_superseded=req.include_superseded,
-    )
-
-
-def _turn_replaced(graph: MemoryGraph, item: MemoryItem, now: datetime) -> str | None:
-    """A newer turn that supersedes this conversation turn at ``now``, if any.
-
-    Turns stay as they were said (never ``superseded_by``); the lifecycle links a turn
-    to an earlier one-claim turn it makes out of date with a ``supersedes`` edge
-    (`memtrellis.lifecycle.turns`), which counts from the newer turn's time on.
-    """
-    if item.memory_type is not MemoryType.EPISODE or not graph.count_into(
-        item.id, EdgeKind.SUPERSEDES
-    ):
-        return None
-    for other in graph.edges_of(item.id, EdgeKind.SUPERSEDES)[1]:
-        newer = graph.item(other)
-        if newer is not None and (newer.valid_from or newer.created_at) <= now:
-            return other
-    return None
-
-
 def _lend_context(
     graph: MemoryGraph,
-    scores: dict[str, _Score],
+    scores: dict[str, Score],
     visible: Callable[[str], bool],
     floor: float,
     k: int,
@@ -281,13 +138,13 @@ def _lend_context(
         for other, distance in walk:
             if other in scores or visible(other):
                 share = NEIGHBOUR_SHARE * 0.5 ** (distance - 1)
-                target = scores.get(other) or scores.setdefault(other, _Score(fused=floor))
+                target = scores.get(other) or scores.setdefault(other, Score(fused=floor))
                 target.lend(share * entry.fused, [memory_id, "follows", other])
     seeds = [(memory_id, entry.fused) for memory_id, entry in by_fused[:k]]
     if named:
         seeds = _lend_named(graph, scores, visible, floor, k, named, seeds, by_fused)
     reached = 0
-    for rank, (memory_id, seed_score) in enumerate(seeds):
+    for place, (memory_id, seed_score) in enumerate(seeds):
         entry = scores[memory_id]
         start: list[Step] = entry.route[:-1] if entry.route else []
         for other, kind, forward in _related(graph, memory_id):
@@ -295,10 +152,10 @@ def _lend_context(
             # lifts from every seed pushed direct answers out (measured on the Chinese
             # set, where document chunks extend one another); one no search found is
             # reached from any of them.
-            if other in scores and rank >= EDGE_LIFTERS:
+            if other in scores and place >= EDGE_LIFTERS:
                 continue
             if other != memory_id and visible(other):
-                target = scores.get(other) or scores.setdefault(other, _Score(fused=floor))
+                target = scores.get(other) or scores.setdefault(other, Score(fused=floor))
                 route = [*start, (memory_id, kind, forward), (other, None, None)]
                 target.lend(EDGE_SHARE * seed_score, [memory_id, kind, other], route)
         if reached >= k:
@@ -311,7 +168,7 @@ def _lend_context(
             if reached >= k:
                 break
             if other not in scores and visible(other):
-                hop = _Score(fused=floor)
+                hop = Score(fused=floor)
                 route = [*start, (memory_id, "mentions", True), (subject, "mentions", False)]
                 hop.lend(
                     ENTITY_HOP_SHARE * seed_score,
@@ -324,13 +181,13 @@ def _lend_context(
 
 def _lend_named(
     graph: MemoryGraph,
-    scores: dict[str, _Score],
+    scores: dict[str, Score],
     visible: Callable[[str], bool],
     floor: float,
     k: int,
     named: Sequence[NamedSubject],
     seeds: list[tuple[str, float]],
-    by_fused: list[tuple[str, _Score]],
+    by_fused: list[tuple[str, Score]],
 ) -> list[tuple[str, float]]:
     """Hops from the subjects the question names; returns the top k seeds with the
     memories that mention them counted in.
@@ -361,13 +218,13 @@ def _lend_named(
                 # still lends, and a memory no search found is still reached.
                 continue
             route: list[Step] = [(subject.node, "mentions", False), (other, None, None)]
-            target = scores.get(other) or scores.setdefault(other, _Score(fused=floor))
+            target = scores.get(other) or scores.setdefault(other, Score(fused=floor))
             target.lend(amount, [subject.node, "mentions", other], route)
             pool[other] = max(pool.get(other, 0.0), target.fused + target.context)
     return sorted(pool.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
 
 
-def _speakers(graph: MemoryGraph, candidates: Sequence[tuple[str, _Score]]) -> set[str]:
+def _speakers(graph: MemoryGraph, candidates: Sequence[tuple[str, Score]]) -> set[str]:
     """The speakers (case-folded) of the given candidates' sources."""
     out: set[str] = set()
     for memory_id, _ in candidates:
@@ -389,40 +246,6 @@ def _related(graph: MemoryGraph, memory_id: str) -> list[tuple[str, str, bool]]:
     return out
 
 
-def _rank(graph: MemoryGraph, scores: dict[str, _Score], req: RecallRequest) -> list[str]:
-    """Step 7: weigh candidates by effective confidence and heat; the top k ids, best first.
-
-    A weight is at most ``1 + heat_cap``, so once the next candidate by relevance could
-    not beat the k-th final score even at that weight, none after it can either: only the
-    candidates that may reach the top k are weighed (tens, not hundreds, at 100k).
-    """
-    config = req.lifecycle
-    ceiling = 1.0 + config.heat_cap
-    weighed: list[str] = []
-    finals: list[float] = []  # min-heap of the best k final scores so far
-    for memory_id in sorted(scores, key=lambda i: (-scores[i].relevance, i)):
-        entry = scores[memory_id]
-        best = entry.relevance * ceiling if entry.relevance > 0 else 0.0
-        if len(finals) >= req.k and best < finals[0]:
-            break
-        found = graph.memo(memory_id, "weight", weight_basis)
-        if found is None:
-            continue
-        item, basis = found
-        entry.supports = graph.count_into(memory_id, EdgeKind.SUPPORTS)
-        entry.confidence, entry.decay = effective_confidence(
-            item, entry.supports, req.now, config, basis
-        )
-        entry.heat = heat(item, config)
-        weighed.append(memory_id)
-        if len(finals) < req.k:
-            heapq.heappush(finals, entry.final)
-        elif entry.final > finals[0]:
-            heapq.heapreplace(finals, entry.final)
-    weighed.sort(key=lambda i: (-scores[i].final, -(scores[i].dense or 0.0), i))
-    return weighed[: req.k]
-
-
 def _skipped(
     graph: MemoryGraph,
     searched: list[str],
@@ -433,7 +256,7 @@ def _skipped(
     out: dict[str, SkippedMemory] = {}
     for memory_id in searched:
         reason = seen.get(memory_id)
-        if reason is None or reason == _SCOPE or memory_id in out:
+        if reason is None or reason == SCOPE or memory_id in out:
             continue
         item = graph.item(memory_id)
         by = item.superseded_by if item else None
@@ -474,34 +297,24 @@ def hybrid_recall(
     with store.reading(req.entity_id) as shard:
         graph = shard.graph
 
-        seen: dict[str, str | None] = {}
-        turns: dict[str, str] = {}  # turn id -> the newer turn superseding it
+        visible = Visibility(graph, req)
+        seen, turns = visible.seen, visible.turns
 
-        def visible(memory_id: str) -> bool:
-            if memory_id not in seen:
-                item = graph.item(memory_id)
-                seen[memory_id] = _hidden(item, req)
-                if seen[memory_id] is None and not req.include_superseded and item is not None:
-                    replaced = _turn_replaced(graph, item, req.now)
-                    if replaced is not None:
-                        seen[memory_id], turns[memory_id] = "superseded", replaced
-            return seen[memory_id] is None
-
-        scores: dict[str, _Score] = {}
+        scores: dict[str, Score] = {}
         found = [(i, s) for i, s in dense if visible(i)]
         floor = DENSE_WEIGHT * req.dense_part(min((s for _, s in dense), default=0.0))
-        for rank, (memory_id, similarity) in enumerate(found, start=1):
-            scores[memory_id] = _Score(
-                dense=similarity, dense_rank=rank, fused=DENSE_WEIGHT * req.dense_part(similarity)
+        for place, (memory_id, similarity) in enumerate(found, start=1):
+            scores[memory_id] = Score(
+                dense=similarity, dense_rank=place, fused=DENSE_WEIGHT * req.dense_part(similarity)
             )
         # Filtered: every hit, so that the ones that pass are not cut off by the others.
         wanted_hits = fetch * 2 if among is None else len(shard.keywords) or 1
         keyword_hits = shard.keywords.search(req.entity_id, req.query, wanted_hits)
         keyword = [(i, s) for i, s in keyword_hits if visible(i)]
         best = keyword[0][1] if keyword else 1.0
-        for rank, (memory_id, score) in enumerate(keyword, start=1):
-            entry = scores.get(memory_id) or scores.setdefault(memory_id, _Score(fused=floor))
-            entry.keyword, entry.keyword_rank = score, rank
+        for place, (memory_id, score) in enumerate(keyword, start=1):
+            entry = scores.get(memory_id) or scores.setdefault(memory_id, Score(fused=floor))
+            entry.keyword, entry.keyword_rank = score, place
             entry.fused += (1.0 - DENSE_WEIGHT) * score / best
 
         if req.graph_context:
@@ -530,8 +343,9 @@ def hybrid_recall(
         searched = [i for i, _ in dense] + [i for i, _ in keyword_hits]
         stage = req.reranker
         if stage is None:
-            return _results(graph, scores, _rank(graph, scores, req), req, searched, seen, turns)
-        ranked = _rank(graph, scores, replace(req, k=max(req.k, stage.depth)))
+            ranked = rank(graph, scores, req.k, req.now, req.lifecycle)
+            return _results(graph, scores, ranked, req, searched, seen, turns)
+        ranked = rank(graph, scores, max(req.k, stage.depth), req.now, req.lifecycle)
         head = [(i, _text(graph, i), scores[i].final) for i in ranked[: stage.depth]]
     # The reranker's model runs outside the shard's lock: the entity's writers and other
     # recalls go on meanwhile, and what changed is checked again below.
@@ -546,8 +360,8 @@ def hybrid_recall(
 
 def _voice(graph: MemoryGraph, memory_id: str) -> Voice | None:
     """A memory's `Voice`, kept on its node until the item changes."""
-    found = graph.memo(memory_id, "voice", voice_of)
-    return found[1] if found is not None else None
+    found = traits(graph, memory_id)
+    return found[1].voice if found is not None else None
 
 
 def _text(graph: MemoryGraph, memory_id: str) -> str:
@@ -557,7 +371,7 @@ def _text(graph: MemoryGraph, memory_id: str) -> str:
 
 def _results(
     graph: MemoryGraph,
-    scores: dict[str, _Score],
+    scores: dict[str, Score],
     ranked: list[str],
     req: RecallRequest,
     searched: list[str],
@@ -579,7 +393,7 @@ def _results(
         if len(results) >= req.k:
             break
         item = graph.item(memory_id)
-        if recheck and (item is None or _hidden(item, req) is not None):
+        if recheck and (item is None or hidden(item, req) is not None):
             continue
         assert item is not None
         entry = scores[memory_id]

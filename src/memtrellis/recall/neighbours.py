@@ -57,9 +57,14 @@ def slight_test(keywords: KeywordIndex, entity_id: str) -> Callable[[str], bool]
             found = known[term] = keywords.document_frequency(entity_id, term) > common
         return found
 
+    verdicts: dict[str, bool] = {}  # the lenders' walks cross the same messages
+
     def slight(memory_id: str) -> bool:
-        terms = keywords.terms_of(memory_id)
-        return bool(terms) and all(df_common(term) for term in terms)
+        found = verdicts.get(memory_id)
+        if found is None:
+            terms = keywords.terms_of(memory_id)
+            found = verdicts[memory_id] = bool(terms) and all(df_common(t) for t in terms)
+        return found
 
     return slight
 
@@ -73,8 +78,8 @@ def conversation_neighbours(
     if memory_id not in graph:
         return
     kind = EdgeKind.FOLLOWS.value
-    # The adjacency dicts directly: edge views cost more than the walk itself.
-    for links in (graph.g.succ, graph.g.pred):
+    # The adjacency dicts themselves: even the graph's views cost more than the walk.
+    for links in (graph.g._succ, graph.g._pred):
         current = memory_id
         distance = passed = 0
         while distance < radius:

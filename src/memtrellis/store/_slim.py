@@ -10,7 +10,8 @@ memory's history is kept as the JSON text the snapshot holds (see
 
 Nothing here changes what an item reads as, compares as or dumps as: a value is shared
 only when it is equal (and, for times, in the same zone), and pydantic only ever adds
-field names it already holds to a full fields set.
+field names it already holds to a full fields set. Times in UTC take Python's own
+``timezone.utc`` (see [`utc_zone`][memtrellis.store._slim.utc_zone]).
 """
 
 from __future__ import annotations
@@ -19,12 +20,20 @@ import json
 import sys
 from collections import deque
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from memtrellis.types import HistoryEvent, MemoryItem, Scope, SourceRef
 
-__all__ = ["EMPTY_HISTORY", "Slimmer", "add_event", "dumps", "history_bytes", "read_history"]
+__all__ = [
+    "EMPTY_HISTORY",
+    "Slimmer",
+    "add_event",
+    "dumps",
+    "history_bytes",
+    "read_history",
+    "utc_zone",
+]
 
 #: A memory without events.
 EMPTY_HISTORY = b"[]"
@@ -35,6 +44,30 @@ _SOURCE_FIELDS: set[str] = set(SourceRef.model_fields)
 _SCOPE_FIELDS: set[str] = set(Scope.model_fields)
 _ScopeKey = tuple[str, str | None, str | None]
 _TIMES = ("created_at", "updated_at", "last_recalled_at")
+_BOUNDS = ("valid_from", "valid_until")
+_ZERO = timedelta(0)
+
+
+def utc_zone(value: datetime) -> datetime:
+    """``value`` in Python's own ``timezone.utc`` when it is a UTC time under another zone
+    object (pydantic's ``TzInfo(0)``, which every time read from JSON carries); any other
+    time as it is. The same instant, printed and dumped the same way.
+
+    Comparing two times of different zone objects asks each zone for its offset, ten
+    times the cost of comparing two times of one zone, and recall compares the validity
+    of hundreds of memories per query with ``utcnow()``, which is in ``timezone.utc``.
+
+    Examples:
+        >>> from pydantic import TypeAdapter
+        >>> parsed = TypeAdapter(datetime).validate_json('"2026-01-01T00:00:00Z"')
+        >>> moved = utc_zone(parsed)
+        >>> moved.tzinfo is timezone.utc, moved == parsed, moved.isoformat() == parsed.isoformat()
+        (True, True, True)
+    """
+    zone = value.tzinfo
+    if zone is None or zone is timezone.utc or zone.utcoffset(value) != _ZERO:
+        return value
+    return value.replace(tzinfo=timezone.utc)
 
 
 def dumps(value: Any) -> str:
@@ -149,7 +182,10 @@ class Slimmer:
             values["scope"] = self._scopes.setdefault(key, scope)
         for name in _TIMES:
             if values[name] is not None:
-                values[name] = self._time(values[name])
+                values[name] = self._time(utc_zone(values[name]))
+        for name in _BOUNDS:
+            if values[name] is not None:
+                values[name] = utc_zone(values[name])
         _share_strings(values["tags"])
         _share_strings(values["entities"])
         if values["key"] is not None:
@@ -176,6 +212,8 @@ class Slimmer:
             if type(values[name]) is str:
                 values[name] = sys.intern(values[name])
         stamp, valid_from = values["timestamp"], item.valid_from
+        if stamp is not None:
+            stamp = values["timestamp"] = utc_zone(stamp)
         if (
             stamp is not None
             and valid_from is not None

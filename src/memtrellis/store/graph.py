@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import networkx as nx
 
@@ -55,6 +55,8 @@ __getattr__ = module_aliases(
     },
 )
 _MEMORY = "memory"
+#: The node attribute each `MemoryGraph.memo` name is kept under.
+_MEMO_KEYS: dict[str, str] = {}
 #: Subjects with more mentions than this are hubs that graph expansion does not walk.
 HUB_MENTIONS = 64
 #: The ``kind`` of subject nodes (memory nodes are ``"memory"``).
@@ -213,11 +215,11 @@ class MemoryGraph:
         if data is None or data.get("kind") != _MEMORY:
             return None
         item: MemoryItem = data["item"]
-        key = f"_memo_{name}"
-        cached = data.get(key)
+        key = _MEMO_KEYS.get(name) or _MEMO_KEYS.setdefault(name, f"_memo_{name}")
+        cached: tuple[MemoryItem, T] | None = data.get(key)
         if cached is None or cached[0] is not item:
             cached = data[key] = (item, compute(item))
-        return cast("tuple[MemoryItem, T]", cached)
+        return cached
 
     def count_into(self, memory_id: str, kind: EdgeKind) -> int:
         """How many ``kind`` edges point at a memory."""
