@@ -192,3 +192,104 @@ def test_chromas_write_log_is_indexed_by_collection(tmp_path: Path) -> None:
         assert any("memtrellis_queue_by_topic" in str(row) for row in plan)
     finally:
         index.close()
+
+
+def _has_log_index(database: Path) -> bool:
+    uri = f"file:{database}?mode=ro"
+    with sqlite3.connect(uri, uri=True) as db:
+        rows = db.execute("SELECT name FROM sqlite_master WHERE type = 'index'").fetchall()
+    return ("memtrellis_queue_by_topic",) in rows
+
+
+def _unindexed_copy(database: Path, copy: Path) -> None:
+    """``database``'s bytes, the index dropped, at ``copy`` (a file no Chroma has open)."""
+    import contextlib
+
+    copy.write_bytes(database.read_bytes())
+    with contextlib.closing(sqlite3.connect(copy)) as db:
+        db.execute("DROP INDEX memtrellis_queue_by_topic")
+        db.commit()
+
+
+@pytest.fixture
+def looks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The operations each open sends to the child process on Chroma's file (run for real)."""
+    from memtrellis.store import chroma_tuning
+
+    seen: list[str] = []
+    real = chroma_tuning.chroma_sql
+
+    def counted(operation: str, database: Path, arg: Any = None, **options: Any) -> Any:
+        seen.append(operation)
+        return real(operation, database, arg, **options)
+
+    monkeypatch.setattr(chroma_tuning, "chroma_sql", counted)
+    return seen
+
+
+def _written(index: VectorIndex, entity_id: str) -> None:
+    items, vectors = _items(entity_id, [f"{entity_id} fact"])
+    index.upsert(items, vectors)
+
+
+def test_a_store_reopened_untouched_is_not_looked_at_again(
+    tmp_path: Path, looks: list[str]
+) -> None:
+    """The child that finds the index runs once per file this process left indexed."""
+    index = VectorIndex(tmp_path / "chroma")
+    _written(index, "alice")
+    index.close()
+    assert looks == ["index_log"]  # the new file indexed once Chroma made it
+    for entity_id in ("bob", "carol"):
+        index = VectorIndex(tmp_path / "chroma")
+        _written(index, entity_id)
+        index.close()
+    assert looks == ["index_log"]
+    assert _has_log_index(tmp_path / "chroma" / "chroma.sqlite3")
+
+
+def test_a_store_written_by_another_client_is_looked_at_again(
+    tmp_path: Path, looks: list[str]
+) -> None:
+    index = VectorIndex(tmp_path / "chroma")
+    index.close()
+    other = _embedded(tmp_path / "chroma")  # a writer this process's index did not see
+    other.create_collection("other", embedding_function=None)
+    looks.clear()
+    VectorIndex(tmp_path / "chroma").close()
+    assert looks == ["index_log"]
+
+
+@pytest.mark.parametrize("how", ["copied over it", "moved into its place"])
+def test_a_restored_chroma_file_is_indexed_again(
+    tmp_path: Path, looks: list[str], how: str
+) -> None:
+    """A file restored without the index, even with its old times and size, gets it back on
+    the next open: copied over the file (same inode) or moved into its place (another)."""
+    import os
+    import shutil
+
+    database = tmp_path / "chroma" / "chroma.sqlite3"
+    index = VectorIndex(tmp_path / "chroma")
+    _written(index, "alice")
+    index.close()
+    backup = tmp_path / "backup.sqlite3"
+    _unindexed_copy(database, backup)
+    left = database.stat()
+    if how == "copied over it":
+        with database.open("r+b") as out:
+            out.write(backup.read_bytes())
+            out.truncate()
+        assert database.stat().st_ino == left.st_ino
+    else:
+        shutil.move(backup, database)
+    os.utime(database, ns=(left.st_atime_ns, left.st_mtime_ns))  # as `cp -p` restores
+    assert not _has_log_index(database)
+    looks.clear()
+    index = VectorIndex(tmp_path / "chroma")
+    try:
+        assert looks == ["index_log"]
+        assert _has_log_index(database)
+        assert index.count("alice") == 1
+    finally:
+        index.close()

@@ -15,7 +15,9 @@ import pytest
 
 # LiteLLM fetches its model price list at import unless told to use the copy it ships.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-litellm = pytest.importorskip("litellm")
+# Imported by the first of these tests to run (see _restored), not at collection: the import
+# costs ~3.5 CPU-s, which every pytest-xdist worker would pay, whichever runs these tests.
+litellm: Any = None
 pytestmark = [  # LiteLLM's own models and its own use of pydantic
     pytest.mark.filterwarnings("ignore::UserWarning:pydantic"),
     pytest.mark.filterwarnings("ignore:Accessing the 'model_:DeprecationWarning"),
@@ -45,6 +47,9 @@ def server(model: ScriptedModel, *, asynchronous: bool = False) -> Any:
 
 @pytest.fixture(autouse=True)
 def _restored() -> Iterator[None]:
+    global litellm
+    if litellm is None:
+        litellm = pytest.importorskip("litellm")
     own = (litellm.completion, litellm.acompletion)
     yield
     assert (litellm.completion, litellm.acompletion) == own  # closing the memory restored it

@@ -13,7 +13,9 @@ Examples:
 from __future__ import annotations
 
 import logging
+import threading
 import time
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,7 @@ __all__ = [
     "HNSW_EF_CONSTRUCTION",
     "HNSW_EF_SEARCH",
     "HNSW_SYNC_THRESHOLD",
+    "ChromaLogIndex",
     "bring_up_to_date",
     "index_chroma_log",
 ]
@@ -124,7 +127,9 @@ def index_chroma_log(directory: Path | str) -> bool:
     open; the operator of a ``chroma run`` server runs this once on the server's
     ``--path``. The index lives beside Chroma's schema under a name of ours, is made only
     when missing (checked read-only first, so this takes no write lock once it exists), and
-    its absence only costs speed: a failure is logged, never raised.
+    its absence only costs speed: a failure is logged, never raised. A file this process
+    left indexed when it last closed it, untouched since, is not looked at again (see
+    `ChromaLogIndex`).
 
     Returns whether the index exists afterwards.
 
@@ -136,6 +141,8 @@ def index_chroma_log(directory: Path | str) -> bool:
     database = Path(directory) / "chroma.sqlite3"
     if not database.exists():
         return False
+    if _left_indexed(database):
+        return True
     try:
         # In a child process: a Chroma of this process may have the file open (see
         # _chroma_sql). Read-only first there, so an existing index takes no write lock.
@@ -143,3 +150,84 @@ def index_chroma_log(directory: Path | str) -> bool:
     except ChromaSqlError:
         log.warning("could not index Chroma's write log in %s; writes may slow", database)
         return False
+
+
+# What proves a Chroma file is one this process left indexed: its device and inode, and its
+# size, modification and change times as they were just after this process closed its
+# client on it. Anything that writes the file since (Chroma in any process, a restore
+# copied over it, even one that sets the modification time back) moves its change time,
+# which no program can set; a file put in its place has another inode. A few hundred
+# files at most are remembered (the least recently closed are forgotten first).
+_Identity = tuple[int, int]
+_State = tuple[int, int, int]
+_LEFT_INDEXED: OrderedDict[_Identity, _State] = OrderedDict()
+_LEFT_INDEXED_MAX = 512
+_LEFT_LOCK = threading.Lock()
+
+
+def _stat(database: Path) -> tuple[_Identity, _State] | None:
+    try:
+        found = database.stat()
+    except OSError:
+        return None
+    return (found.st_dev, found.st_ino), (found.st_size, found.st_mtime_ns, found.st_ctime_ns)
+
+
+def _left_indexed(database: Path) -> bool:
+    seen = _stat(database)
+    if seen is None:
+        return False
+    with _LEFT_LOCK:
+        return _LEFT_INDEXED.get(seen[0]) == seen[1]
+
+
+class ChromaLogIndex:
+    """The index on the write log of one embedded store's Chroma file, for the life of one
+    client of it (`memtrellis.store.vectors.VectorIndex`): made or found on open, looked for
+    no more once found.
+
+    Finding it takes a child process (about 30 ms; see `index_chroma_log`) on every open,
+    so when the client closes, the file it leaves is remembered, and the next open in this
+    process of that same file, untouched since, trusts it without the child. Only a
+    file this client found indexed itself, still at the same inode, is remembered.
+
+    Examples:
+        >>> import tempfile
+        >>> log_index = ChromaLogIndex(tempfile.mkdtemp())  # no Chroma data there yet
+        >>> log_index.ensure(), log_index.indexed
+        (False, False)
+        >>> log_index.closed()  # nothing to remember
+    """
+
+    def __init__(self, directory: Path | str) -> None:
+        self.directory = Path(directory)
+        self._database = self.directory / "chroma.sqlite3"
+        self._file: _Identity | None = None  # the file found indexed, once it is
+
+    @property
+    def indexed(self) -> bool:
+        """Whether this client found (or made) the index."""
+        return self._file is not None
+
+    def ensure(self) -> bool:
+        """Make the index if it is missing, unless this client found it already; whether it
+        exists."""
+        if self._file is None:
+            before = _stat(self._database)  # before looking: a file replaced meanwhile differs
+            if before is not None and index_chroma_log(self.directory):
+                self._file = before[0]
+        return self._file is not None
+
+    def closed(self) -> None:
+        """The client has closed: remember the file as it is left, if it is the one found
+        indexed."""
+        if self._file is None:
+            return
+        left = _stat(self._database)
+        if left is None or left[0] != self._file:
+            return
+        with _LEFT_LOCK:
+            _LEFT_INDEXED[left[0]] = left[1]
+            _LEFT_INDEXED.move_to_end(left[0])
+            while len(_LEFT_INDEXED) > _LEFT_INDEXED_MAX:
+                _LEFT_INDEXED.popitem(last=False)

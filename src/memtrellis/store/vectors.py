@@ -33,6 +33,7 @@ from memtrellis.store.chroma_tuning import (
     HNSW_EF_CONSTRUCTION,
     HNSW_EF_SEARCH,
     HNSW_SYNC_THRESHOLD,
+    ChromaLogIndex,
     bring_up_to_date,
     index_chroma_log,
 )
@@ -200,7 +201,7 @@ class VectorIndex:
         self._client: Any = None
         self._max_batch: int | None = None
         self.stale = False
-        self._log_indexed = False
+        self._log_index = ChromaLogIndex(directory)
         self._connect()
 
     @property
@@ -261,8 +262,8 @@ class VectorIndex:
 
     def _index_the_log(self) -> None:
         # Once made, the index stays: reopening the client (refresh) need not look again.
-        if self.mode == "embedded" and not self._log_indexed:
-            self._log_indexed = index_chroma_log(self.directory)
+        if self.mode == "embedded":
+            self._log_index.ensure()
 
     def refresh(self) -> None:
         """Reopen the embedded client so it sees what other processes wrote.
@@ -289,6 +290,7 @@ class VectorIndex:
             self._collections.clear()
             if self._client is not None:
                 self._close_client()
+                self._log_index.closed()
 
     @contextlib.contextmanager
     def _client_in_use(self) -> Iterator[None]:
