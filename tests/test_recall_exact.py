@@ -69,9 +69,15 @@ TYPES = [MemoryType.EPISODE, MemoryType.EPISODE, MemoryType.FACT, MemoryType.PRE
 
 # -- the references ------------------------------------------------------------------------
 def reference_rank(
-    graph: MemoryGraph, scores: dict[str, Score], k: int, now: datetime, config: LifecycleConfig
+    graph: MemoryGraph,
+    scores: dict[str, Score],
+    k: int,
+    now: datetime,
+    config: LifecycleConfig,
+    read: object = None,
 ) -> list[str]:
-    """Every candidate weighed, then sorted: what `rank` must equal."""
+    """Every candidate weighed, then sorted: what `rank` must equal (reading each item
+    from the graph itself, whatever recall looked up before)."""
     weighed: list[str] = []
     for memory_id, entry in scores.items():
         item = graph.item(memory_id)

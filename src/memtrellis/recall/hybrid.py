@@ -53,7 +53,7 @@ from memtrellis.recall import neighbours
 from memtrellis.recall.cues import ANCHOR_SCAN, Voice, apply_cues
 from memtrellis.recall.paths import route_path
 from memtrellis.recall.request import RecallRequest
-from memtrellis.recall.scoring import Score, Step, rank, traits
+from memtrellis.recall.scoring import Score, Step, Traits, rank, traits
 from memtrellis.recall.subjects import NamedSubject, named_subjects
 from memtrellis.recall.visibility import SCOPE, Visibility, hidden
 from memtrellis.store import MemoryGraph, Store
@@ -330,6 +330,9 @@ def hybrid_recall(
                 else None
             )
             _lend_context(graph, scores, visible, floor, req.k, named, slight)
+        # What recall reads of each candidate alone, looked up once for the cues and the
+        # weighing (a forgotten one is None).
+        read = {memory_id: traits(graph, memory_id) for memory_id in scores}
         # Step 6: speaker and time named in the query (recall.cues).
         apply_cues(
             req.query,
@@ -337,15 +340,17 @@ def hybrid_recall(
             graph.item,
             lambda: graph.memory_ids(req.entity_id)[-ANCHOR_SCAN:],
             req.now,
-            voice=lambda memory_id: _voice(graph, memory_id),
+            voice=lambda memory_id: _voice(
+                read[memory_id] if memory_id in read else traits(graph, memory_id)
+            ),
         )
 
         searched = [i for i, _ in dense] + [i for i, _ in keyword_hits]
         stage = req.reranker
         if stage is None:
-            ranked = rank(graph, scores, req.k, req.now, req.lifecycle)
+            ranked = rank(graph, scores, req.k, req.now, req.lifecycle, read)
             return _results(graph, scores, ranked, req, searched, seen, turns)
-        ranked = rank(graph, scores, max(req.k, stage.depth), req.now, req.lifecycle)
+        ranked = rank(graph, scores, max(req.k, stage.depth), req.now, req.lifecycle, read)
         head = [(i, _text(graph, i), scores[i].final) for i in ranked[: stage.depth]]
     # The reranker's model runs outside the shard's lock: the entity's writers and other
     # recalls go on meanwhile, and what changed is checked again below.
@@ -358,9 +363,9 @@ def hybrid_recall(
         return _results(shard.graph, scores, ranked, req, searched, seen, turns, recheck=True)
 
 
-def _voice(graph: MemoryGraph, memory_id: str) -> Voice | None:
-    """A memory's `Voice`, kept on its node until the item changes."""
-    found = traits(graph, memory_id)
+def _voice(found: tuple[MemoryItem, Traits] | None) -> Voice | None:
+    """A memory's `Voice` from what `traits` read of it (kept on its node until the item
+    changes)."""
     return found[1].voice if found is not None else None
 
 

@@ -20,6 +20,7 @@ top k: the top k are those of weighing every candidate. Only the edge count
 from __future__ import annotations
 
 import heapq
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -118,18 +119,26 @@ class Score:
 
 
 def rank(
-    graph: MemoryGraph, scores: dict[str, Score], k: int, now: datetime, config: LifecycleConfig
+    graph: MemoryGraph,
+    scores: dict[str, Score],
+    k: int,
+    now: datetime,
+    config: LifecycleConfig,
+    read: Mapping[str, tuple[MemoryItem, Traits] | None] | None = None,
 ) -> list[str]:
     """Weigh the candidates by effective confidence and heat at ``now``; the top k ids,
     best first (ties: the higher cosine, then the id). Only those that can reach the top
-    k are weighed (see the module notes).
+    k are weighed (see the module notes). ``read`` holds what `traits` gave for the
+    candidates when the caller looked them up already.
     """
     at = now.timestamp()
     cap = config.support_cap
     hottest = 1.0 + config.heat_cap
     bounds: list[tuple[float, str, MemoryItem, tuple[float, int]]] = []
     for memory_id, entry in scores.items():
-        found = traits(graph, memory_id)
+        found = read[memory_id] if read is not None and memory_id in read else None
+        if found is None:
+            found = traits(graph, memory_id)
         if found is None:
             continue  # forgotten: never weighed, never ranked
         item, basis = found[0], found[1].basis
