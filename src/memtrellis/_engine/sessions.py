@@ -62,7 +62,7 @@ def stored_turns(store: Store, scope: Scope, session_id: str, limit: int) -> lis
     found: dict[str, SourceRef] = {}
     with store.reading(entity_id) as shard:
         graph = shard.graph
-        for memory_id in reversed(graph.memory_ids(entity_id)):
+        for memory_id in graph.newest_ids(entity_id):
             item = graph.item(memory_id)
             if item is None:
                 continue

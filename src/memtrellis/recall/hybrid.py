@@ -46,6 +46,7 @@ Measured on LoCoMo (``benchmarks/locomo.py``, ``benchmarks/recall_ab.py``): see
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from itertools import islice
 
 from memtrellis.context.render import line_tokens
 from memtrellis.context.render import memory_line as context_line
@@ -338,7 +339,7 @@ def hybrid_recall(
             req.query,
             scores,
             graph.item,
-            lambda: graph.memory_ids(req.entity_id)[-ANCHOR_SCAN:],
+            lambda: list(islice(graph.newest_ids(req.entity_id), ANCHOR_SCAN)),
             req.now,
             voice=lambda memory_id: _voice(
                 read[memory_id] if memory_id in read else traits(graph, memory_id)

@@ -156,6 +156,11 @@ class MemoryGraph:
         """Ids of one entity's memories, oldest insertion first."""
         return list(self._by_entity.get(entity_id, ()))
 
+    def newest_ids(self, entity_id: str) -> Iterator[str]:
+        """Ids of one entity's memories, newest insertion first, read as they are asked
+        for (no copy of them all: read under the shard's lock)."""
+        return reversed(self._by_entity.get(entity_id, {}))
+
     def entity_ids(self) -> list[str]:
         """Every entity (``entity_id``) with at least one memory."""
         return [entity_id for entity_id, ids in self._by_entity.items() if ids]
