@@ -179,8 +179,123 @@ def test_a_question_naming_a_time_recalls_what_was_said_then_first(tmp_path: Pat
         memory.add(messages, mode="fast")
         top = memory.recall("Where did they go hiking in March?", k=2).items[0]
         assert top.memory.text == "We went hiking in the mountains"
-        assert top.explanation.boosts == ["time in March (2023-03-01..2023-03-31)"]
+        assert top.explanation.boosts == ["time in March (03-01..03-31 of any year)"]
         top = memory.recall("Where did they go hiking last month?", k=2).items[0]
         assert top.memory.text == "We went hiking by the lake"  # July, before August's "nice"
         top = memory.recall("他们三月去哪里徒步了？ hiking", k=2).items[0]
         assert top.memory.text == "We went hiking in the mountains"
+
+
+def holds(query: str, *days: str) -> list[bool]:
+    found = time_span(query, ANCHOR)
+    assert found is not None, query
+    return [found.holds(datetime.fromisoformat(f"{day}T12:00:00+00:00")) for day in days]
+
+
+@pytest.mark.parametrize(
+    ("query", "label", "inside", "outside"),
+    [
+        # Up to a time: any time before it counts, the time itself too.
+        (
+            "How many pets did Ana have, as of September 2023?",
+            "time as of September 2023 (..2023-09-30)",
+            ["2021-02-01", "2023-09-15"],
+            ["2023-10-15"],
+        ),
+        (
+            "Has Ana won by July 10, 2022?",
+            "time by July 10, 2022 (..2022-07-10)",
+            ["2020-01-01"],
+            ["2022-08-01"],
+        ),
+        (
+            "What had they done by the end of 2022?",
+            "time by the end of 2022 (..2022-12-31)",
+            ["2019-05-01", "2022-12-30"],
+            ["2023-06-01"],
+        ),
+        (
+            "before March 2023",
+            "time before March 2023 (..2023-02-28)",
+            ["2022-05-01"],
+            ["2023-03-10"],
+        ),
+        (
+            "小王2023年3月之前住在哪里？",
+            "time 2023年3月之前 (..2023-02-28)",
+            ["2022-05-01"],
+            ["2023-03-10"],
+        ),
+        # From a time on.
+        (
+            "What has Ana done since May?",
+            "time since May (2023-05-01..)",
+            ["2023-05-02", "2023-10-01"],
+            ["2023-04-30"],
+        ),
+        ("after May 2022", "time after May 2022 (2022-06-01..)", ["2022-06-02"], ["2022-05-20"]),
+        (
+            "去年以来他做了什么",
+            "time 去年以来 (2022-01-01..)",
+            ["2022-02-01", "2023-09-01"],
+            ["2021-12-01"],
+        ),
+        # Next to a time: the week before it is not "before it".
+        (
+            "Where was Tim in the week before 16 November 2022?",
+            "time the week before 16 November 2022 (2022-11-09..2022-11-15)",
+            ["2022-11-10"],
+            ["2022-10-01", "2022-11-20"],
+        ),
+        (
+            "the day after May 3, 2023",
+            "time the day after May 3, 2023 (2023-05-04..2023-05-04)",
+            ["2023-05-04"],
+            ["2023-05-03"],
+        ),
+        # A month named without its year is that month of any year; with the year, that one.
+        (
+            "Where did they go in June?",
+            "time in June (06-01..06-30 of any year)",
+            ["2023-06-10", "2021-06-10"],
+            ["2023-08-10"],
+        ),
+        (
+            "十一月的事",
+            "time 十一月 (11-01..11-30 of any year)",
+            ["2022-11-05", "2019-11-05"],
+            ["2022-10-05"],
+        ),
+        ("in June 2023", "time June 2023 (2023-06-01..2023-06-30)", ["2023-06-10"], ["2021-06-10"]),
+    ],
+)
+def test_words_around_a_time_open_it_move_it_or_free_its_year(
+    query: str, label: str, inside: list[str], outside: list[str]
+) -> None:
+    found = time_span(query, ANCHOR)
+    assert found is not None
+    assert found.label() == label
+    assert holds(query, *inside) == [True] * len(inside)
+    assert holds(query, *outside) == [False] * len(outside)
+
+
+def test_a_narrow_time_lifts_its_messages_more_than_a_broad_one(tmp_path: Path) -> None:
+    # A year of chat, a message a month about a film. The question names one day: the
+    # message of that day answers it, though the others match its words a little better.
+    # Named by its year, the time is that of every message and lifts none over another.
+    first = datetime(2022, 1, 1, 12, tzinfo=timezone.utc)
+    said = [
+        ("Ana", f"I watched a movie last night, a good movie ({chr(97 + n) * 3})", when)
+        for n, when in enumerate(first + timedelta(days=31 * n) for n in range(12))
+    ]
+    answer = "I watched a movie: Inception, at last"
+    said.append(("Ana", answer, datetime(2022, 5, 1, 12, tzinfo=timezone.utc)))
+    with Memory(tmp_path / "s", entity_id="u", embedder=HashingEmbedder()) as memory:
+        memory.add(chat(said), mode="fast")
+        plain = memory.recall("What movie did Ana watch?", k=3).items
+        assert plain[0].memory.text != answer
+        narrow = memory.recall("What movie did Ana watch on 1 May, 2022?", k=3).items
+        assert narrow[0].memory.text == answer
+        assert narrow[0].explanation.boosts == ["time 1 May, 2022 (2022-05-01..2022-05-01)"]
+        broad = memory.recall("What movie did Ana watch in 2022?", k=3).items
+        assert broad[0].memory.text != answer

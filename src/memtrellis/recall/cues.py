@@ -18,7 +18,10 @@ lends the matching candidates a share of their own relevance:
   own last summer), or to recall's ``now`` when that is earlier or nothing is dated. A
   memory with a source timestamp in the span, or a little after it (a quarter of its
   length, at least two days: people tell of a trip when they are back), gains
-  `TIME_BOOST`. "Next summer" names no span: nothing was said then yet.
+  `TIME_BOOST` times the span's `specificity` among the candidates (a day of a year of
+  chat sets its messages apart, "this year" none). "Next summer" names no span: nothing
+  was said then yet; "by May" and "since May" open the span on one side
+  (`memtrellis.recall.timespans`).
 
 Only candidates the searches (or the graph) found are boosted: a cue reorders what
 matches the question, it never brings in what does not.
@@ -37,6 +40,7 @@ Examples:
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -58,6 +62,7 @@ __all__ = [
     "asked_roles",
     "named_speakers",
     "parse_cues",
+    "specificity",
     "time_span",
     "voice_of",
 ]
@@ -127,7 +132,7 @@ class Cues:
         """
         return self.gain(voice if voice is not None else voice_of(item))
 
-    def gain(self, voice: Voice) -> tuple[float, list[str]]:
+    def gain(self, voice: Voice, time_weight: float = 1.0) -> tuple[float, list[str]]:
         """`boost` for a memory's `Voice` alone (what the boost reads of a memory).
 
         Examples:
@@ -146,7 +151,7 @@ class Cues:
                 gain += SPEAKER_BOOST
                 why.append(f"speaker {role}")
         if self.time is not None and any(self.time.holds(when) for when in voice.times):
-            gain += TIME_BOOST
+            gain += TIME_BOOST * time_weight
             why.append(self.time.label())
         return gain, why
 
@@ -256,6 +261,36 @@ def asked_roles(query: str) -> tuple[str, ...]:
     return tuple(roles)
 
 
+# -- how much a time says -----------------------------------------------------------------
+
+
+def specificity(span: TimeSpan, voices: Iterable[Voice | None]) -> float:
+    """How much being dated in ``span`` sets a candidate apart: ``1 + ln(n / m)``, where
+    ``n`` candidates are dated and ``m`` of them fall in the span (1 when none or all
+    do).
+
+    The inverse document frequency of the span among what matches the question: a day
+    of a year-long chat sets apart the few messages of that day, "this year" or "by
+    March" hardly any. `TIME_BOOST` is multiplied by it.
+
+    Examples:
+        >>> from datetime import datetime, timezone
+        >>> day = time_span("on 2023-05-08", datetime(2023, 10, 20, tzinfo=timezone.utc))
+        >>> may8 = Voice(times=(datetime(2023, 5, 8, 9, tzinfo=timezone.utc),))
+        >>> june = Voice(times=(datetime(2023, 6, 1, tzinfo=timezone.utc),))
+        >>> round(specificity(day, [may8, june, june, june]), 2)
+        2.39
+        >>> specificity(day, [may8, may8]), specificity(day, [june, None])
+        (1.0, 1.0)
+    """
+    dated = inside = 0
+    for voice in voices:
+        if voice is not None and voice.times:
+            dated += 1
+            inside += any(span.holds(when) for when in voice.times)
+    return 1.0 + math.log(dated / inside) if inside else 1.0
+
+
 # -- applying them -------------------------------------------------------------------------
 
 
@@ -339,11 +374,12 @@ def apply_cues(
     cues = parse_cues(query, speakers, anchor, unnamed=unnamed)
     if cues.empty:
         return cues
+    weight = 1.0 if cues.time is None else specificity(cues.time, voices.values())
     for memory_id, entry in scores.items():
         found = voices[memory_id]
         if found is None:
             continue
-        gain, why = cues.gain(found)
+        gain, why = cues.gain(found, weight)
         if gain:
             entry.boost += gain
             entry.boosts.extend(why)

@@ -23,8 +23,9 @@
    in ``graph_path`` and, step by step from where it started, in ``explanation.path``.
    (Boosting found memories through a shared subject pushed direct answers out.)
 6. Cues: a memory said by a speaker the query names ("What did Caroline say ...") or
-   dated in the span it names ("last summer", "去年夏天") gains a share of its relevance
-   (`memtrellis.recall.cues`); the explanation's ``boosts`` say which.
+   dated in the span it names ("last summer", "去年夏天") gains a share of its relevance,
+   the time's the larger the fewer candidates the span holds (`memtrellis.recall.cues`);
+   the explanation's ``boosts`` say which.
 7. Confidence: the score so far (relevance) is multiplied by the memory's effective
    confidence (its confidence, a capped bonus per ``supports`` edge, time decay) and a
    small capped prior for memories recalled before (`memtrellis.lifecycle.confidence`).

@@ -7,6 +7,9 @@ most specific forms first (a date, a month of a year, then relative phrases). Sp
 UTC, ``[start, end)``: a day, a week (Monday first), a month, a season (meteorological,
 northern: spring is March to May), a year; "N weeks ago" is the week around then, "N
 years ago" the year around then. "Next summer" names no span: nothing was said then yet.
+Words around a time open it on one side ("by May", "as of 2023", "3月之前": up to it;
+"since May", "去年以来": from it on) or move it ("the week before 16 November"), and a
+month named without its year ("in June", "三月") is that month of any year.
 
 Examples:
     >>> from datetime import datetime, timezone
@@ -83,17 +86,30 @@ _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 class TimeSpan:
     """A span of time a question names: ``[start, end)``, UTC, and the words naming it.
 
+    ``bound`` opens it on one side when the question counts up to or on from the named
+    time: ``until`` ("by July 10", "as of September 2023", "3月之前": any time up to the end
+    of it), ``before`` (up to its start), ``since`` ("since May", "from 2022", "2022年以来":
+    its start on), ``after`` (its end on); ``start`` and ``end`` stay those of the time named.
+
     Examples:
         >>> from datetime import datetime, timezone
         >>> day = TimeSpan(datetime(2023, 5, 8, tzinfo=timezone.utc),
         ...                datetime(2023, 5, 9, tzinfo=timezone.utc), "2023-05-08")
         >>> day.holds(datetime(2023, 5, 10, 20, tzinfo=timezone.utc))  # two days after count
         True
+        >>> by = TimeSpan(day.start, day.end, "by 2023-05-08", bound="until")
+        >>> by.holds(datetime(2021, 1, 1, tzinfo=timezone.utc)), by.label()
+        (True, 'time by 2023-05-08 (..2023-05-08)')
     """
 
     start: datetime
     end: datetime
     phrase: str
+    bound: str = ""
+    #: A month named without its year ("in June", "三月"): the same month of any year
+    #: holds too (``start``/``end`` are the latest one), since a memory kept for years
+    #: has several.
+    yearly: bool = False
 
     @property
     def slack(self) -> timedelta:
@@ -102,12 +118,99 @@ class TimeSpan:
 
     def holds(self, when: datetime) -> bool:
         """Whether ``when`` is in the span or within `slack` after it."""
+        if self.bound == "until":
+            return when < self.end + self.slack
+        if self.bound == "before":
+            return when < self.start
+        if self.bound == "since":
+            return when >= self.start
+        if self.bound == "after":
+            return when >= self.end
+        if self.yearly:
+            length, slack = self.end - self.start, self.slack
+            for year in (when.year, when.year - 1):
+                start = self.start.replace(year=year)
+                if start <= when < start + length + slack:
+                    return True
+            return False
         return self.start <= when < self.end + self.slack
 
     def label(self) -> str:
-        """``time <phrase> (<start>..<end>)``, as an explanation gives it."""
+        """``time <phrase> (<start>..<end>)``, as an explanation gives it (an open side
+        left blank)."""
+        first = self.start.date().isoformat()
         last = (self.end - timedelta(seconds=1)).date().isoformat()
-        return f"time {self.phrase} ({self.start.date().isoformat()}..{last})"
+        if self.yearly and not self.bound:
+            return f"time {self.phrase} ({first[5:]}..{last[5:]} of any year)"
+        if self.bound in ("until", "before"):
+            if self.bound == "before":
+                last = (self.start - timedelta(seconds=1)).date().isoformat()
+            first = ""
+        elif self.bound in ("since", "after"):
+            first = first if self.bound == "since" else self.end.date().isoformat()
+            last = ""
+        return f"time {self.phrase} ({first}..{last})"
+
+
+# Words before a time that open it on one side ("by May", "as of 2023", "since June").
+_UNTIL_WORDS = r"by|until|till|up\s+to|as\s+of|no\s+later\s+than"
+_SINCE_WORDS = r"since|from"
+_OPENERS = re.compile(
+    rf"\b(?:(?P<until>{_UNTIL_WORDS})|(?P<before>before|prior\s+to)|(?P<since>{_SINCE_WORDS})"
+    r"|(?P<after>after))\s+(?:the\s+(?:end|beginning|start)\s+of\s+)?(?:the\s+)?$",
+    re.I,
+)
+# ... and after a Chinese one ("2023年3月之前", "去年以来").
+_ZH_CLOSERS = re.compile(
+    r"^\s*(?:(?P<until>为止)|(?P<before>之前|以前)|(?P<since>以来)|(?P<after>之后|以后))"
+)
+
+
+_NEXT_TO = re.compile(
+    r"\b(?:the\s+)?(?P<unit>day|week|weekend|month|year)\s+(?P<side>before|after|prior\s+to)\s+$",
+    re.I,
+)
+_UNIT_LENGTH = {"day": 1, "week": 7, "weekend": 2, "month": 30, "year": 365}
+
+
+#: Kinds of phrase that name a month without its year (a ``zh-month`` with a day names
+#: one day, the latest such).
+_YEARLY = ("in-month", "zh-month")
+
+
+def _bound(
+    query: str,
+    match: re.Match[str],
+    bounds: tuple[datetime, datetime],
+    yearly: bool = False,
+) -> TimeSpan:
+    """The span ``match`` names (``bounds``), opened on one side by the words around it
+    (see `TimeSpan.bound`), or moved next to it ("the week before 16 November")."""
+    text = " ".join(match.group(0).split())
+    start, end = bounds
+    lead, _, rest = text.partition(" ")
+    if rest and (own := _OPENERS.search(lead + " ")) is not None:
+        # The pattern took the word itself ("since May", "by 2022").
+        return TimeSpan(start, end, text, str(own.lastgroup))
+    # "by the end of 2022": the pattern took "of" ("of 2022"), the words before it open it.
+    took_of = bool(rest) and lead.casefold() == "of"
+    prefix = query[: match.start()] + (lead + " " if took_of else "")
+    named = rest if took_of else text
+    beside = _NEXT_TO.search(prefix)
+    if beside is not None:
+        length = timedelta(days=_UNIT_LENGTH[beside.group("unit").casefold()])
+        words = " ".join(prefix[beside.start() :].split())
+        if beside.group("side").casefold() == "after":
+            return TimeSpan(end, end + length, f"{words} {named}")
+        return TimeSpan(start - length, start, f"{words} {named}")
+    before = _OPENERS.search(prefix)
+    if before is not None:
+        words = " ".join(prefix[before.start() :].split())
+        return TimeSpan(start, end, f"{words} {named}", str(before.lastgroup))
+    after = _ZH_CLOSERS.search(query[match.end() :])
+    if after is not None:
+        return TimeSpan(start, end, text + after.group(0).strip(), str(after.lastgroup))
+    return TimeSpan(start, end, text, yearly=yearly)
 
 
 # -- time ----------------------------------------------------------------------------------
@@ -316,7 +419,7 @@ def _en_span(kind: str, m: re.Match[str], anchor: datetime) -> tuple[datetime, d
     if kind == "in-month":
         if groups[0] in ("may", "mar", "march"):
             return None  # in lower case these are more often verbs than months
-        return _recent_month(anchor, _MONTHS[groups[0].casefold()])
+        return _recent_month(anchor, _MONTHS[groups[0].casefold()])  # yearly: see _YEARLY
     if kind == "weekday":
         return _weekday(anchor, _WEEKDAYS.index(groups[0].casefold()))
     if kind == "year":
@@ -364,7 +467,7 @@ def _zh_span(kind: str, m: re.Match[str], anchor: datetime) -> tuple[datetime, d
             if found is not None and found > anchor:
                 found = _valid_day(anchor.year - 1, which, date)
             return (found, found + timedelta(days=1)) if found else None
-        return _recent_month(anchor, which)
+        return _recent_month(anchor, which)  # yearly: see _YEARLY
     return None
 
 
@@ -406,7 +509,8 @@ def time_span(query: str, anchor: datetime | Callable[[], datetime]) -> TimeSpan
                     continue  # "next summer": nothing was said then yet
                 bounds = reader(kind, match, moment())
                 if bounds is not None:
-                    return TimeSpan(bounds[0], bounds[1], " ".join(match.group(0).split()))
+                    month_only = kind in _YEARLY and bounds[1] - bounds[0] > timedelta(days=1)
+                    return _bound(query, match, bounds, month_only)
     return None
 
 
