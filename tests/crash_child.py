@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from memtrellis import Memory
+from memtrellis.store import graph_file
 from memtrellis.store.graph import MemoryGraph
 from memtrellis.store.shard import Shard
 from memtrellis.testing import HashingEmbedder, store_of
@@ -41,14 +42,14 @@ def word(number: int) -> str:
 
 def _slow_snapshots() -> None:
     """Make every snapshot write take a while, so that kills often land inside one."""
-    original = MemoryGraph._json_chunks
+    original = graph_file.json_chunks
 
-    def slow(self: MemoryGraph, generation: int) -> Iterator[bytes]:
-        for chunk in original(self, generation):
+    def slow(graph: MemoryGraph, generation: int) -> Iterator[bytes]:
+        for chunk in original(graph, generation):
             time.sleep(0.015)
             yield chunk
 
-    MemoryGraph._json_chunks = slow  # type: ignore[method-assign]
+    graph_file.json_chunks = slow
 
 
 def _ack(fd: int, record: dict[str, Any]) -> None:

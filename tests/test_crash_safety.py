@@ -421,15 +421,15 @@ def test_sigkill_during_repair_loses_nothing_acknowledged(
 KILLED_MID_SNAPSHOT = """
     import os, sys
     from memtrellis import Memory
-    from memtrellis.store.graph import MemoryGraph
+    from memtrellis.store import graph_file
     from memtrellis.testing import HashingEmbedder, store_of
 
-    original = MemoryGraph._json_chunks
-    def die_after_first_chunk(self, generation):
-        chunks = original(self, generation)
+    original = graph_file.json_chunks
+    def die_after_first_chunk(graph, generation):
+        chunks = original(graph, generation)
         yield next(chunks)
         os.kill(os.getpid(), 9)  # SIGKILL half-way through writing the snapshot
-    MemoryGraph._json_chunks = die_after_first_chunk
+    graph_file.json_chunks = die_after_first_chunk
     m = Memory(sys.argv[1], entity_id="alice", embedder=HashingEmbedder())
     store_of(m)._settings.compact_every = 1
     m.add("Clara lives in Lisbon", memory_type="episode")

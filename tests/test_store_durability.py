@@ -274,6 +274,7 @@ CHAT_LIKE = [
 def test_a_failed_snapshot_leaves_the_old_one(
     store_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from memtrellis.store import graph_file
     from memtrellis.store.graph import MemoryGraph
 
     with Memory(store_path, entity_id="alice", embedder=HashingEmbedder()) as m:
@@ -281,11 +282,11 @@ def test_a_failed_snapshot_leaves_the_old_one(
     shard = shard_dir(store_path, "alice")
     before = (shard / "graph.json").read_bytes()
 
-    def broken(self: MemoryGraph) -> object:
+    def broken(graph: MemoryGraph) -> object:
         yield {"id": "half"}
         raise RuntimeError("disk gone")
 
-    monkeypatch.setattr(MemoryGraph, "_edge_records", broken)
+    monkeypatch.setattr(graph_file, "_edge_records", broken)
     m = Memory(store_path, entity_id="alice", embedder=HashingEmbedder())
     m.add("Clara has a cat")
     with pytest.raises(RuntimeError):

@@ -12,7 +12,6 @@ a graph.
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
@@ -29,11 +28,8 @@ from memtrellis.store._slim import (
     EMPTY_HISTORY,
     Slimmer,
     add_event,
-    dumps,
-    history_bytes,
     read_history,
 )
-from memtrellis.store._stream import members
 from memtrellis.store.forgotten import Forgotten
 from memtrellis.types import EdgeKind, HistoryEvent, MemoryItem
 
@@ -395,72 +391,18 @@ class MemoryGraph:
                 if self.g.in_degree(subject) == 0:
                     self._remove_subject(subject)
 
-    # -- persistence ---------------------------------------------------------------------
-    def _node_records(self) -> Iterator[dict[str, Any]]:
-        for node, data in self.g.nodes(data=True):
-            if data.get("kind") == _MEMORY:
-                yield {
-                    "id": node,
-                    "kind": _MEMORY,
-                    "item": data["item"].model_dump(mode="json"),
-                    "history": json.loads(data["history"]),
-                }
-            else:
-                yield {"id": node, **data}
-
-    def _node_json(self) -> Iterator[str]:
-        # What dumps() writes for each of _node_records, with the history spliced in as
-        # kept rather than decoded and encoded again.
-        for node, data in self.g.nodes(data=True):
-            if data.get("kind") == _MEMORY:
-                item = dumps(data["item"].model_dump(mode="json"))
-                history = data["history"].decode("ascii")
-                yield f'{{"id":{dumps(node)},"kind":"{_MEMORY}","item":{item},"history":{history}}}'
-            else:
-                yield dumps({"id": node, **data})
-
-    def _edge_records(self) -> Iterator[dict[str, Any]]:
-        for s, t, k in self.g.edges(keys=True):
-            yield {"source": s, "target": t, "key": k, "kind": k}
-
-    def _header(self, generation: int) -> dict[str, Any]:
-        return {
-            "directed": True,
-            "multigraph": True,
-            "graph": {
-                "generation": generation,
-                "format": "memtrellis-graph",
-                **self.forgotten.header(),
-            },
-        }
-
+    # -- persistence (memtrellis.store.graph_file) -----------------------------------------
     def to_node_link(self, generation: int) -> dict[str, Any]:
         """The graph as node-link data (plain JSON types only)."""
-        return {
-            **self._header(generation),
-            "nodes": list(self._node_records()),
-            "edges": list(self._edge_records()),
-        }
+        from memtrellis.store.graph_file import node_link
 
-    def _json_chunks(self, generation: int) -> Iterator[bytes]:
-        # The same document as json.dumps(to_node_link(...)), one node or edge at a time:
-        # at 100k memories the whole document held at once cost about 300 MB of peak RSS.
-        yield dumps(self._header(generation))[:-1].encode()
-        edges = (dumps(record) for record in self._edge_records())
-        for name, records in (("nodes", self._node_json()), ("edges", edges)):
-            parts = [f',"{name}":[']
-            for index, record in enumerate(records):
-                parts.append(("," if index else "") + record)
-                if len(parts) >= 512:
-                    yield "".join(parts).encode()
-                    parts = []
-            parts.append("]")
-            yield "".join(parts).encode()
-        yield b"}"
+        return node_link(self, generation)
 
     def save(self, path: Path, generation: int) -> None:
         """Write the graph atomically as node-link JSON, streamed node by node."""
-        atomic_write_chunks(path, self._json_chunks(generation))
+        from memtrellis.store.graph_file import json_chunks
+
+        atomic_write_chunks(path, json_chunks(self, generation))
 
     def to_json(self, generation: int) -> bytes:
         """The document `save` writes, as bytes (for a snapshot kept in a database).
@@ -469,7 +411,9 @@ class MemoryGraph:
             >>> MemoryGraph.from_json(MemoryGraph().to_json(3))[1]
             3
         """
-        return b"".join(self._json_chunks(generation))
+        from memtrellis.store.graph_file import json_chunks
+
+        return b"".join(json_chunks(self, generation))
 
     @classmethod
     def load(
@@ -510,10 +454,12 @@ class MemoryGraph:
             >>> len(copy), generation
             (1, 1)
         """
+        from memtrellis.store.graph_file import read_into
+
         graph = cls()
         text = raw.decode("utf-8")
         del raw
-        generation = graph._read(text)
+        generation = read_into(graph, text)
         return graph, generation
 
     def absorb(self, other: MemoryGraph) -> None:
@@ -535,71 +481,6 @@ class MemoryGraph:
         for source, target, key in other.g.edges(keys=True):
             if key != EdgeKind.MENTIONS.value:
                 self.add_edge(source, target, EdgeKind(key))
-
-    def _read(self, text: str) -> int:
-        # Subject nodes first, then the memories (put re-creates subject nodes saved under
-        # an older form of their id), then the edges, whatever order the members come in.
-        seen: set[str] = set()
-        generation: int | None = None
-        memories: list[tuple[MemoryItem, bytes]] = []
-        early_edges: list[dict[str, Any]] = []
-        for name, value in members(text, seen):
-            if name == "graph":
-                generation = int(value["generation"])
-                self.forgotten.read(value)
-            elif name == "nodes":
-                if value.get("kind") == _MEMORY:
-                    item = MemoryItem.model_validate(value["item"])
-                    # Shared at once, so that what it frees is reused by the next node
-                    # (slimmed later, the items would leave 30 MB of holes at 20k).
-                    self._slim.item(item)
-                    # Checked, then kept as written (the form history_bytes writes).
-                    for event in value["history"]:
-                        HistoryEvent.model_validate(event)
-                    memories.append((item, history_bytes(value["history"])))
-                else:
-                    self._read_subject(value)
-            elif name == "edges":
-                if "nodes" not in seen:
-                    early_edges.append(value)
-                    continue
-                self._put_loaded(memories)
-                self._read_edge(value)
-        if generation is None or not {"nodes", "edges"} <= seen:
-            raise KeyError(next(k for k in ("graph", "nodes", "edges") if k not in seen))
-        self._put_loaded(memories)
-        for edge in early_edges:
-            self._read_edge(edge)
-        return generation
-
-    def _read_subject(self, node: dict[str, Any]) -> None:
-        attrs = {k: v for k, v in node.items() if k != "id"}
-        owner, name = attrs.get("entity_id"), attrs.get("name")
-        node_id = node["id"]
-        if attrs.get("kind") in (_SUBJECT, _OLD_SUBJECT):
-            if not isinstance(owner, str) or not isinstance(name, str):
-                return  # put re-creates it from the memories that mention it
-            current = subject_node_id(owner, name)
-            if attrs["kind"] == _OLD_SUBJECT and node_id == current.replace(
-                _SUBJECT, _OLD_SUBJECT, 1
-            ):
-                # Saved before subject nodes were named so (``entity:...``, kind
-                # ``entity``): kept, name and all, under the current id and kind.
-                node_id, attrs["kind"] = current, _SUBJECT
-            if node_id != current:
-                # Saved under the ambiguous id of before percent-encoding (see
-                # subject_node_id): put re-creates it under the current one.
-                return
-        self.g.add_node(sys.intern(node_id) if type(node_id) is str else node_id, **attrs)
-
-    def _put_loaded(self, memories: list[tuple[MemoryItem, bytes]]) -> None:
-        for item, history in memories:
-            self._insert(item, None, history)
-        memories.clear()
-
-    def _read_edge(self, edge: dict[str, Any]) -> None:
-        if edge["key"] != EdgeKind.MENTIONS.value:
-            self.add_edge(edge["source"], edge["target"], EdgeKind(edge["key"]))
 
     def load_items(self, items: Iterable[MemoryItem]) -> None:
         """Insert many items (used when rebuilding)."""
