@@ -583,7 +583,7 @@ def markdown_section(document: dict[str, Any]) -> str:
         "`benchmarks/results/chinese.json`.",
         "",
         "```",
-        "python benchmarks/chinese.py --jieba --docs",
+        "python benchmarks/chinese.py" + (" --jieba" if meta.get("jieba") else "") + " --docs",
         "```",
         "",
     ]
@@ -701,6 +701,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "meta": {
             "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "questions": len(corpus.queries),
+            "jieba": bool(args.jieba),
             "k": K,
             "embedders": {name: e.model_id for name, e in embedders.items()},
             "embedding_cost": {
