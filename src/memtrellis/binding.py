@@ -313,24 +313,31 @@ class Binding:
         return args, min(limit, self.options.recent_turns)
 
     def history(
-        self, scope: Mapping[str, str], messages: Sequence[Mapping[str, Any]]
+        self,
+        scope: Mapping[str, str],
+        messages: Sequence[Mapping[str, Any]],
+        sent: frozenset[str] | None = None,
     ) -> list[dict[str, str]]:
         """The session's earlier turns that ``messages`` (the call's) lack, the newest
         ``recent_turns`` of them, for the block's recent-conversation stage
         (``Memory.session_turns``); ``[]`` when session history is off
-        (`memtrellis.session_history`), there is no session, or reading failed open."""
+        (`memtrellis.session_history`), there is no session, or reading failed open.
+        ``sent``: `carried` of ``messages``, when the caller has it already."""
         found = self._history_request(scope, messages)
         if found is None:
             return []
         args, limit = found
         try:
-            return missing_turns(self.memory.session_turns(**args), messages, limit)
+            return missing_turns(self.memory.session_turns(**args), messages, limit, sent)
         except Exception as exc:
             self.failed("recall", exc, what="session history")
             return []
 
     async def ahistory(
-        self, scope: Mapping[str, str], messages: Sequence[Mapping[str, Any]]
+        self,
+        scope: Mapping[str, str],
+        messages: Sequence[Mapping[str, Any]],
+        sent: frozenset[str] | None = None,
     ) -> list[dict[str, str]]:
         """Async `history` (``Memory.asession_turns``: off the event loop)."""
         found = self._history_request(scope, messages)
@@ -338,7 +345,8 @@ class Binding:
             return []
         args, limit = found
         try:
-            return missing_turns(await self.memory.asession_turns(**args), messages, limit)
+            turns = await self.memory.asession_turns(**args)
+            return missing_turns(turns, messages, limit, sent)
         except Exception as exc:
             self.failed("recall", exc, what="session history")
             return []
@@ -355,11 +363,12 @@ class Binding:
         without a query."""
         if query is None or not query.strip():
             return NOTHING
-        recent = self.history(scope, messages)
+        sent = carried(messages)
+        recent = self.history(scope, messages, sent)
         result = self.recall(query, scope, hint=self.hint(messages))
         if result is None:
             return NOTHING
-        return Stages(result, tuple(self.open_items(scope)), tuple(recent), carried(messages))
+        return Stages(result, tuple(self.open_items(scope)), tuple(recent), sent)
 
     async def agather(
         self,
@@ -370,12 +379,13 @@ class Binding:
         """Async `gather` (every read off the event loop)."""
         if query is None or not query.strip():
             return NOTHING
-        recent = await self.ahistory(scope, messages)
+        sent = carried(messages)
+        recent = await self.ahistory(scope, messages, sent)
         result = await self.arecall(query, scope, hint=self.hint(messages))
         if result is None:
             return NOTHING
         opened = tuple(await self.aopen_items(scope))
-        return Stages(result, opened, tuple(recent), carried(messages))
+        return Stages(result, opened, tuple(recent), sent)
 
     def render(
         self,

@@ -122,14 +122,18 @@ def history_request(
 
 
 def missing_turns(
-    turns: Sequence[SourceRef], request: Sequence[Mapping[str, Any]], limit: int
+    turns: Sequence[SourceRef],
+    request: Sequence[Mapping[str, Any]],
+    limit: int,
+    sent: frozenset[str] | None = None,
 ) -> list[dict[str, str]]:
     """The latest ``limit`` of a session's ``turns`` (oldest first) that ``request`` (the
     call's messages, ``{"role", "content", "attachments"?}`` dicts) does not hold, as
     message dicts for the block's recent-conversation section.
 
     A message is the same when its words are (spacing aside), its attachments named as
-    a stored message names them (``[image: ...]``).
+    a stored message names them (``[image: ...]``). ``sent``: `carried` of ``request``,
+    when the caller has it already.
 
     Examples:
         >>> said = SourceRef(kind="chat", message_id="m1", role="user", content="Hi  there")
@@ -138,7 +142,7 @@ def missing_turns(
     """
     if limit <= 0:
         return []
-    sent = carried(request)
+    sent = carried(request) if sent is None else sent
     kept = [
         {"role": str(turn.role), "content": turn.content}
         for turn in turns
