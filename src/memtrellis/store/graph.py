@@ -31,9 +31,19 @@ from memtrellis.store._slim import (
     read_history,
 )
 from memtrellis.store.forgotten import Forgotten
+from memtrellis.store.graph_names import (
+    MEMORY_KIND,
+    RESERVED_ID_PREFIXES,
+    SUBJECT_KIND,
+    SUBJECT_NODE_PREFIX,
+    normalize_subject,
+    subject_node_id,
+)
 from memtrellis.types import EdgeKind, HistoryEvent, MemoryItem
 
 __all__ = [
+    "HUB_MENTIONS",
+    "RESERVED_ID_PREFIXES",
     "SUBJECT_KIND",
     "SUBJECT_NODE_PREFIX",
     "MemoryGraph",
@@ -50,47 +60,12 @@ __getattr__ = module_aliases(
         "normalize_entity": f"{__name__}:normalize_subject",
     },
 )
-_MEMORY = "memory"
 #: The node attribute each `MemoryGraph.memo` name is kept under.
 _MEMO_KEYS: dict[str, str] = {}
 #: Subjects with more mentions than this are hubs that graph expansion does not walk.
 HUB_MENTIONS = 64
-#: The ``kind`` of subject nodes (memory nodes are ``"memory"``).
-SUBJECT_KIND = "subject"
+_MEMORY = MEMORY_KIND
 _SUBJECT = SUBJECT_KIND
-#: The kind and id prefix of subject nodes saved before the rename (renamed as read).
-_OLD_SUBJECT = "entity"
-#: Subject node ids start with this; no memory id may, or it would take over the node.
-SUBJECT_NODE_PREFIX = "subject:"
-#: Memory ids may not start with these: the node prefixes of now and before the rename.
-RESERVED_ID_PREFIXES = (SUBJECT_NODE_PREFIX, "entity:")
-
-
-def normalize_subject(name: str) -> str:
-    """Case- and whitespace-insensitive form of a subject's name.
-
-    Examples:
-        >>> normalize_subject("  New   York ")
-        'new york'
-    """
-    return " ".join(name.split()).casefold()
-
-
-def subject_node_id(entity_id: str, name: str) -> str:
-    """The node id of subject ``name`` in entity ``entity_id``'s part of the graph.
-
-    ``:`` and ``%`` in the entity id are percent-encoded, so the entity part ends at the
-    first ``:``: otherwise entity ``a:b`` with subject ``c`` and entity ``a`` with subject
-    ``b:c`` would share one node. Ids of entities without those characters are unchanged.
-
-    Examples:
-        >>> subject_node_id("ana", "Porto")
-        'subject:ana:porto'
-        >>> subject_node_id("a:b", "C"), subject_node_id("a", "b:C")
-        ('subject:a%3Ab:c', 'subject:a:b:c')
-    """
-    escaped = entity_id.replace("%", "%25").replace(":", "%3A")
-    return f"{SUBJECT_NODE_PREFIX}{escaped}:{normalize_subject(name)}"
 
 
 class MemoryGraph:

@@ -11,20 +11,33 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Protocol
 
-from memtrellis.store._slim import dumps, history_bytes
+import networkx as nx
+
+from memtrellis.store._slim import Slimmer, dumps, history_bytes
 from memtrellis.store._stream import members
-from memtrellis.store.graph import (
-    _MEMORY,
-    _OLD_SUBJECT,
-    _SUBJECT,
-    MemoryGraph,
-    subject_node_id,
-)
+from memtrellis.store.forgotten import Forgotten
+from memtrellis.store.graph_names import MEMORY_KIND as _MEMORY
+from memtrellis.store.graph_names import OLD_SUBJECT_KIND as _OLD_SUBJECT
+from memtrellis.store.graph_names import SUBJECT_KIND as _SUBJECT
+from memtrellis.store.graph_names import subject_node_id
 from memtrellis.types import EdgeKind, HistoryEvent, MemoryItem
 
 __all__ = ["json_chunks", "node_link", "read_into"]
+
+
+class MemoryGraph(Protocol):
+    """What the file format reads and fills of a `memtrellis.store.graph.MemoryGraph`
+    (named here, not imported: the graph imports this module)."""
+
+    g: nx.MultiDiGraph
+    forgotten: Forgotten
+    _slim: Slimmer
+
+    def _insert(self, item: MemoryItem, event: None, history: bytes = b"") -> None: ...
+
+    def add_edge(self, source: str, target: str, kind: EdgeKind) -> None: ...
 
 
 def _node_records(graph: MemoryGraph) -> Iterator[dict[str, Any]]:
