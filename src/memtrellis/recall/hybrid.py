@@ -210,8 +210,7 @@ def _lend_named(
         # The name's share is spread over the memories that mention it, as a walk from
         # the subject would: a name few memories mention points at them.
         amount = NAMED_SHARE * best * subject.score / 100.0 / subject.mentions
-        # The newest k, read from the tail (a subject may be mentioned by most of the shard).
-        for other in islice(reversed(graph.g._pred.get(subject.node, {})), k):
+        for other in graph.newest_mentioning(subject.node, k):
             if not visible(other):
                 continue
             if other in scores and subject.score >= 100.0:

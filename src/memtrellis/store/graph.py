@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from itertools import islice
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, TypeVar
@@ -164,11 +165,12 @@ class MemoryGraph:
     def mentioning(self, entity_id: str, name: str, limit: int) -> list[str]:
         """Up to ``limit`` memories of ``entity_id`` that mention subject ``name``, newest
         first."""
-        node = subject_node_id(entity_id, name)
-        if node not in self.g:
-            return []
-        others = list(self.g.pred[node])
-        return others[-limit:][::-1]
+        return self.newest_mentioning(subject_node_id(entity_id, name), limit)
+
+    def newest_mentioning(self, node: str, limit: int) -> list[str]:
+        """Up to ``limit`` memories that mention the subject node ``node``, newest first,
+        read from the tail (a subject may be mentioned by most of its entity's memories)."""
+        return list(islice(reversed(self.g._pred.get(node, {})), limit))
 
     def edges_of(self, memory_id: str, kind: EdgeKind) -> tuple[list[str], list[str]]:
         """``(targets, sources)`` of ``kind`` edges out of and into a memory."""
