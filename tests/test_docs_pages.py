@@ -66,6 +66,11 @@ def test_getting_started_shows_the_readme_commands() -> None:
     assert len(commands) == 2  # the demo and all checks
     page = (DOCS / "getting-started.md").read_text("utf-8")
     assert all(command in page for command in commands)
+    # and the same install block (the one tests/test_install.py runs)
+    install = r"## Install into your own environment\n.*?```bash\n(.*?)```"
+    [ours] = re.findall(install, page, re.DOTALL)[:1]
+    [theirs] = re.findall(install, readme, re.DOTALL)[:1]
+    assert ours == theirs and "--upgrade pip" in ours
 
 
 def test_concepts_shows_the_graph_picture() -> None:

@@ -68,14 +68,17 @@ def _run(args: list[str] | str, cwd: Path, **kwargs: object) -> subprocess.Compl
 def test_readme_install_command_puts_core_and_integrations_in_a_fresh_venv(
     tmp_path: Path,
 ) -> None:
-    make_venv, install = _bash_lines(_section("Install into your own environment"))
+    make_venv, upgrade, install = _bash_lines(_section("Install into your own environment"))
     assert make_venv == "python3 -m venv .venv && . .venv/bin/activate"
+    assert upgrade == "python -m pip install --upgrade pip"
     assert install.startswith("pip install ")
     before = _build_leftovers(ROOT)
 
     venv = tmp_path / "venv"
     assert _run([sys.executable, "-m", "venv", str(venv)], tmp_path).returncode == 0
     pip = [str(venv / "bin" / "python"), "-m", "pip"]
+    upgraded = _run(pip + shlex.split(upgrade)[3:], tmp_path)
+    assert upgraded.returncode == 0, upgraded.stdout[-3000:] + upgraded.stderr[-3000:]
     done = _run(pip + shlex.split(install)[1:], ROOT)  # from the clone, as the README says
 
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
