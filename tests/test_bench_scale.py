@@ -1,10 +1,11 @@
 """benchmarks/scale.py at a toy size, so that the script cannot rot (no timings asserted).
 
 The script's parent part runs in this process (``scale.main``); every build, row and
-capture still runs in a fresh ``scale.py --child`` process as in a real run. Each Python
-process the script starts pays ~2.7 CPU-s of imports (Chroma, memtrellis), which is most
-of what these runs cost: the parent's own start is saved, as are the argument checks'
-processes, and the interleaved recall asks 3 questions, not 200.
+capture still runs in a ``scale.py --child`` process of its own as in a real run, forked
+from the tests' zygote (tests/zygote.py) rather than started fresh. A fresh Python
+process pays ~1.3 CPU-s of imports (Chroma, memtrellis), which was most of what these
+runs cost: that is saved for the children, as are the parent's own start and the
+argument checks' processes, and the interleaved recall asks 3 questions, not 200.
 """
 
 from __future__ import annotations
@@ -12,14 +13,17 @@ from __future__ import annotations
 import importlib
 import inspect
 import json
+import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 from typing import Any
 
 import pytest
 
+import zygote
 from memtrellis import Memory
 from memtrellis.testing import HashingEmbedder
 
@@ -29,13 +33,20 @@ TINY += ["--build-workers", "0", "--warmup", "1", "--interleaved", "3"]
 
 
 @pytest.fixture(scope="module")
-def scale() -> ModuleType:
-    """benchmarks/scale.py as a module (its helpers import each other by name)."""
+def scale() -> Iterator[ModuleType]:
+    """benchmarks/scale.py as a module (its helpers import each other by name), whose child
+    processes fork from this process's zygote (tests/zygote.py): each is still a process
+    of its own running ``scale.py --child``, without ~1.3 CPU-s of imports first."""
     sys.path.insert(0, str(SCRIPT.parent))
     try:
-        return importlib.import_module("scale")
+        module = importlib.import_module("scale")
     finally:
         sys.path.remove(str(SCRIPT.parent))
+    forked = SimpleNamespace(**{**vars(subprocess), "run": zygote.run, "Popen": zygote.Popen})
+    with pytest.MonkeyPatch.context() as patch:
+        for helper in ("_scale_build", "_scale_servers"):
+            patch.setattr(sys.modules[helper], "subprocess", forked)
+        yield module
 
 
 def run(

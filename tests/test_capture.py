@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import textwrap
 import threading
@@ -10,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import zygote
 from memtrellis import (
     CaptureConfig,
     ExtractionConfig,
@@ -117,7 +117,7 @@ CRASH_WITH_QUEUED_TURNS = """
 
 
 def test_spooled_turns_are_extracted_after_a_crash(store_path: Path) -> None:
-    proc = subprocess.run(
+    proc = zygote.run(
         [sys.executable, "-c", textwrap.dedent(CRASH_WITH_QUEUED_TURNS), str(store_path)],
         capture_output=True,
         text=True,

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+import zygote
 from memtrellis import Memory
 from memtrellis.errors import MemoryNotFoundError
 from memtrellis.testing import HashingEmbedder, capture_service_of, store_of
@@ -175,7 +176,7 @@ def test_two_processes_mixing_writes_and_forgets_keep_exact_counts(store_path: P
     seed = _seed()
     Memory(store_path, entity_id="alice", embedder=HashingEmbedder()).close()
     procs = [
-        subprocess.Popen(
+        zygote.Popen(
             [
                 sys.executable,
                 "-c",
@@ -295,7 +296,7 @@ def test_recall_does_not_wait_out_a_busy_writer_in_another_process(store_path: P
         store_path, entity_id="alice", embedder=HashingEmbedder(), lock_timeout=0.5
     ) as memory:
         memory.add("a first note")
-        writer = subprocess.Popen(
+        writer = zygote.Popen(
             [sys.executable, "-c", textwrap.dedent(BUSY_WRITER), str(store_path)],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

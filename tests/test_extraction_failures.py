@@ -9,7 +9,6 @@ spooled; the turn is tried again with backoff and stored in fast mode, tagged
 from __future__ import annotations
 
 import asyncio
-import subprocess
 import sys
 import textwrap
 import threading
@@ -19,6 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+import zygote
 from memtrellis import ExtractionConfig, Memory
 from memtrellis.extraction import FALLBACK_TAG
 from memtrellis.testing import HashingEmbedder, ScriptedLLM, capture_service_of
@@ -146,7 +146,7 @@ CRASH_BETWEEN_RETRIES = """
 def test_a_crash_between_retries_leaves_the_turn_spooled_for_the_next_open(
     store_path: Path,
 ) -> None:
-    proc = subprocess.run(
+    proc = zygote.run(
         [sys.executable, "-c", textwrap.dedent(CRASH_BETWEEN_RETRIES), str(store_path)],
         capture_output=True,
         text=True,

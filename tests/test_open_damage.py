@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+import zygote
 from memtrellis import Memory, StoreCorruptError, repair_store
 from memtrellis.cli import app
 from memtrellis.errors import StoreInconsistentError
@@ -49,7 +50,7 @@ def word(number: int) -> str:
 
 
 def run(code: str, *args: str) -> None:
-    proc = subprocess.run(
+    proc = zygote.run(
         [sys.executable, "-c", textwrap.dedent(code), *args],
         capture_output=True,
         text=True,
@@ -311,7 +312,7 @@ def test_an_index_emptied_by_a_killed_rebuild_raises_and_the_next_repair_restore
     base: Path, tmp_path: Path
 ) -> None:
     store = copy(base, tmp_path)
-    proc = subprocess.run(
+    proc = zygote.run(
         [sys.executable, "-c", textwrap.dedent(KILLED_REBUILD), str(store)],
         capture_output=True,
         text=True,

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+import zygote
 from memtrellis import InvalidInputError, Memory
 from memtrellis.testing import HashingEmbedder, store_of
 
@@ -42,7 +43,7 @@ def _command(code: str, *args: str) -> list[str]:
 
 
 def _child(code: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return zygote.run(
         _command(code, *args), capture_output=True, text=True, timeout=120, env=ENV, check=False
     )
 
@@ -103,7 +104,7 @@ def test_writers_of_one_entity_on_two_machines_lose_nothing(
                 m.add(f"{sys.argv[5]} note {n}: the locker code is {n * 7919}", mode="fast")
         """
     procs = [
-        subprocess.Popen(
+        zygote.Popen(
             _command(code, str(tmp_path / m), chroma_server, postgres_url, ana, m, "15"),
             env=ENV,
             stderr=subprocess.PIPE,

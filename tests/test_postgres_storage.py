@@ -22,6 +22,7 @@ import psycopg
 import pytest
 from psycopg_pool import PoolTimeout
 
+import zygote
 from memtrellis.errors import StoreCorruptError, StoreLockedError
 from memtrellis.store.graph import MemoryGraph
 from memtrellis.store.pgshard import PostgresShardStorage
@@ -49,7 +50,7 @@ def backend(postgres_url: str) -> Iterator[PostgresBackend]:
 
 
 def child(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
+    return zygote.Popen(
         [sys.executable, str(CHILD), *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

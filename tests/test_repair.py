@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import shlex
 import shutil
-import subprocess
 import sys
 import textwrap
 from collections.abc import Callable
@@ -23,6 +22,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+import zygote
 from memtrellis import Memory, StoreCorruptError, repair_store
 from memtrellis.cli import app
 from memtrellis.store import EmbedderInfo
@@ -143,7 +143,7 @@ def logged(healthy: tuple[Path, Snapshot]) -> tuple[Path, Snapshot]:
     """The healthy store plus two memories only in the write-ahead log (a crash)."""
     path = healthy[0].parent.parent / "logged" / "store"
     shutil.copytree(healthy[0], path)
-    proc = subprocess.run(
+    proc = zygote.run(
         [sys.executable, "-c", textwrap.dedent(ADD_AND_DIE), str(path)],
         capture_output=True,
         text=True,
@@ -448,7 +448,7 @@ def test_a_lost_manifest_of_a_never_compacted_store_comes_back_whole_from_the_lo
     tmp_path: Path,
 ) -> None:
     store = tmp_path / "store"
-    proc = subprocess.run(
+    proc = zygote.run(
         [sys.executable, "-c", textwrap.dedent(NEVER_COMPACTED), str(store)],
         capture_output=True,
         text=True,

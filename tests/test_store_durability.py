@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import zygote
 from memtrellis import Memory, StoreCorruptError
 from memtrellis.store import collection_name
 from memtrellis.store.shardfiles import shard_dir
@@ -17,7 +18,7 @@ from memtrellis.testing import HashingEmbedder, store_of
 
 
 def _run(code: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return zygote.run(
         [sys.executable, "-c", textwrap.dedent(code), *args],
         capture_output=True,
         text=True,
@@ -193,7 +194,7 @@ WRITER = """
 def test_two_processes_on_one_store_lose_nothing(store_path: Path) -> None:
     Memory(store_path, entity_id="shared", embedder=HashingEmbedder()).close()
     procs = [
-        subprocess.Popen(
+        zygote.Popen(
             [sys.executable, "-c", textwrap.dedent(WRITER), str(store_path), tag, "60"],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

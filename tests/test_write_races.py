@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+import zygote
 from memtrellis import Memory, MemoryItem, Scope
 from memtrellis.errors import MemoryNotFoundError
 from memtrellis.store.vectors import VectorIndex
@@ -233,7 +234,7 @@ class HeldChild:
 
     def __init__(self, tmp_path: Path, script: str, *args: str) -> None:
         self.entered, self.release = tmp_path / "entered", tmp_path / "release"
-        self.child = subprocess.Popen(
+        self.child = zygote.Popen(
             [
                 sys.executable,
                 "-c",
@@ -347,7 +348,7 @@ def test_processes_adding_the_same_texts_store_each_once(tmp_path: Path) -> None
         pass  # created once, so that the three only open it
     go = tmp_path / "go"
     children = [
-        subprocess.Popen(
+        zygote.Popen(
             [sys.executable, "-c", textwrap.dedent(SAME_TEXTS), str(path), str(seed), str(go)],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -490,7 +491,7 @@ def test_vectors_another_process_wrote_since_this_one_loaded_them_are_read(
         index.upsert([mine], embedder.embed_documents([mine.text]))
         assert set(index.embeddings("ana", ["mine"])) == {"mine"}  # loaded in this process
         theirs = "Ana keeps her chess set in the blue box."
-        added = subprocess.run(
+        added = zygote.run(
             [sys.executable, "-c", textwrap.dedent(ADD_VECTOR), str(tmp_path), theirs],
             capture_output=True,
             text=True,
