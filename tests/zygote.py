@@ -12,14 +12,17 @@ handlers, exit code, a traceback on stderr). It is a real process with its own p
 signals, ``kill`` and ``wait`` work as for any child.
 
 Anything else runs as a plain subprocess, unchanged: another program, ``-m``, a shell,
-``preexec_fn``, ``pass_fds``, a new session, another user, or an environment that
-differs from the zygote's own in any variable (it was read when the modules imported).
-What must be a fresh interpreter (import-time checks, "in a fresh process" tests) keeps
-using `subprocess`.
+``preexec_fn``, ``pass_fds``, a new session, another user, or an environment given for
+that child alone. When this process's own environment has changed since the zygote
+started (its modules read some variables as they were imported), a new zygote starts.
+Children of one zygote share its string-hash seed (Python reseeds `random` in a forked
+child); what must be a fresh interpreter (import-time checks, hash randomisation, "in a
+fresh process" tests) keeps using `subprocess`.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import signal
@@ -71,7 +74,8 @@ def _serve(fd: int) -> None:  # pragma: no cover - runs in the zygote
         for key, _ in selector.select():
             if key.fileobj is conn:
                 message, fds, _, _ = socket.recv_fds(conn, 1 << 20, 3)
-                if not message:
+                if not message:  # the tests' process is done: reap what ended, then exit
+                    _reap(None)
                     return
                 pid = os.fork()
                 if pid == 0:
@@ -87,7 +91,9 @@ def _serve(fd: int) -> None:  # pragma: no cover - runs in the zygote
                 _reap(conn)
 
 
-def _reap(conn: socket.socket) -> None:  # pragma: no cover - runs in the zygote
+def _reap(conn: socket.socket | None) -> None:  # pragma: no cover - runs in the zygote
+    """Wait for the children that ended (so that their CPU time counts as this process's
+    children's, and so its parent's) and report each one's status."""
     while True:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
@@ -95,12 +101,12 @@ def _reap(conn: socket.socket) -> None:  # pragma: no cover - runs in the zygote
             return
         if pid == 0:
             return
-        conn.send(json.dumps({"exit": pid, "status": status}).encode())
+        if conn is not None:
+            conn.send(json.dumps({"exit": pid, "status": status}).encode())
 
 
 def _child(request: dict[str, Any], fds: list[int]) -> None:  # pragma: no cover
     """Become the requested process: its stdio, folder, environment and argv; run it; exit."""
-    import atexit
     import runpy
     import tempfile
     import types
@@ -173,6 +179,19 @@ class _Zygote:
         self.statuses: dict[int, int] = {}
         self.gone = False
         threading.Thread(target=self._listen, name="zygote", daemon=True).start()
+        atexit.register(self._close)
+
+    def _close(self) -> None:
+        """End the zygote and wait for it, so that no process is left behind and the CPU
+        time of its children counts in this process's (as `time` and nox report it)."""
+        if self.owner != os.getpid():
+            return
+        self.sock.close()
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
 
     def _listen(self) -> None:
         while True:
