@@ -503,3 +503,41 @@ def test_vectors_another_process_wrote_since_this_one_loaded_them_are_read(
         assert got["theirs"] == pytest.approx(embedder.embed_documents([theirs])[0], abs=1e-6)
     finally:
         index.close()
+
+
+def test_a_query_that_meets_a_record_deleted_under_it_asks_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Chroma reads a query's nearest ids from its HNSW index, then their records: a forget
+    # in another thread that lands between the two makes it refuse the query ("Error
+    # finding id"; seen once in eight threads adding, recalling and forgetting on one
+    # Memory under load). Made certain here by refusing the first query the same way.
+    from chromadb.api.models.Collection import Collection
+    from chromadb.errors import InternalError
+
+    embedder = HashingEmbedder(8)
+    index = VectorIndex(tmp_path)
+    try:
+        items = [MemoryItem(id=i, text=f"Ana {i}", scope=Scope(entity_id="ana")) for i in "ab"]
+        index.upsert(items, embedder.embed_documents([it.text for it in items]))
+        real, refusals = (
+            Collection.query,
+            ["Error executing plan: Internal error: Error finding id"],
+        )
+
+        def query(self: Collection, *args: Any, **kwargs: Any) -> Any:
+            if refusals:
+                raise InternalError(refusals.pop())
+            return real(self, *args, **kwargs)
+
+        monkeypatch.setattr(Collection, "query", query)
+        assert index.query("ana", embedder.embed_query("Ana a"), n=1)[0][0] == "a"
+        assert refusals == []
+        refusals.append("Internal error: something else")  # not that race: raised
+        with pytest.raises(InternalError, match="something else"):
+            index.query("ana", embedder.embed_query("Ana a"), n=1)
+        refusals.extend(["Error finding id"] * 3)  # the same refusal every time: raised
+        with pytest.raises(InternalError, match="finding id"):
+            index.query("ana", embedder.embed_query("Ana a"), n=1)
+    finally:
+        index.close()

@@ -525,7 +525,32 @@ class VectorIndex:
         ids: Sequence[str] | None = None,
     ) -> list[tuple[str, float]]:
         """Nearest memories as ``(id, cosine similarity)``, best first; ``ids``: among
-        those memories only."""
+        those memories only.
+
+        A query that meets a record deleted while it ran (a forget in another thread of
+        this process) or written by another process since this client loaded the index
+        is refused by Chroma ("Error finding id"): it is asked again, on a reopened client.
+        """
+        for attempt in range(1, UNSYNCED_ATTEMPTS + 1):
+            try:
+                return self._query(entity_id, embedding, n, process_id, session_id, ids)
+            except Exception as exc:
+                if self.mode != "embedded" or not _unsynced(exc) or attempt == UNSYNCED_ATTEMPTS:
+                    raise
+                log.debug("entity %s: a record changed under the query; asking again", entity_id)
+                time.sleep(0.01 * attempt)
+                self.refresh()
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _query(
+        self,
+        entity_id: str,
+        embedding: Sequence[float],
+        n: int,
+        process_id: str | None,
+        session_id: str | None,
+        ids: Sequence[str] | None,
+    ) -> list[tuple[str, float]]:
         with self._client_in_use():
             collection = self._collection(entity_id, create=False)
             if collection is None:
