@@ -15,9 +15,9 @@ import logging
 import shutil
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from memtrellis._offline import chroma_settings, prepare_offline_env
 from memtrellis.store._chroma_damage import (
@@ -51,6 +51,7 @@ __all__ = [
 ]
 
 log = logging.getLogger("memtrellis.store")
+_T = TypeVar("_T")
 
 
 def collection_name(entity_id: str) -> str:
@@ -452,16 +453,32 @@ class VectorIndex:
         if the view still lags, the vectors are read one by one and the lagging ones left
         out (as missing: a planner then has one candidate fewer, never a wrong vector).
         """
+        wanted = list(ids)
+        return self._again_while_unsynced(
+            entity_id,
+            lambda: self._embeddings(entity_id, wanted, one_by_one=False),
+            then=lambda: self._embeddings(entity_id, wanted, one_by_one=True),
+        )
+
+    def _again_while_unsynced(
+        self, entity_id: str, read: Callable[[], _T], then: Callable[[], _T] | None = None
+    ) -> _T:
+        """``read()``, asked again on a reopened client while Chroma refuses it as unsynced
+        (`_unsynced`), up to `UNSYNCED_ATTEMPTS` times; then ``then()``, or without it the
+        last refusal is raised. Any other error is raised at once."""
         for attempt in range(1, UNSYNCED_ATTEMPTS + 1):
             try:
-                return self._embeddings(entity_id, list(ids), one_by_one=False)
+                return read()
             except Exception as exc:
                 if self.mode != "embedded" or not _unsynced(exc):
                     raise
-                log.debug("entity %s: vectors another process is writing; reading again", entity_id)
+                if then is None and attempt == UNSYNCED_ATTEMPTS:
+                    raise
+                log.debug("entity %s: records changed under a read; reading again", entity_id)
                 time.sleep(0.01 * attempt)
                 self.refresh()
-        return self._embeddings(entity_id, list(ids), one_by_one=True)
+        assert then is not None
+        return then()
 
     def _embeddings(
         self, entity_id: str, wanted: list[str], *, one_by_one: bool
@@ -531,16 +548,9 @@ class VectorIndex:
         this process) or written by another process since this client loaded the index
         is refused by Chroma ("Error finding id"): it is asked again, on a reopened client.
         """
-        for attempt in range(1, UNSYNCED_ATTEMPTS + 1):
-            try:
-                return self._query(entity_id, embedding, n, process_id, session_id, ids)
-            except Exception as exc:
-                if self.mode != "embedded" or not _unsynced(exc) or attempt == UNSYNCED_ATTEMPTS:
-                    raise
-                log.debug("entity %s: a record changed under the query; asking again", entity_id)
-                time.sleep(0.01 * attempt)
-                self.refresh()
-        raise AssertionError("unreachable")  # pragma: no cover
+        return self._again_while_unsynced(
+            entity_id, lambda: self._query(entity_id, embedding, n, process_id, session_id, ids)
+        )
 
     def _query(
         self,
