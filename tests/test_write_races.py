@@ -541,3 +541,64 @@ def test_a_query_that_meets_a_record_deleted_under_it_asks_again(
             index.query("ana", embedder.embed_query("Ana a"), n=1)
     finally:
         index.close()
+
+
+@pytest.mark.parametrize(
+    "call",
+    ["upsert", "update", "delete", "get", "count", "query"],
+)
+def test_a_call_refused_by_a_stale_compaction_asks_again_on_a_reopened_client(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, call: str
+) -> None:
+    # When this process's view of a collection lags behind another process's writes,
+    # Chroma's compaction of its log into the in-memory HNSW index can fail ("Error in
+    # compaction: Failed to apply logs to the hnsw segment writer" on a write, "Error
+    # sending backfill request to compactor: ..." on a read; seen once with two processes
+    # writing and recalling one store under load, where the refused process then kept
+    # the other waiting on the shard's lock for 60 s). Writes and reads alike are asked
+    # again on a client opened afresh, which loads the index as it now is.
+    from chromadb.api.models.Collection import Collection
+    from chromadb.errors import InternalError
+
+    embedder = HashingEmbedder(8)
+    index = VectorIndex(tmp_path)
+    try:
+        items = [MemoryItem(id=i, text=f"Ana {i}", scope=Scope(entity_id="ana")) for i in "abc"]
+        index.upsert(items[:2], embedder.embed_documents([it.text for it in items[:2]]))
+        clients = [index._client]
+        refusal = "Failed to apply logs to the hnsw segment writer"
+        refusals = [
+            f"Error executing plan: Error sending backfill request to compactor: {refusal}"
+            if call in ("get", "count", "query")
+            else f"Error in compaction: {refusal}"
+        ]
+        real = getattr(Collection, call)
+
+        def refused_once(self: Collection, *args: Any, **kwargs: Any) -> Any:
+            if refusals:
+                clients.append(index._client)
+                raise InternalError(refusals.pop())
+            return real(self, *args, **kwargs)
+
+        monkeypatch.setattr(Collection, call, refused_once)
+        if call == "upsert":
+            index.upsert(items[2:], embedder.embed_documents([items[2].text]))
+            assert index.has("ana", ["c"]) == {"c"}
+        elif call == "update":
+            changed = items[0].model_copy(update={"confidence": 0.9})
+            index.update_metadata([changed])
+            assert index.item_copies("ana")[0]["a"].confidence == 0.9
+        elif call == "delete":
+            index.delete("ana", ["a"])
+            assert index.has("ana", ["a", "b"]) == {"b"}
+        elif call == "get":
+            assert index.has("ana", ["a", "b"]) == {"a", "b"}
+        elif call == "count":
+            assert index.count("ana") == 2
+        else:
+            assert index.query("ana", embedder.embed_query("Ana b"), n=1)[0][0] == "b"
+        assert refusals == [], "the call was never refused: the test tested nothing"
+        # the refused client was closed and a new one asked: none is reused after refusing
+        assert index._client is not clients[0]
+    finally:
+        index.close()

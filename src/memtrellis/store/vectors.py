@@ -9,15 +9,15 @@ collection gets, and the index on Chroma's write log, are in `memtrellis.store.c
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import logging
 import shutil
 import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from memtrellis._offline import chroma_settings, prepare_offline_env
 from memtrellis.store._chroma_damage import (
@@ -25,6 +25,7 @@ from memtrellis.store._chroma_damage import (
     is_damage,
     refuse_a_lost_database,
 )
+from memtrellis.store._chroma_lag import again_while_unsynced, unsynced
 from memtrellis.store._chroma_sql import ChromaSqlError, chroma_sql
 from memtrellis.store._corrupt import FROM_GRAPH, damaged
 from memtrellis.store._rwlock import SharedExclusiveLock
@@ -52,6 +53,7 @@ __all__ = [
 
 log = logging.getLogger("memtrellis.store")
 _T = TypeVar("_T")
+_P = ParamSpec("_P")
 
 
 def collection_name(entity_id: str) -> str:
@@ -102,34 +104,6 @@ def _metadata(item: MemoryItem) -> dict[str, str | int | float | bool]:
     }
 
 
-#: Reads of vectors that another process is still writing, tried before one by one.
-UNSYNCED_ATTEMPTS = 3
-
-
-#: How Chroma refuses a read of a vector this process's view has not loaded yet.
-_UNSYNCED = ("Error finding id", "Error getting embedding")
-
-
-def _unsynced(exc: BaseException) -> bool:
-    """Chroma's answer to a read of a record whose vector this process has not loaded
-    (another process wrote it since this client loaded the collection's HNSW index).
-
-    Chroma words it two ways, by where its plan meets the gap.
-
-    Examples:
-        >>> from chromadb.errors import InternalError
-        >>> _unsynced(InternalError("Error executing plan: Internal error: Error finding id"))
-        True
-        >>> _unsynced(InternalError("Internal error: Error getting embedding"))
-        True
-        >>> _unsynced(InternalError("(code: 5) database is locked"))
-        False
-    """
-    from chromadb.errors import ChromaError
-
-    return isinstance(exc, ChromaError) and any(sign in str(exc) for sign in _UNSYNCED)
-
-
 class Vectors(Protocol):
     """What the store asks of a vector index: `VectorIndex` in this process, or
     [`VectorProcess`][memtrellis.store.vectorproc.VectorProcess] serving one from a child.
@@ -173,6 +147,20 @@ class Vectors(Protocol):
     def entity_ids(self) -> list[str]: ...
     def refresh(self) -> None: ...
     def close(self) -> None: ...
+
+
+def _asked_again(
+    method: Callable[Concatenate[VectorIndex, _P], _T],
+) -> Callable[Concatenate[VectorIndex, _P], _T]:
+    """A `VectorIndex` call, asked again on a reopened client while Chroma refuses it
+    because this process's view lags behind another's changes (`again_while_unsynced`):
+    every call by ids is idempotent, so a write is asked again as a read is."""
+
+    def asked(self: VectorIndex, /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
+        return self._again_while_unsynced(method.__name__, lambda: method(self, *args, **kwargs))
+
+    functools.update_wrapper(asked, method)  # its name and docstring, for the API pages
+    return asked
 
 
 class VectorIndex:
@@ -334,6 +322,7 @@ class VectorIndex:
             self._collections[entity_id] = found
             return found
 
+    @_asked_again
     def upsert(self, items: Sequence[MemoryItem], embeddings: Sequence[Sequence[float]]) -> None:
         """Insert or replace vectors; items may belong to several entities."""
         with self._client_in_use():
@@ -353,6 +342,7 @@ class VectorIndex:
                         metadatas=[_metadata(items[p]) for p in chosen],
                     )
 
+    @_asked_again
     def update_metadata(self, items: Sequence[MemoryItem]) -> None:
         """Refresh the stored metadata (and item copy) without re-embedding."""
         with self._client_in_use():
@@ -369,6 +359,7 @@ class VectorIndex:
                         metadatas=[_metadata(i) for i in group[part]],
                     )
 
+    @_asked_again
     def delete(self, entity_id: str, ids: Sequence[str]) -> None:
         """Delete vectors by id from one entity's collection (missing ids are ignored)."""
         with self._client_in_use():
@@ -433,6 +424,7 @@ class VectorIndex:
         except ChromaSqlError:
             log.warning("could not compact %s after dropping a collection", self._sqlite_path)
 
+    @_asked_again
     def has(self, entity_id: str, ids: Sequence[str]) -> set[str]:
         """Which of ``ids`` the entity's collection holds."""
         with self._client_in_use():
@@ -455,30 +447,19 @@ class VectorIndex:
         """
         wanted = list(ids)
         return self._again_while_unsynced(
-            entity_id,
+            "embeddings",
             lambda: self._embeddings(entity_id, wanted, one_by_one=False),
             then=lambda: self._embeddings(entity_id, wanted, one_by_one=True),
         )
 
     def _again_while_unsynced(
-        self, entity_id: str, read: Callable[[], _T], then: Callable[[], _T] | None = None
+        self, what: str, call: Callable[[], _T], then: Callable[[], _T] | None = None
     ) -> _T:
-        """``read()``, asked again on a reopened client while Chroma refuses it as unsynced
-        (`_unsynced`), up to `UNSYNCED_ATTEMPTS` times; then ``then()``, or without it the
-        last refusal is raised. Any other error is raised at once."""
-        for attempt in range(1, UNSYNCED_ATTEMPTS + 1):
-            try:
-                return read()
-            except Exception as exc:
-                if self.mode != "embedded" or not _unsynced(exc):
-                    raise
-                if then is None and attempt == UNSYNCED_ATTEMPTS:
-                    raise
-                log.debug("entity %s: records changed under a read; reading again", entity_id)
-                time.sleep(0.01 * attempt)
-                self.refresh()
-        assert then is not None
-        return then()
+        """``call()``, asked again on a reopened client while Chroma refuses it because
+        this process's embedded view lags (see `memtrellis.store._chroma_lag`)."""
+        if self.mode != "embedded":
+            return call()
+        return again_while_unsynced(call, reopen=self.refresh, then=then, what=what)
 
     def _embeddings(
         self, entity_id: str, wanted: list[str], *, one_by_one: bool
@@ -493,7 +474,7 @@ class VectorIndex:
                 try:
                     got = collection.get(ids=wanted[part], include=["embeddings"])
                 except Exception as exc:
-                    if not (one_by_one and _unsynced(exc)):
+                    if not (one_by_one and unsynced(exc)):
                         raise
                     log.warning(
                         "entity %s: the vector of %s is not readable yet (another process "
@@ -508,12 +489,14 @@ class VectorIndex:
                 )
             return found
 
+    @_asked_again
     def count(self, entity_id: str) -> int:
         """Number of vectors in one entity's collection."""
         with self._client_in_use():
             collection = self._collection(entity_id, create=False)
             return 0 if collection is None else int(collection.count())
 
+    @_asked_again
     def item_copies(self, entity_id: str) -> tuple[dict[str, MemoryItem], int]:
         """The readable item copies of an entity's collection by id, and how many were not
         (what repair rebuilds a graph from, and what tests compare the graph with)."""
@@ -531,6 +514,7 @@ class VectorIndex:
                 unreadable += 1
         return copies, unreadable
 
+    @_asked_again
     def query(
         self,
         entity_id: str,
@@ -548,19 +532,6 @@ class VectorIndex:
         this process) or written by another process since this client loaded the index
         is refused by Chroma ("Error finding id"): it is asked again, on a reopened client.
         """
-        return self._again_while_unsynced(
-            entity_id, lambda: self._query(entity_id, embedding, n, process_id, session_id, ids)
-        )
-
-    def _query(
-        self,
-        entity_id: str,
-        embedding: Sequence[float],
-        n: int,
-        process_id: str | None,
-        session_id: str | None,
-        ids: Sequence[str] | None,
-    ) -> list[tuple[str, float]]:
         with self._client_in_use():
             collection = self._collection(entity_id, create=False)
             if collection is None:
