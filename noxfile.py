@@ -358,7 +358,10 @@ class _Lane:
     leaves a core idle about a third of its time, waiting on servers and child processes,
     and mypy runs on one core): at most `slots` jobs at once, in the order they were added.
     (Run at nice 19 instead, the lane let the suite finish 30 s sooner but itself finished
-    later: 7:29 for the whole check against 7:12 the same hour.)
+    later: 7:29 for the whole check against 7:12 the same hour. Every job at once at nice
+    19, with the install test: the cores were busy throughout, but every check's CPU time
+    grew by a sixth and the suite took 465 s: two busy processes each run 1.3-1.5x slower
+    on this machine's two cores than one alone, so more at once is not more done.)
     Each job's wall and CPU time are logged as it ends; `finish` prints the logs."""
 
     def __init__(self, session: nox.Session) -> None:
