@@ -14,9 +14,28 @@ from pathlib import Path
 
 import pytest
 
+import zygote
 from memtrellis import Memory
+from memtrellis._engine import channel
+from memtrellis.store import vectorproc
 from memtrellis.store._pgscratch import ScratchServer, shared_server
 from memtrellis.testing import HashingEmbedder
+
+_FORKED = zygote.forked_module()
+
+
+@pytest.fixture(autouse=True)
+def _own_children_from_the_zygote(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """memtrellis's engine and vector processes fork from the tests' zygote (tests/zygote.py)
+    instead of starting a fresh interpreter each (~1.2 CPU-s of imports, ~35 of them):
+    the same code runs in a process of its own, from the same argv and socket. Tests
+    marked ``fresh_children`` (how such a process starts and ends is what they check)
+    get fresh interpreters, as do the apps that tests start as processes of their own."""
+    if request.node.get_closest_marker("fresh_children") is None:
+        monkeypatch.setattr(channel, "subprocess", _FORKED)
+        monkeypatch.setattr(vectorproc, "subprocess", _FORKED)
 
 
 @pytest.fixture

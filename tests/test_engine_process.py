@@ -326,6 +326,7 @@ def _children() -> set[int]:
     return {pid for pid in found if not _gone(pid, within=0.0)}
 
 
+@pytest.mark.fresh_children  # this process's own children are counted
 def test_closing_after_the_engine_died_leaves_no_process(tmp_path: Path) -> None:
     before = _children()
     memory = _open(tmp_path, engine_process=True)
@@ -339,6 +340,7 @@ def test_closing_after_the_engine_died_leaves_no_process(tmp_path: Path) -> None
 
 @pytest.mark.skipif(not hasattr(os, "nice"), reason="CPU priority is a POSIX feature")
 @pytest.mark.parametrize("configured", [None, "0", "3"])
+@pytest.mark.fresh_children  # the priority a new process takes
 def test_the_engine_yields_the_cpu_to_the_app(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, configured: str | None
 ) -> None:

@@ -97,3 +97,58 @@ def test_what_the_zygote_cannot_stand_in_for_runs_as_a_plain_subprocess(
     code = "import os, sys; print('chromadb' in sys.modules, os.environ['ZYGOTE_TEST'])"
     done = zygote.run([PY, "-c", code], capture_output=True, text=True)
     assert done.stdout == "True 2\n", done.stderr
+
+
+def test_passed_descriptors_keep_their_numbers_and_only_they_stay_open(tmp_path: Path) -> None:
+    # memtrellis's engine and vector processes take a socket's number in their argv, with
+    # PYTHONPATH set to this process's sys.path: both are what the zygote stands in for
+    import socket
+
+    ours, theirs = socket.socketpair()
+    extra_read, extra_write = os.pipe()  # open here, not passed: closed in the child
+    code = (
+        "import os, socket, sys\n"
+        "s = socket.socket(fileno=int(sys.argv[1]))\n"
+        "s.sendall(repr((os.getppid(), 'chromadb' in sys.modules,"
+        " sorted(int(f) for f in os.listdir('/proc/self/fd')))).encode())\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    number = theirs.fileno()
+    try:
+        child = zygote.Popen(
+            [PY, "-c", code, str(number)],
+            pass_fds=[number],
+            stdin=subprocess.DEVNULL,
+            env=env,
+        )
+        theirs.close()
+        assert child.wait(timeout=60) == 0
+        ppid, warm, fds = eval(ours.recv(4096).decode())
+    finally:
+        ours.close()
+        os.close(extra_read)
+        os.close(extra_write)
+    assert (ppid != os.getpid(), warm) == (True, True)  # forked from the zygote
+    # stdio, the passed socket under its own number, and listdir's own descriptor
+    assert [0, 1, 2, number] == [f for f in fds if f in (0, 1, 2, number)] and len(fds) == 5
+    # a PYTHONPATH naming a folder this process does not import from: a fresh interpreter
+    env["PYTHONPATH"] = str(tmp_path)
+    done = zygote.run([PY, "-c", REPORT], env=env, capture_output=True, text=True)
+    assert done.stdout.split(" ")[:2] == [str(os.getpid()), "False"], done.stderr
+
+
+def test_the_zygote_ends_of_itself_when_its_process_does() -> None:
+    # the zygote ends when the socket to it closes; a thread blocked reading that socket
+    # kept it open, so every process that had used a zygote waited 30 s at exit for it
+    # and then killed it (xdist workers, too)
+    code = f"""
+import atexit, sys
+sys.path.insert(0, {str(Path(zygote.__file__).parent)!r})
+import zygote
+seen = []
+atexit.register(lambda: print("zygote's exit status", seen[0].process.returncode))
+zygote.run([sys.executable, "-c", "pass"], check=True)
+seen.append(zygote._zygote)
+"""
+    done = subprocess.run([PY, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.stdout == "zygote's exit status 0\n", done.stderr  # not -9: killed

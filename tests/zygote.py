@@ -11,9 +11,13 @@ environment and argv, runs the code as ``__main__``, and exits as Python would (
 handlers, exit code, a traceback on stderr). It is a real process with its own pid:
 signals, ``kill`` and ``wait`` work as for any child.
 
+File descriptors in ``pass_fds`` reach the child under the same numbers (so memtrellis's
+own engine and vector processes, which take a socket's number in their argv, start here
+too; see `forked_module`), and so does an environment that differs from this process's
+only in a ``PYTHONPATH`` of folders already on ``sys.path`` (what those spawns add).
 Anything else runs as a plain subprocess, unchanged: another program, ``-m``, a shell,
-``preexec_fn``, ``pass_fds``, a new session, another user, or an environment given for
-that child alone. When this process's own environment has changed since the zygote
+``preexec_fn``, a new session, another user, or an environment given for that child
+alone. When this process's own environment has changed since the zygote
 started (its modules read some variables as they were imported), a new zygote starts.
 Children of one zygote share its string-hash seed (Python reseeds `random` in a forked
 child); what must be a fresh interpreter (import-time checks, hash randomisation, "in a
@@ -23,6 +27,7 @@ fresh process" tests) keeps using `subprocess`.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import signal
@@ -41,6 +46,9 @@ PRELOAD = ("memtrellis", "memtrellis.testing", "chromadb")
 #: Variables that may differ between the zygote's environment and a child's: nothing
 #: reads them at import.
 _FREE = frozenset({"PYTEST_CURRENT_TEST"})
+
+#: Where a child's received descriptors are moved before they take their numbers.
+_HIGH = 4096
 
 _SERVE = """
 import sys
@@ -73,7 +81,7 @@ def _serve(fd: int) -> None:  # pragma: no cover - runs in the zygote
     while True:
         for key, _ in selector.select():
             if key.fileobj is conn:
-                message, fds, _, _ = socket.recv_fds(conn, 1 << 20, 3)
+                message, fds, _, _ = socket.recv_fds(conn, 1 << 20, 64)
                 if not message:  # the tests' process is done: reap what ended, then exit
                     _reap(None)
                     return
@@ -106,20 +114,32 @@ def _reap(conn: socket.socket | None) -> None:  # pragma: no cover - runs in the
 
 
 def _child(request: dict[str, Any], fds: list[int]) -> None:  # pragma: no cover
-    """Become the requested process: its stdio, folder, environment and argv; run it; exit."""
+    """Become the requested process: its stdio and passed descriptors, folder,
+    environment and argv; run it; exit."""
+    import fcntl
     import runpy
     import tempfile
     import types
 
     status = 1
     try:
-        for target, received in enumerate(fds):
-            os.dup2(received, target)
-        os.closerange(3, 1 << 16)  # what close_fds does before an exec
+        targets = [0, 1, 2, *request["pass"]]
+        # out of every target's way first: a received descriptor may hold a target's number
+        high = [fcntl.fcntl(received, fcntl.F_DUPFD, _HIGH) for received in fds]
+        for target, received in zip(targets, high, strict=True):
+            os.dup2(received, target)  # inheritable, as pass_fds leaves them
+        start = 3  # then close the rest, as close_fds does before an exec
+        for kept in sorted(set(targets) - {0, 1, 2}):
+            os.closerange(start, kept)
+            start = kept + 1
+        os.closerange(start, 1 << 16)
         if request["cwd"] is not None:
             os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
+        # PYTHONPATH's folders follow the script's folder, as in a fresh interpreter
+        added = [f for f in os.environ.get("PYTHONPATH", "").split(os.pathsep) if f]
+        sys.path[1:1] = [folder for folder in added if folder not in sys.path]
         tempfile.tempdir = None
         argv: list[str] = request["argv"]
         sys.argv = list(argv)
@@ -186,6 +206,10 @@ class _Zygote:
         time of its children counts in this process's (as `time` and nox report it)."""
         if self.owner != os.getpid():
             return
+        # close() alone leaves the socket open while the listening thread is blocked in
+        # recv() on it, so the zygote would never see the end (and be killed after 30 s)
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)
         self.sock.close()
         try:
             self.process.wait(timeout=30)
@@ -264,11 +288,21 @@ def _request(args: Any, env: Any, cwd: Any, simple: bool) -> dict[str, Any] | No
         code, child_argv = None, argv[1:]
     else:
         return None
-    if env is not None and _differ(env, os.environ):  # an environment for this child alone
-        return None
+    if env is not None and not _only_known_folders_added(env):
+        return None  # an environment for this child alone
     wanted = dict(os.environ if env is None else env)
     cwd = None if cwd is None else os.fspath(cwd)
-    return {"argv": child_argv, "code": code, "env": wanted, "cwd": cwd}
+    return {"argv": child_argv, "code": code, "env": wanted, "cwd": cwd, "pass": []}
+
+
+def _only_known_folders_added(env: Any) -> bool:
+    """Whether `env` is this process's environment but for a ``PYTHONPATH`` of folders
+    already on ``sys.path`` (the zygote imported from them, so a child sees the same)."""
+    differ = _differ(env, os.environ)
+    if not differ <= {"PYTHONPATH"}:
+        return False
+    folders = env.get("PYTHONPATH", "").split(os.pathsep) if differ else []
+    return all(folder in sys.path for folder in folders if folder)
 
 
 class Popen(subprocess.Popen):  # type: ignore[type-arg]
@@ -302,7 +336,6 @@ class Popen(subprocess.Popen):  # type: ignore[type-arg]
             executable is None
             and preexec_fn is None
             and close_fds
-            and not pass_fds
             and not shell
             and (gid, gids, uid, umask, new_session) == (None, None, None, -1, False)
             and group in ([], [-1], [None])
@@ -319,8 +352,9 @@ class Popen(subprocess.Popen):  # type: ignore[type-arg]
         stdio = [p2cread if p2cread != -1 else 0]
         stdio.append(c2pwrite if c2pwrite != -1 else 1)
         stdio.append(errwrite if errwrite != -1 else 2)
+        request["pass"] = list(pass_fds)
         try:
-            self.pid = zygote.spawn(request, stdio)
+            self.pid = zygote.spawn(request, [*stdio, *pass_fds])
         finally:
             self._close_pipe_fds(p2cread, p2cwrite, c2pread, c2pwrite, errread, errwrite)  # type: ignore[attr-defined]
         self._from_zygote = zygote
@@ -376,3 +410,12 @@ def run(
     if check:
         done.check_returncode()
     return done
+
+
+def forked_module() -> Any:
+    """The `subprocess` module with `Popen` and `run` from here: to put in place of a
+    module's ``subprocess`` (``monkeypatch.setattr(module, "subprocess", ...)``) so that
+    the Python processes that module starts fork from the zygote."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(**{**vars(subprocess), "run": run, "Popen": Popen})
