@@ -602,3 +602,45 @@ def test_a_call_refused_by_a_stale_compaction_asks_again_on_a_reopened_client(
         assert index._client is not clients[0]
     finally:
         index.close()
+
+
+def test_index_files_read_mid_rewrite_are_read_again_and_only_lasting_damage_is_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A recall in one process while another's compaction rewrites the collection's HNSW
+    # files can read a file cut short ("Error constructing hnsw segment reader: ... Error
+    # deserializing pickle file: ... EOF while parsing"; seen once in the full check, in
+    # test_recall_does_not_wait_out_a_busy_writer_in_another_process), which is also what
+    # a damaged file says. It is read again on a reopened client; what still fails after
+    # that is reported as damage (StoreCorruptError naming the repair), as before.
+    from chromadb.api.models.Collection import Collection
+    from chromadb.errors import InternalError
+
+    from memtrellis import StoreCorruptError
+
+    torn = (
+        "Error executing plan: Error sending backfill request to compactor: Error "
+        "constructing hnsw segment reader: Error creating hnsw segment reader: Error "
+        "deserializing pickle file: eval error at offset 0: EOF while parsing"
+    )
+    embedder = HashingEmbedder(8)
+    index = VectorIndex(tmp_path)
+    try:
+        items = [MemoryItem(id=i, text=f"Ana {i}", scope=Scope(entity_id="ana")) for i in "ab"]
+        index.upsert(items, embedder.embed_documents([it.text for it in items]))
+        real, refusals = Collection.query, [torn]
+
+        def query(self: Collection, *args: Any, **kwargs: Any) -> Any:
+            if refusals:
+                raise InternalError(refusals.pop())
+            return real(self, *args, **kwargs)
+
+        monkeypatch.setattr(Collection, "query", query)
+        assert index.query("ana", embedder.embed_query("Ana b"), n=1)[0][0] == "b"
+        assert refusals == []
+        refusals.extend([torn] * 3)  # the same every time: damage, with its cure
+        with pytest.raises(StoreCorruptError, match="memtrellis repair"):
+            index.query("ana", embedder.embed_query("Ana b"), n=1)
+        assert refusals == []
+    finally:
+        index.close()

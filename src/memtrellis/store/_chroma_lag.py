@@ -24,14 +24,36 @@ _T = TypeVar("_T")
 UNSYNCED_ATTEMPTS = 3
 
 #: How Chroma words it, by where its plan meets the gap: a read of a record whose vector
-#: is not loaded ("Error finding id", "Error getting embedding"), and the log applied to a
+#: is not loaded ("Error finding id", "Error getting embedding"), the log applied to a
 #: stale or half-written index ("Failed to apply logs to the hnsw segment writer", alone
-#: on a write or after "Error sending backfill request to compactor" on a read).
-_UNSYNCED = ("Error finding id", "Error getting embedding", "Failed to apply logs")
+#: on a write or after "Error sending backfill request to compactor" on a read), and
+#: index files read while another process rewrites them ("Error constructing hnsw segment
+#: reader: ... Error deserializing pickle file: ... EOF while parsing"). The last is also
+#: what a damaged file says: it is asked again too, and only what still fails on a client
+#: opened afresh is reported as damage.
+_NOT_LOADED = ("Error finding id", "Error getting embedding")
+_UNSYNCED = (*_NOT_LOADED, "Failed to apply logs", "Error constructing hnsw segment reader")
+
+
+def not_loaded(exc: BaseException) -> bool:
+    """Whether ``exc`` is Chroma refusing a read of records whose vectors this process
+    has not loaded (the one refusal that concerns some records only, not the index).
+
+    Examples:
+        >>> from chromadb.errors import InternalError
+        >>> not_loaded(InternalError("Error executing plan: Internal error: Error finding id"))
+        True
+        >>> not_loaded(InternalError("Error constructing hnsw segment reader: EOF"))
+        False
+    """
+    from chromadb.errors import ChromaError
+
+    return isinstance(exc, ChromaError) and any(sign in str(exc) for sign in _NOT_LOADED)
 
 
 def unsynced(exc: BaseException) -> bool:
-    """Whether ``exc`` is Chroma refusing a call because this process's view lags.
+    """Whether ``exc`` is Chroma refusing a call because this process's view lags, or
+    an error raised from such a refusal (the damage check's, say).
 
     Examples:
         >>> from chromadb.errors import InternalError
@@ -46,10 +68,21 @@ def unsynced(exc: BaseException) -> bool:
         False
         >>> unsynced(ValueError("Error finding id"))  # only Chroma's own errors
         False
+        >>> try:
+        ...     try:
+        ...         raise InternalError("Error constructing hnsw segment reader: EOF")
+        ...     except InternalError as refusal:
+        ...         raise RuntimeError("the index cannot be read") from refusal
+        ... except RuntimeError as raised:
+        ...     unsynced(raised)
+        True
     """
     from chromadb.errors import ChromaError
 
-    return isinstance(exc, ChromaError) and any(sign in str(exc) for sign in _UNSYNCED)
+    cause = exc.__cause__
+    if not isinstance(exc, ChromaError):
+        return cause is not None and unsynced(cause)
+    return any(sign in str(exc) for sign in _UNSYNCED)
 
 
 def again_while_unsynced(

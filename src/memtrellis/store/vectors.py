@@ -25,7 +25,7 @@ from memtrellis.store._chroma_damage import (
     is_damage,
     refuse_a_lost_database,
 )
-from memtrellis.store._chroma_lag import again_while_unsynced, unsynced
+from memtrellis.store._chroma_lag import again_while_unsynced, not_loaded
 from memtrellis.store._chroma_sql import ChromaSqlError, chroma_sql
 from memtrellis.store._corrupt import FROM_GRAPH, damaged
 from memtrellis.store._rwlock import SharedExclusiveLock
@@ -474,7 +474,7 @@ class VectorIndex:
                 try:
                     got = collection.get(ids=wanted[part], include=["embeddings"])
                 except Exception as exc:
-                    if not (one_by_one and unsynced(exc)):
+                    if not (one_by_one and not_loaded(exc)):
                         raise
                     log.warning(
                         "entity %s: the vector of %s is not readable yet (another process "
