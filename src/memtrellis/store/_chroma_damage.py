@@ -13,7 +13,7 @@ from pathlib import Path
 
 from memtrellis.store._corrupt import FROM_GRAPH, damaged
 
-__all__ = ["forget_failed_client", "is_damage", "refuse_a_lost_database"]
+__all__ = ["chroma_says", "forget_failed_client", "is_damage", "refuse_a_lost_database"]
 
 #: What Chroma says of damaged files: SQLite's errors for ``chroma.sqlite3``
 #: (SQLITE_CORRUPT is code 11, SQLITE_NOTADB code 26) and its own for a collection's HNSW
@@ -38,9 +38,23 @@ def is_damage(exc: BaseException) -> bool:
         >>> is_damage(InternalError("(code: 5) database is locked"))
         False
     """
+    return chroma_says(exc, _DAMAGED)
+
+
+def chroma_says(exc: BaseException, signs: tuple[str, ...]) -> bool:
+    """Whether ``exc`` is one of Chroma's own errors and its message holds one of
+    ``signs`` (Chroma tells its failures apart only in words).
+
+    Examples:
+        >>> from chromadb.errors import InternalError
+        >>> chroma_says(InternalError("(code: 5) database is locked"), ("(code: 5)",))
+        True
+        >>> chroma_says(ValueError("(code: 5) database is locked"), ("(code: 5)",))
+        False
+    """
     from chromadb.errors import ChromaError
 
-    return isinstance(exc, ChromaError) and any(sign in str(exc) for sign in _DAMAGED)
+    return isinstance(exc, ChromaError) and any(sign in str(exc) for sign in signs)
 
 
 def forget_failed_client(directory: Path) -> None:

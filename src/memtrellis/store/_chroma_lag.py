@@ -16,6 +16,8 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
+from memtrellis.store._chroma_damage import chroma_says
+
 log = logging.getLogger("memtrellis.store")
 
 _T = TypeVar("_T")
@@ -46,9 +48,7 @@ def not_loaded(exc: BaseException) -> bool:
         >>> not_loaded(InternalError("Error constructing hnsw segment reader: EOF"))
         False
     """
-    from chromadb.errors import ChromaError
-
-    return isinstance(exc, ChromaError) and any(sign in str(exc) for sign in _NOT_LOADED)
+    return chroma_says(exc, _NOT_LOADED)
 
 
 def unsynced(exc: BaseException) -> bool:
@@ -77,12 +77,9 @@ def unsynced(exc: BaseException) -> bool:
         ...     unsynced(raised)
         True
     """
-    from chromadb.errors import ChromaError
-
-    cause = exc.__cause__
-    if not isinstance(exc, ChromaError):
-        return cause is not None and unsynced(cause)
-    return any(sign in str(exc) for sign in _UNSYNCED)
+    if chroma_says(exc, _UNSYNCED):
+        return True
+    return exc.__cause__ is not None and unsynced(exc.__cause__)
 
 
 def again_while_unsynced(
