@@ -13,12 +13,11 @@ from __future__ import annotations
 import importlib
 import inspect
 import json
-import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType, SimpleNamespace
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -42,7 +41,7 @@ def scale() -> Iterator[ModuleType]:
         module = importlib.import_module("scale")
     finally:
         sys.path.remove(str(SCRIPT.parent))
-    forked = SimpleNamespace(**{**vars(subprocess), "run": zygote.run, "Popen": zygote.Popen})
+    forked = zygote.forked_module()
     with pytest.MonkeyPatch.context() as patch:
         for helper in ("_scale_build", "_scale_servers"):
             patch.setattr(sys.modules[helper], "subprocess", forked)
