@@ -354,7 +354,7 @@ class _Job:
 
 class _Lane:
     """Checks that need no other check's result, run in a background thread of nox's
-    beside the core's suite (two cores, ~700 CPU-s of checks: the core's suite alone
+    beside the core's suite (two cores, ~600-650 CPU-s of checks: the core's suite alone
     leaves a core idle about a third of its time, waiting on servers and child processes,
     and mypy runs on one core): at most `slots` jobs at once, in the order they were added.
     (Run at nice 19 instead, the lane let the suite finish 30 s sooner but itself finished
