@@ -505,6 +505,23 @@ def test_vectors_another_process_wrote_since_this_one_loaded_them_are_read(
         index.close()
 
 
+def _refuse(monkeypatch: pytest.MonkeyPatch, call: str, refusals: list[str]) -> None:
+    """Chroma's ``Collection.<call>`` raises ``InternalError`` with the next of
+    ``refusals`` (taken from the end) while any are left, as Chroma refuses a call, and
+    runs as usual after that."""
+    from chromadb.api.models.Collection import Collection
+    from chromadb.errors import InternalError
+
+    real = getattr(Collection, call)
+
+    def refused(self: Collection, *args: Any, **kwargs: Any) -> Any:
+        if refusals:
+            raise InternalError(refusals.pop())
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Collection, call, refused)
+
+
 def test_a_query_that_meets_a_record_deleted_under_it_asks_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -512,7 +529,6 @@ def test_a_query_that_meets_a_record_deleted_under_it_asks_again(
     # in another thread that lands between the two makes it refuse the query ("Error
     # finding id"; seen once in eight threads adding, recalling and forgetting on one
     # Memory under load). Made certain here by refusing the first query the same way.
-    from chromadb.api.models.Collection import Collection
     from chromadb.errors import InternalError
 
     embedder = HashingEmbedder(8)
@@ -520,17 +536,8 @@ def test_a_query_that_meets_a_record_deleted_under_it_asks_again(
     try:
         items = [MemoryItem(id=i, text=f"Ana {i}", scope=Scope(entity_id="ana")) for i in "ab"]
         index.upsert(items, embedder.embed_documents([it.text for it in items]))
-        real, refusals = (
-            Collection.query,
-            ["Error executing plan: Internal error: Error finding id"],
-        )
-
-        def query(self: Collection, *args: Any, **kwargs: Any) -> Any:
-            if refusals:
-                raise InternalError(refusals.pop())
-            return real(self, *args, **kwargs)
-
-        monkeypatch.setattr(Collection, "query", query)
+        refusals = ["Error executing plan: Internal error: Error finding id"]
+        _refuse(monkeypatch, "query", refusals)
         assert index.query("ana", embedder.embed_query("Ana a"), n=1)[0][0] == "a"
         assert refusals == []
         refusals.append("Internal error: something else")  # not that race: raised
@@ -557,30 +564,19 @@ def test_a_call_refused_by_a_stale_compaction_asks_again_on_a_reopened_client(
     # writing and recalling one store under load, where the refused process then kept
     # the other waiting on the shard's lock for 60 s). Writes and reads alike are asked
     # again on a client opened afresh, which loads the index as it now is.
-    from chromadb.api.models.Collection import Collection
-    from chromadb.errors import InternalError
-
     embedder = HashingEmbedder(8)
     index = VectorIndex(tmp_path)
     try:
         items = [MemoryItem(id=i, text=f"Ana {i}", scope=Scope(entity_id="ana")) for i in "abc"]
         index.upsert(items[:2], embedder.embed_documents([it.text for it in items[:2]]))
-        clients = [index._client]
+        first_client = index._client
         refusal = "Failed to apply logs to the hnsw segment writer"
         refusals = [
             f"Error executing plan: Error sending backfill request to compactor: {refusal}"
             if call in ("get", "count", "query")
             else f"Error in compaction: {refusal}"
         ]
-        real = getattr(Collection, call)
-
-        def refused_once(self: Collection, *args: Any, **kwargs: Any) -> Any:
-            if refusals:
-                clients.append(index._client)
-                raise InternalError(refusals.pop())
-            return real(self, *args, **kwargs)
-
-        monkeypatch.setattr(Collection, call, refused_once)
+        _refuse(monkeypatch, call, refusals)
         if call == "upsert":
             index.upsert(items[2:], embedder.embed_documents([items[2].text]))
             assert index.has("ana", ["c"]) == {"c"}
@@ -599,7 +595,7 @@ def test_a_call_refused_by_a_stale_compaction_asks_again_on_a_reopened_client(
             assert index.query("ana", embedder.embed_query("Ana b"), n=1)[0][0] == "b"
         assert refusals == [], "the call was never refused: the test tested nothing"
         # the refused client was closed and a new one asked: none is reused after refusing
-        assert index._client is not clients[0]
+        assert index._client is not first_client
     finally:
         index.close()
 
@@ -613,9 +609,6 @@ def test_index_files_read_mid_rewrite_are_read_again_and_only_lasting_damage_is_
     # test_recall_does_not_wait_out_a_busy_writer_in_another_process), which is also what
     # a damaged file says. It is read again on a reopened client; what still fails after
     # that is reported as damage (StoreCorruptError naming the repair), as before.
-    from chromadb.api.models.Collection import Collection
-    from chromadb.errors import InternalError
-
     from memtrellis import StoreCorruptError
 
     torn = (
@@ -628,14 +621,8 @@ def test_index_files_read_mid_rewrite_are_read_again_and_only_lasting_damage_is_
     try:
         items = [MemoryItem(id=i, text=f"Ana {i}", scope=Scope(entity_id="ana")) for i in "ab"]
         index.upsert(items, embedder.embed_documents([it.text for it in items]))
-        real, refusals = Collection.query, [torn]
-
-        def query(self: Collection, *args: Any, **kwargs: Any) -> Any:
-            if refusals:
-                raise InternalError(refusals.pop())
-            return real(self, *args, **kwargs)
-
-        monkeypatch.setattr(Collection, "query", query)
+        refusals = [torn]
+        _refuse(monkeypatch, "query", refusals)
         assert index.query("ana", embedder.embed_query("Ana b"), n=1)[0][0] == "b"
         assert refusals == []
         refusals.extend([torn] * 3)  # the same every time: damage, with its cure
