@@ -64,9 +64,10 @@ WORKERS = os.environ.get("MEMTRELLIS_TEST_WORKERS", "2")
 BYTECODE = {"PYTHONDONTWRITEBYTECODE": ""}
 # The checks' temporary files (every test's stores, its servers' data, the install test's
 # venvs) go to a RAM-backed file system where the machine has one with room, unless
-# TMPDIR says where: the suites create and delete ~100,000 files, and on ext4 each new
-# file's inode is found by scanning past the recently deleted ones (a third of the CPU
-# time of a store-heavy test file went to that, and fsync waits idle the cores).
+# TMPDIR says where: the suites create and delete over 100,000 files, and on ext4 each
+# new file's inode is found by scanning past the recently deleted ones (a sixth of the
+# CPU time of three store-heavy test files went to that, by perf), and fsync waits leave
+# the cores idle.
 # Measured on this project's machine, the same quarter of the core's suite, runs
 # alternated: 84-111 s and 129-167 CPU-s on /tmp (ext4), 67-80 s and 108-132 CPU-s in
 # /dev/shm. What the tests check does not change: a process killed with SIGKILL leaves
