@@ -73,7 +73,7 @@ BYTECODE = {"PYTHONDONTWRITEBYTECODE": ""}
 # /dev/shm. What the tests check does not change: a process killed with SIGKILL leaves
 # the same files behind on either, and nothing here is a power cut.
 RAM_SCRATCH = Path("/dev/shm")
-SCRATCH_ROOM = 4 << 30  # bytes free: the full check's files take ~1.5 GB at their peak
+SCRATCH_ROOM = 4 << 30  # bytes free: the full check's files took 1.1 GB at their peak
 
 
 def _scratch() -> Path | None:
