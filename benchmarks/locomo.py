@@ -51,12 +51,15 @@ Figures go to ``--json`` (default ``benchmarks/results/locomo.json``) as
 ``benchmarks/results/locomo_recall_vs_tokens.png`` and
 ``benchmarks/results/locomo_recall10_by_category.png`` (needs matplotlib), and with
 ``--docs`` the ``## LoCoMo evidence recall`` section of ``docs/benchmarks.md`` (only that
-section is replaced; ``_locomo_report.py`` writes it).
+section is replaced; ``_locomo_report.py`` writes it). The stores are written as
+``Memory`` writes them by default (no LLM: the relation rules); ``--relation-model``
+writes them with the offline relation model too, to see what it changes.
 
     . /tmp/dev/bin/activate
     python benchmarks/locomo.py --docs                   # all conversations, both modes
     python benchmarks/locomo.py --mode raw --limit-conversations 2 --no-plots
     python benchmarks/locomo.py --data other_locomo.json --json /tmp/locomo.json
+    python benchmarks/locomo.py --mode observations --relation-model --no-plots --json /tmp/m.json
     python benchmarks/locomo.py --render-from benchmarks/results/locomo.json --docs
 """
 
@@ -112,6 +115,7 @@ from _locomo_report import (
 
 from memtrellis import Memory, MemoryItem, MemoryType, Scope, SourceKind, SourceRef
 from memtrellis.embeddings import Embedder, default_embedder
+from memtrellis.lifecycle import LifecycleConfig
 from memtrellis.store.keyword import tokenize as keyword_tokenize
 from memtrellis.store.vectors import HNSW_EF_CONSTRUCTION, HNSW_EF_SEARCH
 
@@ -525,6 +529,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--no-plots", action="store_true")
     parser.add_argument(
+        "--relation-model",
+        action="store_true",
+        help="store with LifecycleConfig(relation_model=True): the offline relation model too",
+    )
+    parser.add_argument(
         "--docs",
         type=Path,
         nargs="?",
@@ -548,6 +557,12 @@ def sha256_of(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def lifecycle_of(args: argparse.Namespace) -> LifecycleConfig:
+    """The lifecycle the stores are written with: the default, or with the relation model
+    (``--relation-model``)."""
+    return LifecycleConfig(relation_model=args.relation_model)
+
+
 def build_systems(
     args: argparse.Namespace,
     conversations: Sequence[Conversation],
@@ -562,7 +577,7 @@ def build_systems(
     graph_edges: dict[str, dict[str, int]] = {}
     note = LATENCY_NOTES["memtrellis"]
     if args.mode in ("raw", "both"):
-        memory = Memory(root / "raw", embedder=embedder)
+        memory = Memory(root / "raw", embedder=embedder, lifecycle=lifecycle_of(args))
         memories.append(memory)
         started = time.perf_counter()
         stored = sum(ingest_raw(memory, conv) for conv in conversations)
@@ -587,7 +602,7 @@ def build_systems(
             )
         print(f"  memtrellis raw: {stored} turns added in {ingest_s:.1f} s", flush=True)
     if args.mode in ("observations", "both"):
-        memory = Memory(root / "observations", embedder=embedder)
+        memory = Memory(root / "observations", embedder=embedder, lifecycle=lifecycle_of(args))
         memories.append(memory)
         started = time.perf_counter()
         stored = sum(ingest_observations(memory, conv) for conv in conversations)

@@ -1,7 +1,8 @@
 """Relation rules on the labelled statement pairs: per-label precision and recall.
 
-The pairs are ``tests/data/relation_pairs_tuning*.json``: five parts, each written as a
-held-out part and then used to change the rules, so all five are tuning data now (see
+The pairs are ``tests/data/relation_pairs_*.json``: five ``tuning`` parts, each written
+as a held-out part and then used to change the rules, and six parts ``w1``-``w6`` by
+writers who never saw the rules, which the relation model is trained on (see
 ``tests/data/README.md``); ``--pairs FILE`` runs a part kept outside the repository (a
 blind held-out part) the same way. Each pair is an old and a new statement of one
 entity, labelled ``duplicate``, ``supersedes``, ``contradicts``, ``extends`` or
@@ -22,6 +23,13 @@ it shows what an LLM judge that is always right adds to the rules, and where the
 alone decide. The judge's
 labels: ``contradicts`` (supersedes), ``conflicts`` (kept both), ``duplicate``,
 ``extends``, ``unrelated``.
+
+**Rules + model**: the packaged relation model (``ModelRelationJudge``,
+`memtrellis.lifecycle.relation_model`) asked where the rules are not sure, as the
+lifecycle asks it when no LLM is configured: what memtrellis does offline. Every part
+in ``tests/data`` is its training data, so its figures there are in-sample; its
+out-of-sample figures are the leave-one-part-out ones of
+``tools/train_relation_model.py --check`` and a blind part's (``--pairs``).
 
 Targets (issue 22): a superseding change is caught at least 90% of the time (recall of
 ``supersedes``), and an ``extends`` or ``unrelated`` pair is wrongly superseded at most
@@ -45,16 +53,30 @@ from typing import Any
 
 import numpy as np
 
-from memtrellis.lifecycle.entities import heuristic_entities, resolve_entities
 from memtrellis.lifecycle.plan import Candidate
 from memtrellis.lifecycle.relate import Relation, relate
 from memtrellis.lifecycle.relation_judge import LLMRelationJudge
-from memtrellis.store.graph import normalize_subject
+from memtrellis.lifecycle.relation_model import ModelRelationJudge, pair_items
 from memtrellis.testing import ScriptedLLM
-from memtrellis.types import MemoryItem, MemoryType, Scope
+from memtrellis.types import MemoryItem
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
-PARTS = ("tuning", "tuning2", "tuning3", "tuning4", "tuning5")
+PARTS = (
+    "tuning",
+    "tuning2",
+    "tuning3",
+    "tuning4",
+    "tuning5",
+    "w1",
+    "w2",
+    "w3",
+    "w4",
+    "w5",
+    "w6",
+    "w7",
+    "w8",
+)
+SYSTEMS = ("rules", "rules + model", "rules + judge")
 LABELS = ("duplicate", "supersedes", "contradicts", "extends", "unrelated")
 #: What the scripted judge answers for each label.
 JUDGE_ANSWER = {
@@ -75,15 +97,7 @@ def load_pairs(part: str | Path) -> list[dict[str, str]]:
 
 def items_of(pair: dict[str, str]) -> tuple[MemoryItem, MemoryItem]:
     """The old and the new memory of a pair, with entities as the lifecycle finds them."""
-    scope = Scope(entity_id="pairs")
-    known: dict[str, str] = {}
-    out = []
-    for text in (pair["old"], pair["new"]):
-        names = resolve_entities(heuristic_entities(text, known), known)
-        for name in names:
-            known.setdefault(normalize_subject(name), name)
-        out.append(MemoryItem(text=text, entities=names, scope=scope, memory_type=MemoryType.FACT))
-    return out[0], out[1]
+    return pair_items(pair["old"], pair["new"])
 
 
 def label_of(relation: Relation) -> str:
@@ -109,9 +123,15 @@ def judged(pair: dict[str, str], new: MemoryItem, old: MemoryItem, similarity: f
 
 
 def evaluate(
-    pairs: Sequence[dict[str, str]], sims: Sequence[float], *, with_judge: bool = False
+    pairs: Sequence[dict[str, str]],
+    sims: Sequence[float],
+    *,
+    with_judge: bool = False,
+    model: ModelRelationJudge | None = None,
 ) -> dict[str, Any]:
-    """Per-label precision and recall, the targets' figures, and the errors."""
+    """Per-label precision and recall, the targets' figures, and the errors: of the rules
+    alone, or with the scripted judge (``with_judge``) or the relation ``model`` asked
+    where the rules are not sure."""
     confusion: Counter[tuple[str, str]] = Counter()
     errors: list[dict[str, Any]] = []
     asked = 0
@@ -121,6 +141,9 @@ def evaluate(
         if with_judge and not relation.sure:
             asked += 1
             relation = judged(pair, new, old, similarity)
+        elif model is not None and not relation.sure:
+            asked += 1
+            relation = model(new, [Candidate(old, similarity)])[0] or relation
         got = label_of(relation)
         confusion[(pair["label"], got)] += 1
         if got != pair["label"]:
@@ -174,7 +197,7 @@ def markdown(results: dict[str, dict[str, Any]]) -> str:
     lines.append("")
     lines.append(
         "| part | system | supersessions caught | extends/unrelated superseded | "
-        "any non-change superseded | judge asked |"
+        "any non-change superseded | judge or model asked |"
     )
     lines.append("|---|---|---|---|---|---|")
     for name, figures in results.items():
@@ -207,14 +230,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         from memtrellis.embeddings.minilm import default_embedder
 
         embed = default_embedder().embed_documents
+    model = ModelRelationJudge()
     results: dict[str, dict[str, Any]] = {}
     for part in [*args.parts, *args.pairs]:
         pairs = load_pairs(part)
         if isinstance(part, Path):
             part = part.stem.removeprefix("relation_pairs_")
         sims = similarities(pairs, embed)
-        for system, with_judge in (("rules", False), ("rules + judge", True)):
-            figures = evaluate(pairs, sims, with_judge=with_judge)
+        for system in SYSTEMS:
+            figures = evaluate(
+                pairs,
+                sims,
+                with_judge=system == "rules + judge",
+                model=model if system == "rules + model" else None,
+            )
             results[f"{part}:{system}"] = figures
             print(f"\n{part} ({len(pairs)} pairs), {system}, embedder {args.embedder}")
             for label, row in figures["per_label"].items():
@@ -226,9 +255,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(
                 f"  supersessions caught {_pct(figures['supersedes_caught'])}% (target >= 90);"
                 f" extends/unrelated superseded {wrong} of {safe} (target <= 1%);"
-                f" judge asked {figures['judge_asked']}"
+                f" judge or model asked {figures['judge_asked']}"
             )
-            if args.errors and system == "rules":
+            if args.errors and system != "rules + judge":
                 for error in figures["errors"]:
                     print(
                         f"    {error['id']}: {error['label']} -> {error['got']}"

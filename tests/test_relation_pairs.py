@@ -21,11 +21,14 @@ from memtrellis.testing import HashingEmbedder, ScriptedLLM, store_of
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"
 PARTS = ("tuning", "tuning2", "tuning3", "tuning4", "tuning5")
+#: Parts by writers who never saw the rules: the relation model's training data too.
+WRITERS = ("w1", "w2", "w3", "w4", "w5", "w6", "w7", "w8")
 #: Supersessions the rules catch on each part (hashing embedder), held as floors: each
 #: part was held out once and then used to change the rules (tests/data/README.md).
-#: tuning5 was written by someone who never saw the rules; its floor is what the rules as
-#: frozen for the blind part heldout3 (0b7efb9) reach (38 of 92).
-CAUGHT = {"tuning": 0.98, "tuning2": 0.96, "tuning3": 0.95, "tuning4": 0.92, "tuning5": 0.41}
+#: tuning5 was written by someone who never saw the rules; the rules as frozen for the
+#: blind part heldout3 (0b7efb9) caught 38 of its 92, 34 since "now" alone no longer
+#: replaces another slot of the same subject (relate.py; tuning2 lost one too).
+CAUGHT = {"tuning": 0.98, "tuning2": 0.95, "tuning3": 0.95, "tuning4": 0.92, "tuning5": 0.36}
 #: Non-change pairs the rules supersede, held as ceilings: tuning5's one is a duplicate
 #: said with another spelling of the date ("expires at the end of 2025" / "runs until
 #: Dec 31, 2025"); no extends or unrelated pair is superseded on any part.
@@ -70,7 +73,7 @@ def pairs(part: str) -> list[dict[str, str]]:
 def test_the_pair_files_are_well_formed() -> None:
     seen_ids: set[str] = set()
     seen_pairs: set[tuple[str, str]] = set()
-    for part in PARTS:
+    for part in (*PARTS, *WRITERS):
         rows = pairs(part)
         chinese = 0
         for row in rows:
@@ -84,10 +87,17 @@ def test_the_pair_files_are_well_formed() -> None:
             assert (row["old"], row["new"]) not in seen_pairs, row
             seen_pairs.add((row["old"], row["new"]))
             chinese += row["lang"] == "zh"
-        assert 0.25 <= chinese / len(rows) <= 0.45, part  # about a third Chinese
-        assert {r["label"] for r in rows} == LABELS, part
+        if part in PARTS:
+            assert 0.25 <= chinese / len(rows) <= 0.45, part  # about a third Chinese
+        if part in ("w7", "w8"):  # other slots of one subject: no duplicate or conflict
+            assert {r["label"] for r in rows} == {"supersedes", "extends", "unrelated"}, part
+        else:
+            assert {r["label"] for r in rows} == LABELS, part
     assert len(pairs("tuning")) >= 300
-    assert len(seen_ids) >= 600
+    assert len(seen_ids) >= 2800
+    # The writers' parts: one all Chinese, three mixed; a quarter Chinese in all.
+    written = [row for part in WRITERS for row in pairs(part)]
+    assert 0.25 <= sum(row["lang"] == "zh" for row in written) / len(written) <= 0.45
 
 
 @pytest.fixture(scope="module")
@@ -159,6 +169,13 @@ def test_the_issue_examples_supersede(old: str, new: str) -> None:
         ("Ana speaks French.", "Ana speaks Spanish too."),
         ("I visited Rome in 2019.", "I visited Paris in 2021."),
         ("我2016年去过西藏。", "我2020年去过新疆。"),
+        # "Now" of the same subject, another slot: nothing replaced.
+        (
+            "The team dashboard pulls data from BigQuery.",
+            "The team dashboard now refreshes hourly.",
+        ),
+        ("小林在学小提琴。", "小林现在住校了，周末才回家。"),
+        ("Leo loves his dog.", "Leo is currently learning to dance."),
     ],
 )
 def test_compatible_additions_never_supersede(old: str, new: str) -> None:

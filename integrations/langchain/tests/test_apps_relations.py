@@ -4,10 +4,13 @@ the context the model is given, and both stay stored as they were said."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from langchain_core.messages import HumanMessage
 from memtrellis import EdgeKind, Memory, MemoryType
 from memtrellis.context import OPEN_TAG
-from memtrellis.testing import store_of
+from memtrellis.lifecycle import LifecycleConfig
+from memtrellis.testing import HashingEmbedder, store_of
 
 from fakes import FakeChat
 from langchain_memtrellis import ChatMemoryWrapper
@@ -93,3 +96,40 @@ def test_a_rescheduled_meeting_in_words_no_cue_list_has_supersedes_the_old_time(
     assert "Standup is at 9:15." not in context
     daughter = by_text["My daughter is 7."]
     assert daughter.id in {hit.memory.id for hit in memory.recall("How old is my daughter?").items}
+
+
+def test_a_change_in_words_the_rules_miss_is_read_by_the_relation_model(
+    tmp_path: Path,
+) -> None:
+    """No LLM, no cue the rules read as replacing the manager: the packaged relation model
+    (memtrellis.lifecycle.relation_model), asked for, links the turns; without it (the
+    default), the rules alone leave both turns current."""
+    old_text = "Priya is our account manager at Acme."
+    new_text = "Acme assigned us a new account manager, Tom Reyes."
+    question = "Who is our account manager at Acme?"
+    for with_model in (True, False):
+        config = LifecycleConfig(relation_model=with_model)
+        where = tmp_path / str(with_model)
+        with Memory(where, entity_id="alice", embedder=HashingEmbedder(), lifecycle=config) as m:
+            inner = FakeChat(messages=iter(["Noted.", "Good to know.", "Tom Reyes."]))
+            chat = ChatMemoryWrapper(inner, memory=m)
+            chat.invoke([HumanMessage(old_text)])
+            chat.invoke([HumanMessage(new_text)])
+            assert m.flush(30)
+            by_text = {i.text: i for i in m.list(limit=100)}
+            old, new = by_text[old_text], by_text[new_text]
+            graph = store_of(m).graph_of("alice")
+            assert all(i.superseded_by is None for i in m.list(limit=100))  # turns as said
+
+            chat.invoke([HumanMessage(question)])
+            context = inner.sent()[0].content
+            skipped = [(s.id, s.superseded_by) for s in m.recall(question).skipped]
+            if with_model:
+                assert graph.edges_of(new.id, EdgeKind.SUPERSEDES)[0] == [old.id]
+                assert graph.edges_of(new.id, EdgeKind.CONTRADICTS)[0] == [old.id]
+                assert new_text in context and old_text not in context
+                assert skipped == [(old.id, new.id)]
+            else:
+                assert graph.edges_of(new.id, EdgeKind.SUPERSEDES) == ([], [])
+                assert new_text in context and old_text in context
+                assert skipped == []

@@ -41,7 +41,14 @@ from memtrellis.lifecycle.config import RECORD_KINDS, LifecycleConfig
 from memtrellis.lifecycle.entities import heuristic_entities, resolve_entities
 from memtrellis.lifecycle.keys import FINE_TAG, fill_key
 from memtrellis.lifecycle.relate import Relation, RelationKind, relate
-from memtrellis.lifecycle.turns import TURN_CANDIDATES, comparable, relate_turns, same_speaker
+from memtrellis.lifecycle.relation_model import shared_judge
+from memtrellis.lifecycle.turns import (
+    TURN_CANDIDATES,
+    comparable,
+    model_replaces_turn,
+    relate_turns,
+    same_speaker,
+)
 from memtrellis.store import Change, Expect, Store, normalize_subject
 from memtrellis.store.storage import merged_count
 from memtrellis.store.store import PLAN_ATTEMPTS
@@ -231,11 +238,13 @@ class _Planner:
     def relations(self, item: MemoryItem, found: list[Candidate]) -> list[Relation]:
         rules = [relate(item, c.item, c.similarity, self.config) for c in found]
         judge, most = self.relation_judge, self.config.relation_judge_candidates
+        if judge is None and self.config.relation_model:
+            judge = shared_judge()  # asked for: the offline relation model, no LLM
         if judge is None or not found or most == 0:
             return rules
-        # The closest candidates the rules are not sure of (`Relation.sure`: nothing shared
-        # that could make one slot, the same words, a value replaced in the same words):
-        # the judge sees what words miss, and a memory the rules are sure of costs no call.
+        # The closest candidates the rules are not sure of (`Relation.sure`: the same words,
+        # a key's new value, a value replaced in the same words): the judge sees what words
+        # miss, and a memory the rules are sure of costs no call.
         chosen = [n for n, rule in enumerate(rules) if not rule.sure][:most]
         if not chosen:
             return rules
@@ -302,6 +311,10 @@ class _Planner:
             ):
                 continue
             verdict = relate_turns(item, old, similarity, self.config)
+            if (verdict is None or not verdict[0].supersedes) and self.config.relation_model:
+                # Said in words the rules do not read: the relation model, for an earlier
+                # turn of one sentence.
+                verdict = model_replaces_turn(item, old, shared_judge()) or verdict
             if verdict is None:
                 continue
             relation, whole = verdict

@@ -58,11 +58,12 @@ from memtrellis.lifecycle.config import LifecycleConfig
 from memtrellis.lifecycle.keys import is_derived
 from memtrellis.lifecycle.overlap import shared_topic
 from memtrellis.lifecycle.slots import several_slots, slot_change
+from memtrellis.lifecycle.values import changed_values, read_values
 from memtrellis.store.graph import normalize_subject
 from memtrellis.store.keyword import tokenize
 from memtrellis.types import MemoryItem
 
-__all__ = ["Relation", "RelationKind", "relate"]
+__all__ = ["Relation", "RelationKind", "relate", "several_claims", "slot_evidence"]
 
 
 class RelationKind(str, Enum):
@@ -91,7 +92,7 @@ class Relation:
             ``False`` when both cannot hold but nothing says which holds now: both stay
             current, linked by a ``contradicts`` edge.
         sure: The rules see no room for doubt (the same words, a key's new value, one
-            value replaced in the same words, nothing shared that could make one slot);
+            value replaced in the same words);
             the relation judge is asked only where this is ``False``.
 
     Examples:
@@ -249,10 +250,12 @@ def relate(
         verdict = _change_in_sentences(new, old) or _slot(new, old, a, b)
         if verdict is not None:
             return verdict
-        # Sure only when nothing shared could make them one slot: else the judge decides.
+        # Never sure: a change may share no word at all with what it replaces ("I'm
+        # pregnant with our second!" / "baby girl arrived Tuesday"; a subject left
+        # unsaid in chat or in Chinese), so the judge (or the relation model) decides.
         common = shared_topic(new.text, old.text, a, b, new.entities, old.entities)
         if common is None:
-            return Relation(RelationKind.UNRELATED, "nothing shared", sure=True)
+            return Relation(RelationKind.UNRELATED, "nothing shared")
         return Relation(RelationKind.UNRELATED, f"no shared subject ({common} shared)")
     verdict = _change(a, b, new.text, old.text) or _change_in_sentences(new, old)
     if verdict is None or not verdict.supersedes:
@@ -394,6 +397,68 @@ def _acts_on(new: str, cue: str, b: Claim) -> bool:
     return False
 
 
+def _core_overlap(a: Claim, b: Claim) -> float:
+    """How much of the old claim ``b``'s words besides its subject the new ``a`` keeps, or
+    ``a``'s that ``b`` held (the larger); 0 when either says nothing besides its subject."""
+    new, old = _plain(a.frame) - (a.subject or set()), _plain(b.frame) - (b.subject or set())
+    if not new or not old:
+        return 0.0
+    return max(_matched(old, new) / len(old), _matched(new, old) / len(new))
+
+
+def slot_evidence(new: MemoryItem, old: MemoryItem) -> bool:
+    """Whether more than their subject and their topic makes ``new`` and ``old`` one slot:
+    a one-value attribute both name (where one lives, works, one's phone), a typed value
+    of the old one replaced by one of the same kind and unit (a date, an amount, a
+    number), or a name both give besides their subject beside one only one of them gives.
+    Shared words alone are not enough: of one person, "Mia's main hobby is chess." / "Mia
+    bought a new chess clock." share a topic, not a slot.
+
+    Examples:
+        >>> from memtrellis.types import MemoryItem, Scope
+        >>> def fact(text, *names):
+        ...     return MemoryItem(text=text, entities=list(names), scope=Scope(entity_id="u"))
+        >>> leo = fact("Leo loves his dog.", "Leo")
+        >>> slot_evidence(fact("Leo now dances every day.", "Leo"), leo)
+        False
+        >>> slot_evidence(fact("Standup is 9:45 from Monday."), fact("Standup is at 9:15."))
+        True
+    """
+    a, b = read_claim(new.text, new.entities), read_claim(old.text, old.entities)
+    if a.classes & b.classes & SINGLE_VALUED:
+        return True
+    if changed_values(list(read_values(new.text)), list(read_values(old.text))) is not None:
+        return True
+    return bool(a.values & b.values) and bool(a.values ^ b.values)
+
+
+def claim_units(claim: Claim) -> int:
+    """How many content words (stems, or CJK units) a claim holds besides its subject."""
+    return len(_plain(claim.frame) - (claim.subject or set()))
+
+
+def several_claims(new: MemoryItem, old: MemoryItem, new_most: int = MAX_CLAIM_UNITS) -> bool:
+    """Whether ``old`` holds several claims (more than `MAX_CLAIM_UNITS` content words
+    besides its subject, `MAX_CLAIM_UNITS_ZH` in Chinese), or ``new`` more than
+    ``new_most`` (twice as many in Chinese): a change of one of them is no change of all.
+
+    Examples:
+        >>> from memtrellis.types import MemoryItem, Scope
+        >>> def fact(text):
+        ...     return MemoryItem(text=text, scope=Scope(entity_id="u"))
+        >>> several_claims(fact("I moved to Porto."), fact("I live in Lisbon."))
+        False
+        >>> long = fact("Ana runs the Lisbon office, mentors two interns and plays cello.")
+        >>> several_claims(fact("Ana runs the Porto office."), long)
+        True
+    """
+    a, b = read_claim(new.text, new.entities), read_claim(old.text, old.entities)
+    scale = MAX_CLAIM_UNITS_ZH / MAX_CLAIM_UNITS if b.chinese else 1
+    return claim_units(b) > MAX_CLAIM_UNITS * scale or claim_units(a) > new_most * (
+        MAX_CLAIM_UNITS_ZH / MAX_CLAIM_UNITS if a.chinese else 1
+    )
+
+
 def _change(a: Claim, b: Claim, new: str = "", old: str = "") -> Relation | None:
     """A supersession or contradiction of claim ``b`` (old) by ``a`` (new), or ``None``;
     ``new`` and ``old`` are their texts."""
@@ -429,12 +494,18 @@ def _change(a: Claim, b: Claim, new: str = "", old: str = "") -> Relation | None
     if a.additive:
         return None
     cue = a.change or a.current or a.final
-    if cue and a.topic is not None and a.topic == b.topic and (swapped or flipped or reworded):
-        return Relation(RelationKind.CONTRADICTS, f"change cue about {a.topic}")
     overlap = max(old_in_new, new_in_old)
+    # "Now" alone says what holds now, not what it replaced: of the same subject it may be
+    # another slot ("The dashboard pulls data from Snowflake." / "The dashboard now
+    # refreshes every 15 minutes."; 佳佳在学钢琴 / 佳佳现在住校了). It takes a one-value
+    # attribute or the old statement's other words kept.
+    slot = attribute or _core_overlap(a, b) >= 0.5
+    same_topic = a.topic is not None and a.topic == b.topic
+    if cue and same_topic and (swapped or flipped or reworded) and (a.change or a.final or slot):
+        return Relation(RelationKind.CONTRADICTS, f"change cue about {a.topic}")
     bare = not a.frame and not b.frame  # "I have X" / "I switched to Y": subject and value
     near = overlap >= 0.5 or attribute or bare
-    if (a.change or a.current) and near and (swapped or flipped):
+    if (a.change or (a.current and (slot or bare))) and near and (swapped or flipped):
         return Relation(RelationKind.CONTRADICTS, f"change cue {a.cue!r} with a new value")
     # Another word in place of one: a change cue says it replaced it; "now" only says what
     # holds now, so only of a one-value attribute ("Kai is dating Robin now").

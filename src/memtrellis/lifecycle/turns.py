@@ -38,9 +38,10 @@ import re
 from memtrellis.lifecycle.claims import SINGLE_VALUED, read_claim
 from memtrellis.lifecycle.config import LifecycleConfig
 from memtrellis.lifecycle.relate import Relation, RelationKind, relate
+from memtrellis.lifecycle.relation_model import ModelRelationJudge
 from memtrellis.types import MemoryItem
 
-__all__ = ["TURN_CANDIDATES", "comparable", "relate_turns", "same_speaker"]
+__all__ = ["TURN_CANDIDATES", "comparable", "model_replaces_turn", "relate_turns", "same_speaker"]
 
 #: Earlier turns of the speaker compared with a new one (the closest by cosine).
 TURN_CANDIDATES = 5
@@ -150,3 +151,35 @@ def relate_turns(
     if best is None:
         return None
     return best, len(old_sentences) == 1
+
+
+def model_replaces_turn(
+    new: MemoryItem, old: MemoryItem, judge: ModelRelationJudge
+) -> tuple[Relation, bool] | None:
+    """The relation model's verdict (`memtrellis.lifecycle.relation_model`) where the
+    rules find no change: a sentence of the new turn (at most two claims) supersedes an
+    earlier turn of one sentence, or ``None``. Returned as `relate_turns` returns it.
+
+    Examples:
+        >>> from memtrellis.types import MemoryItem, MemoryType, Scope, SourceRef
+        >>> def turn(text):
+        ...     source = SourceRef(kind="chat", role="user", content=text)
+        ...     return MemoryItem(text=text, memory_type=MemoryType.EPISODE,
+        ...                       sources=[source], scope=Scope(entity_id="u"))
+        >>> old = turn("Priya is our account manager at Acme.")
+        >>> new = turn("Acme assigned us a new account manager, Tom Reyes.")
+        >>> relation, whole = model_replaces_turn(new, old, ModelRelationJudge())
+        >>> relation.label, whole
+        ('supersedes', True)
+    """
+    earlier = _sentences(old.text)
+    claims = _claims(new.text)
+    if len(earlier) != 1 or len(old.text) > _MAX_CHARS or not 0 < len(claims) <= 2:
+        return None
+    second = old.model_copy(update={"text": earlier[0], "entities": _names_in(old, earlier[0])})
+    pairs = [
+        (new.model_copy(update={"text": said, "entities": _names_in(new, said)}), second)
+        for said in claims
+    ]
+    found = next((v for v in judge.verdicts(pairs) if v is not None), None)
+    return (found, True) if found is not None else None
