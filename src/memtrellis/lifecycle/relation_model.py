@@ -10,14 +10,16 @@ that the other does not, the packaged MiniLM's cosines), trained on the labelled
 of ``tests/data`` (``tools/train_relation_model.py``). Its weights ship in the package
 (``relation_model.json``, a few kilobytes): nothing is downloaded, and no LLM is asked.
 
-It is a `memtrellis.lifecycle.plan.RelationJudge`: the lifecycle asks it about the
-candidates the rules are not sure of (``Relation.sure``), where no LLM judge is
-configured (`LifecycleConfig.relation_model`). It says only one thing: that the new
-memory **supersedes** the old one, when its probability of that is at least
-``threshold`` (set at training so that compatible and unrelated pairs of parts it never
-saw were superseded at most 1% of the time); otherwise it has no opinion and the rules'
-verdict stands. It never merges (a merge drops the new text) and never hides a memory
-the rules are sure of.
+It is a `memtrellis.lifecycle.plan.RelationJudge`: when asked for
+(``LifecycleConfig(relation_model=True)``; it is off by default) and no LLM judge is
+configured, the lifecycle asks it about the candidates the rules are not sure of
+(``Relation.sure``), and about earlier chat turns of one sentence. It says only one
+thing: that the new memory **supersedes** the old one, when its probability of that is
+at least ``threshold`` (set at training so that, with each labelled part held out, it
+added at most 1% of that part's compatible and unrelated pairs to those the rules
+supersede), and only for the pairs `may_judge` lets it judge; otherwise it has no
+opinion and the rules' verdict stands. It never merges (a merge drops the new text) and
+never overrules a verdict the rules are sure of.
 
 Examples:
     >>> model = RelationModel.packaged()
