@@ -17,7 +17,7 @@ import pytest
 from tests.test_relation_pairs import DATA, WRITERS, bench, pairs
 
 from memtrellis import EdgeKind, Memory
-from memtrellis.lifecycle import LifecycleConfig
+from memtrellis.lifecycle import LifecycleConfig, relation_model
 from memtrellis.lifecycle.pair_features import FEATURES
 from memtrellis.lifecycle.plan import Candidate
 from memtrellis.lifecycle.relation_model import (
@@ -220,3 +220,19 @@ def test_the_model_is_asked_only_when_asked_for(tmp_path: Path) -> None:
         [old] = memory.add([said(MANAGER[0], 0)], memory_type="fact")
         memory.add([said(MANAGER[1], 20)], memory_type="fact")
         assert memory.get(old.id).superseded_by is None
+
+
+def test_a_failing_model_in_a_store_keeps_the_add_and_shows_in_health(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(texts: list[str]) -> list[list[float]]:
+        raise RuntimeError("no model")
+
+    monkeypatch.setattr(relation_model, "_shared", ModelRelationJudge(embed=broken))
+    config = LifecycleConfig(relation_model=True)
+    with Memory(tmp_path / "s", entity_id="u", embedder=HashingEmbedder(), lifecycle=config) as m:
+        [old] = m.add([said(MANAGER[0], 0)], memory_type="fact")
+        [new] = m.add([said(MANAGER[1], 20)], memory_type="fact")
+        assert m.get(old.id).superseded_by is None  # the rules' verdict stands
+        assert {i.id for i in m.list()} == {old.id, new.id}
+        assert m.health().relation_judge_failures == 1

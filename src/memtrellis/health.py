@@ -70,7 +70,8 @@ class Health(Model):
     llm_failures: int = 0
     merged_duplicates: int = 0
     #: Relation judge calls (the lifecycle's LLM opinion) that failed or answered nothing
-    #: usable; the rules decided instead.
+    #: usable, and, with ``LifecycleConfig(relation_model=True)``, calls of the relation
+    #: model that failed in this process; the rules decided instead.
     relation_judge_failures: int = 0
     capture_queue_depth: int = 0
     capture_spooled: int = 0

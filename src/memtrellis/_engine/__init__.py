@@ -32,6 +32,7 @@ from memtrellis.errors import InvalidInputError
 from memtrellis.extraction.pipeline import ExtractionConfig, Extractor
 from memtrellis.lifecycle import LifecycleConfig
 from memtrellis.lifecycle.relation_judge import LLMRelationJudge, llm_relation_judge
+from memtrellis.lifecycle.relation_model import model_failures
 from memtrellis.recall.rerank import RerankStage, as_reranker
 from memtrellis.store import EmbedderInfo, Store
 from memtrellis.types import Health, Scope, SourceRef, utcnow
@@ -142,7 +143,8 @@ class Engine:
             extraction_errors=failures.errors,
             extraction_garbage=failures.garbage,
             extraction_retries=failures.retries + capture.extraction_retries,
-            relation_judge_failures=parts.judge.failures if parts.judge is not None else 0,
+            relation_judge_failures=(parts.judge.failures if parts.judge is not None else 0)
+            + (model_failures() if parts.lifecycle.relation_model else 0),
             **figures,
             **usage,
             **parts.stats.figures(),

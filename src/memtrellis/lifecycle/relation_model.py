@@ -51,7 +51,14 @@ from memtrellis.lifecycle.relate import (
 from memtrellis.store.graph import normalize_subject
 from memtrellis.types import MemoryItem, MemoryType, Scope
 
-__all__ = ["ModelRelationJudge", "RelationModel", "pair_items", "shared_judge"]
+__all__ = [
+    "ModelRelationJudge",
+    "RelationModel",
+    "may_judge",
+    "model_failures",
+    "pair_items",
+    "shared_judge",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -275,3 +282,9 @@ def shared_judge() -> ModelRelationJudge:
     if _shared is None:
         _shared = ModelRelationJudge()
     return _shared
+
+
+def model_failures() -> int:
+    """How many calls of the process-wide relation model judge failed (0 before its first
+    use): `Health.relation_judge_failures` adds them when the model is on."""
+    return _shared.failures if _shared is not None else 0
