@@ -1,7 +1,7 @@
 """Relation rules on the labelled statement pairs: per-label precision and recall.
 
 The pairs are ``tests/data/relation_pairs_*.json``: five ``tuning`` parts, each written
-as a held-out part and then used to change the rules, and six parts ``w1``-``w6`` by
+as a held-out part and then used to change the rules, and eight parts ``w1``-``w8`` by
 writers who never saw the rules, which the relation model is trained on (see
 ``tests/data/README.md``); ``--pairs FILE`` runs a part kept outside the repository (a
 blind held-out part) the same way. Each pair is an old and a new statement of one
@@ -26,7 +26,7 @@ labels: ``contradicts`` (supersedes), ``conflicts`` (kept both), ``duplicate``,
 
 **Rules + model**: the packaged relation model (``ModelRelationJudge``,
 `memtrellis.lifecycle.relation_model`) asked where the rules are not sure, as the
-lifecycle asks it when no LLM is configured: what memtrellis does offline. Every part
+lifecycle asks it with ``LifecycleConfig(relation_model=True)`` and no LLM. Every part
 in ``tests/data`` is its training data, so its figures there are in-sample; its
 out-of-sample figures are the leave-one-part-out ones of
 ``tools/train_relation_model.py --check`` and a blind part's (``--pairs``).
