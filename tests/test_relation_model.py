@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from tests.test_relation_pairs import DATA, WRITERS, bench, pairs
+from tests.test_relation_pairs import DATA, WRITERS, figures_of
 
 from memtrellis import EdgeKind, Memory
 from memtrellis.lifecycle import LifecycleConfig, relation_model
@@ -93,16 +93,7 @@ def test_weights_round_trip_and_weights_for_other_features_are_refused() -> None
 
 @pytest.fixture(scope="module")
 def figures() -> dict[str, dict[str, Any]]:
-    module = bench()
-    embed = HashingEmbedder().embed_documents
-    model = ModelRelationJudge()
-    out = {}
-    for part in WRITERS:
-        rows = pairs(part)
-        sims = module.similarities(rows, embed)
-        out[part] = module.evaluate(rows, sims)
-        out[part + "+model"] = module.evaluate(rows, sims, model=model)
-    return out
+    return figures_of(WRITERS, "+model", model=ModelRelationJudge())
 
 
 @pytest.mark.parametrize("part", WRITERS)

@@ -100,17 +100,23 @@ def test_the_pair_files_are_well_formed() -> None:
     assert 0.25 <= sum(row["lang"] == "zh" for row in written) / len(written) <= 0.45
 
 
-@pytest.fixture(scope="module")
-def figures() -> dict[str, dict[str, Any]]:
+def figures_of(parts: tuple[str, ...], name: str, **system: Any) -> dict[str, dict[str, Any]]:
+    """Each part's figures for the rules alone (``part``) and with ``system`` (the
+    benchmark's ``evaluate`` options, ``part + name``), hashing-embedder similarities."""
     module = bench()
     embed = HashingEmbedder().embed_documents
     out = {}
-    for part in PARTS:
+    for part in parts:
         rows = pairs(part)
         sims = module.similarities(rows, embed)
         out[part] = module.evaluate(rows, sims)
-        out[part + "+judge"] = module.evaluate(rows, sims, with_judge=True)
+        out[part + name] = module.evaluate(rows, sims, **system)
     return out
+
+
+@pytest.fixture(scope="module")
+def figures() -> dict[str, dict[str, Any]]:
+    return figures_of(PARTS, "+judge", with_judge=True)
 
 
 @pytest.mark.parametrize("part", PARTS)

@@ -29,6 +29,7 @@ import re
 from collections.abc import Sequence
 
 from memtrellis.lifecycle.claims import SINGLE_VALUED, read_claim
+from memtrellis.lifecycle.lexicon import _CJK
 from memtrellis.lifecycle.overlap import content_units, shared_topic
 from memtrellis.lifecycle.relate import Relation, _matched, _same_subject
 from memtrellis.lifecycle.slots import slot_change
@@ -37,7 +38,6 @@ from memtrellis.types import MemoryItem
 
 __all__ = ["FEATURES", "difference", "pair_row", "tokens"]
 
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _WORD = re.compile(r"\w+")
 _DIGIT = re.compile(r"\d|[零〇一二两三四五六七八九十百千万亿]")
 _RULE_LABELS = ("duplicate", "supports", "supersedes", "contradicts", "extends", "unrelated")

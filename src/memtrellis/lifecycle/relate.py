@@ -400,7 +400,7 @@ def _acts_on(new: str, cue: str, b: Claim) -> bool:
 def _core_overlap(a: Claim, b: Claim) -> float:
     """How much of the old claim ``b``'s words besides its subject the new ``a`` keeps, or
     ``a``'s that ``b`` held (the larger); 0 when either says nothing besides its subject."""
-    new, old = _plain(a.frame) - (a.subject or set()), _plain(b.frame) - (b.subject or set())
+    new, old = _core(a), _core(b)
     if not new or not old:
         return 0.0
     return max(_matched(old, new) / len(old), _matched(new, old) / len(new))
@@ -432,9 +432,14 @@ def slot_evidence(new: MemoryItem, old: MemoryItem) -> bool:
     return bool(a.values & b.values) and bool(a.values ^ b.values)
 
 
+def _core(claim: Claim) -> frozenset[str]:
+    """The claim's content words (stems, or CJK units) besides its subject."""
+    return _plain(claim.frame) - (claim.subject or set())
+
+
 def claim_units(claim: Claim) -> int:
     """How many content words (stems, or CJK units) a claim holds besides its subject."""
-    return len(_plain(claim.frame) - (claim.subject or set()))
+    return len(_core(claim))
 
 
 def several_claims(new: MemoryItem, old: MemoryItem, new_most: int = MAX_CLAIM_UNITS) -> bool:
@@ -453,22 +458,17 @@ def several_claims(new: MemoryItem, old: MemoryItem, new_most: int = MAX_CLAIM_U
         True
     """
     a, b = read_claim(new.text, new.entities), read_claim(old.text, old.entities)
-    scale = MAX_CLAIM_UNITS_ZH / MAX_CLAIM_UNITS if b.chinese else 1
-    return claim_units(b) > MAX_CLAIM_UNITS * scale or claim_units(a) > new_most * (
-        MAX_CLAIM_UNITS_ZH / MAX_CLAIM_UNITS if a.chinese else 1
-    )
+
+    def scaled(most: int, claim: Claim) -> float:  # Chinese units: CJK characters, more
+        return most * MAX_CLAIM_UNITS_ZH / MAX_CLAIM_UNITS if claim.chinese else most
+
+    return claim_units(b) > scaled(MAX_CLAIM_UNITS, b) or claim_units(a) > scaled(new_most, a)
 
 
 def _change(a: Claim, b: Claim, new: str = "", old: str = "") -> Relation | None:
     """A supersession or contradiction of claim ``b`` (old) by ``a`` (new), or ``None``;
     ``new`` and ``old`` are their texts."""
-    most = MAX_CLAIM_UNITS_ZH if a.chinese else MAX_CLAIM_UNITS
-    if (
-        max(
-            len(_plain(a.frame) - (a.subject or set())), len(_plain(b.frame) - (b.subject or set()))
-        )
-        > most
-    ):
+    if max(claim_units(a), claim_units(b)) > (MAX_CLAIM_UNITS_ZH if a.chinese else MAX_CLAIM_UNITS):
         # Several claims in one: only the same words with a value replaced say which.
         if a.frame == b.frame and a.values != b.values and a.negated == b.negated:
             values = sorted(a.values ^ b.values)[:4]

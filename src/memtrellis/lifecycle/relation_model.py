@@ -154,19 +154,17 @@ def _unit(vectors: Any) -> np.ndarray:
 
 
 def pair_rows(
-    pairs: Sequence[tuple[MemoryItem, MemoryItem]],
-    embed: Embed,
-    rules: Sequence[Relation] | None = None,
+    pairs: Sequence[tuple[MemoryItem, MemoryItem]], embed: Embed
 ) -> tuple[np.ndarray, list[Relation]]:
-    """The features of each ``(new, old)`` pair and the rules' verdicts (computed with the
-    model's own cosine when ``rules`` is ``None``)."""
+    """The features of each ``(new, old)`` pair and the rules' verdicts (with the model's
+    own cosine: the one it was trained with)."""
     if not pairs:
         return np.zeros((0, len(FEATURES))), []
     vectors = _unit(embed(texts_to_embed(pairs))).reshape(len(pairs), 4, -1)
     rows, verdicts = [], []
     for n, (new, old) in enumerate(pairs):
         cosine = float(vectors[n, 0] @ vectors[n, 1])
-        verdict = rules[n] if rules is not None else relate(new, old, cosine)
+        verdict = relate(new, old, cosine)
         rows.append(pair_row(new, old, verdict, cosine, float(vectors[n, 2] @ vectors[n, 3])))
         verdicts.append(verdict)
     return np.asarray(rows, dtype=np.float64), verdicts
